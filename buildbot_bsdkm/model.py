@@ -1,0 +1,293 @@
+"""The result model every part of bsdkm-ci speaks.
+
+Parsers produce these records, the policy reads them, JUnit/Markdown writers
+render them, and the JSON form (``to_json``/``from_json``) is both the
+``bsdkm-ci parse --json`` output and the baseline format for regression gates.
+
+Kept free of I/O and third-party imports so every shell can use it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class BenchKind(StrEnum):
+    SYMMETRIC = "sym"  # throughput per byte: bytes/s, cycles per byte
+    ASYMMETRIC = "asym"  # operations: ops/s, cycles per op
+    OPENSSL = "openssl"  # `openssl speed` item at one block size (bytes/s)
+
+
+class FailureCategory(StrEnum):
+    """Who is to blame for a failure; drives the retry policy."""
+
+    INFRASTRUCTURE = "infrastructure"  # network, lost worker, CI exception: retry
+    REAL = "real"  # compile error, failed self-test, panic, regression: never retry silently
+
+
+class LogFormat(StrEnum):
+    WOLFCRYPT_BENCH = "wolfcrypt-bench"
+    WOLFCRYPT_BENCH_CSV = "wolfcrypt-bench-csv"
+    WOLFCRYPT_TEST = "wolfcrypt-test"
+    LINUX_KERNEL_LOG = "linux-kernel-log"
+    FREEBSD_KERNEL_LOG = "freebsd-kernel-log"
+    OPENSSL_SPEED = "openssl-speed"
+    UNKNOWN = "unknown"
+
+
+# Units a benchmark value may carry, with the factor to bytes/s or ops/s.
+RATE_UNITS: dict[str, float] = {
+    "bytes/s": 1.0,
+    "B/s": 1.0,
+    "KiB/s": 1024.0,
+    "MiB/s": 1024.0**2,
+    "GiB/s": 1024.0**3,
+    "KB/s": 1000.0,
+    "MB/s": 1000.0**2,
+    "GB/s": 1000.0**3,
+    "ops/s": 1.0,
+}
+
+
+def normalise_rate(value: float, unit: str) -> float:
+    """Value in bytes/s (or ops/s for ``ops/s``); raises KeyError on an unknown unit."""
+    return value * RATE_UNITS[unit]
+
+
+@dataclass
+class Benchmark:
+    """One benchmark item.
+
+    ``name`` is the stable identity used by baselines and policy globs:
+    symmetric items keep wolfCrypt's description (``AES-128-GCM-enc``),
+    asymmetric ones are ``<algo> <strength> <op>`` with runs of spaces folded
+    (``RSA 2048 private``, ``ECDSA [SECP256R1] 256 sign``), OpenSSL items
+    ``openssl:<alg>@<block bytes>`` (``openssl:AES-128-CBC@16384``).
+    """
+
+    name: str
+    value: float  # as printed
+    unit: str  # as printed: MiB/s, KiB/s, MB/s, bytes/s, ops/s
+    kind: BenchKind = BenchKind.SYMMETRIC
+    per_second: float = 0.0  # normalised: bytes/s (sym, openssl) or ops/s (asym)
+    cycles: float | None = None  # cycles per byte (sym) or per op (asym)
+    seconds: float | None = None  # measured duration ("took N seconds")
+    amount: float | None = None  # bytes (sym) or ops (asym) processed
+    block_size: int | None = None  # bytes per call when known
+    algorithm: str | None = None  # asym: "RSA"; openssl: "AES-128-CBC"
+    strength: str | None = None  # asym key size / category as printed
+    operation: str | None = None  # asym operation ("private", "sign", ...)
+    error: str | None = None  # "Benchmark X failed: -180" attached to this item
+    line: int | None = None  # 1-based line in the source log
+
+    @property
+    def cycles_unit(self) -> str | None:
+        if self.cycles is None:
+            return None
+        return "cycles/op" if self.kind == BenchKind.ASYMMETRIC else "cycles/byte"
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+@dataclass
+class SelfTest:
+    """One algorithm of wolfCrypt's self-test (``AES-GCM  test passed!``)."""
+
+    name: str
+    passed: bool
+    error: str | None = None  # " error L=34448 code=-125 (out of memory error)"
+    code: int | None = None  # wolfCrypt error code (-125) when printed
+    line: int | None = None
+
+
+@dataclass
+class LifecycleEvent:
+    """A fact about the module's life: loaded, cleanup, fpu state, crid, errors.
+
+    ``kind`` values used by the parsers:
+      loaded, load_failed, unloaded, cleanup_complete, cleanup_failed,
+      selftest_passed, selftest_failed, benchmark_passed, benchmark_failed,
+      fpu_state, fpu_error, crid_registered, crid_unregistered, detached,
+      fips_hash_mismatch, fips_error, module_register_error, kldload_error,
+      init_error, rng_error, taint, signature_warning, panic, oops
+    ``detail`` carries the numbers (``{"cpu": 0, "nest": 0, "tid": 0}``,
+    ``{"crid": 3}``, ``{"hash": "ABC..."}``, ``{"error": 85}``).
+    """
+
+    kind: str
+    message: str
+    detail: dict[str, Any] = field(default_factory=dict)
+    line: int | None = None
+
+
+@dataclass
+class Problem:
+    """Something wrong with the input itself (not with wolfSSL): garbage, a cut-off line."""
+
+    message: str
+    line: int | None = None
+    severity: str = "error"  # "error" | "warning"
+
+
+@dataclass
+class LogResult:
+    """Everything learned from one log (one file or one stream)."""
+
+    source: str
+    format: LogFormat = LogFormat.UNKNOWN
+    complete: bool = False
+    incomplete_reason: str | None = None  # why not complete: "no 'Benchmark complete' line"
+    benchmarks: list[Benchmark] = field(default_factory=list)
+    tests: list[SelfTest] = field(default_factory=list)
+    lifecycle: list[LifecycleEvent] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    # Summary verdict printed by the program itself, when any
+    # ("wolfCrypt self-test passed." / "Test complete" + return code 0).
+    selftest_summary: bool | None = None
+    benchmark_complete: bool = False
+    # The benchmark clock's resolution when it is coarse (FreeBSD module: 1.0 s).
+    clock_resolution: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # version, math, block_bytes, cpu, ...
+
+    @property
+    def failed_tests(self) -> list[SelfTest]:
+        return [t for t in self.tests if not t.passed]
+
+    @property
+    def clock_quantised(self) -> bool:
+        return self.clock_resolution is not None and self.clock_resolution >= 0.5
+
+
+@dataclass
+class StageFailure:
+    """Why a pipeline stage failed, precisely enough for a retry policy to act."""
+
+    stage: str  # fetch, configure, build, load, selftest, benchmark, unload, collect, gate
+    message: str  # "configure failed: ...", "module load timed out after 600 s"
+    category: FailureCategory = FailureCategory.REAL
+    reason: str | None = None  # short machine key: network, compile-error, selftest, timeout, panic, ...
+    evidence: list[str] = field(default_factory=list)  # paths of logs kept
+
+
+@dataclass
+class RunResult:
+    """One (target, variant) run: its logs' results plus how the stages went."""
+
+    variant: str
+    target: str
+    logs: list[LogResult] = field(default_factory=list)
+    failure: StageFailure | None = None
+    stages: dict[str, float] = field(default_factory=dict)  # stage -> seconds taken
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # retry history
+    metadata: dict[str, Any] = field(default_factory=dict)  # flags, source, wolfssl version
+
+    @property
+    def benchmarks(self) -> list[Benchmark]:
+        return [b for log in self.logs for b in log.benchmarks]
+
+    @property
+    def tests(self) -> list[SelfTest]:
+        return [t for log in self.logs for t in log.tests]
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.logs) and all(log.complete for log in self.logs)
+
+    @property
+    def clock_quantised(self) -> bool:
+        return any(log.clock_quantised for log in self.logs)
+
+
+# ---------------------------------------------------------------------------
+# JSON round trip. Hand-written so a baseline written by one version reads back
+# in the next, and so a bad file fails with the field that is wrong.
+
+
+class ModelError(ValueError):
+    """A results/baseline document that does not match the model."""
+
+
+def _benchmark_from(d: dict[str, Any]) -> Benchmark:
+    d = dict(d)
+    d.pop("cycles_unit", None)
+    d.pop("failed", None)
+    d["kind"] = BenchKind(d.get("kind", "sym"))
+    return Benchmark(**d)
+
+
+def _log_from(d: dict[str, Any]) -> LogResult:
+    d = dict(d)
+    d.pop("failed_tests", None)
+    d.pop("clock_quantised", None)
+    d["format"] = LogFormat(d.get("format", "unknown"))
+    d["benchmarks"] = [_benchmark_from(b) for b in d.get("benchmarks", [])]
+    d["tests"] = [SelfTest(**t) for t in d.get("tests", [])]
+    d["lifecycle"] = [LifecycleEvent(**e) for e in d.get("lifecycle", [])]
+    d["problems"] = [Problem(**p) for p in d.get("problems", [])]
+    return LogResult(**d)
+
+
+def _run_from(d: dict[str, Any]) -> RunResult:
+    d = dict(d)
+    for derived in ("benchmarks", "tests", "complete", "clock_quantised"):
+        d.pop(derived, None)
+    d["logs"] = [_log_from(x) for x in d.get("logs", [])]
+    f = d.get("failure")
+    if f is not None:
+        f = dict(f)
+        f["category"] = FailureCategory(f.get("category", "real"))
+        d["failure"] = StageFailure(**f)
+    return RunResult(**d)
+
+
+def _with_derived_benchmark(b: Benchmark) -> dict[str, Any]:
+    out = asdict(b)
+    out["cycles_unit"] = b.cycles_unit
+    return out
+
+
+def log_to_dict(log: LogResult) -> dict[str, Any]:
+    out = asdict(log)
+    out["benchmarks"] = [_with_derived_benchmark(b) for b in log.benchmarks]
+    out["clock_quantised"] = log.clock_quantised
+    return out
+
+
+def run_to_dict(run: RunResult) -> dict[str, Any]:
+    out = asdict(run)
+    out["logs"] = [log_to_dict(x) for x in run.logs]
+    out["complete"] = run.complete
+    return out
+
+
+def to_json(runs: list[RunResult], **extra: Any) -> str:
+    """The results document: ``{"schema": 1, "runs": [...], ...extra}``."""
+    doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "runs": [run_to_dict(r) for r in runs]}
+    doc.update(extra)
+    return json.dumps(doc, indent=2, sort_keys=False)
+
+
+def from_json(text: str, source: str = "<json>") -> list[RunResult]:
+    """Read a results document (or baseline) back; ModelError names what is wrong."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ModelError(f"{source}: not JSON: {e}") from None
+    if not isinstance(doc, dict) or "runs" not in doc:
+        raise ModelError(f"{source}: not a bsdkm-ci results document (no 'runs' key)")
+    if doc.get("schema") != SCHEMA_VERSION:
+        raise ModelError(f"{source}: schema {doc.get('schema')!r} is not {SCHEMA_VERSION}")
+    runs = []
+    for i, r in enumerate(doc["runs"]):
+        try:
+            runs.append(_run_from(r))
+        except (TypeError, ValueError, KeyError, AttributeError) as e:
+            raise ModelError(f"{source}: runs[{i}] is malformed: {e}") from None
+    return runs

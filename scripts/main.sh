@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job: bsdkm-ci on the embedded default configuration.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/bootstrap.sh" main
+cd "$BSDKM_ROOT"
+exec bsdkm-ci main "$@"
