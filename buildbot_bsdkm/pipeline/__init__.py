@@ -1,0 +1,1 @@
+"""The pipeline: fetch wolfSSL, configure/build each variant per target, load, collect."""

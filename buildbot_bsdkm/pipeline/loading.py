@@ -1,0 +1,26 @@
+"""What loading a kernel module on a worker produced, whatever the OS.
+
+The FreeBSD (kldload) and Linux (QEMU) loaders both return a ``ModuleLoadOutcome``;
+the pipeline turns it into a ``RunResult`` by parsing ``kernel_log`` with the
+core parsers and classifying any failure. Loaders never parse benchmark or
+self-test lines themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class ModuleLoadOutcome:
+    kernel_log: Path  # kernel messages from just before the load to after the unload
+    load_rc: int | None  # exit status of the load (kldload / finit_module), None if never reached
+    unload_rc: int | None  # exit status of the unload, None if never reached
+    timed_out: bool = False  # the load (or whole VM) exceeded its time limit
+    timed_out_stage: str | None = None  # "load", "unload", "boot"
+    duration_s: float = 0.0
+    loaded_seen: bool = False  # module was listed as loaded (kldstat -m / /proc/modules)
+    stages: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    notes: list[str] = field(default_factory=list)  # human facts: "kldload: an error occurred ..."
+    extra_logs: dict[str, Path] = field(default_factory=dict)  # name -> path (console, loader output)
