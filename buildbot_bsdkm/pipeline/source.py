@@ -1,0 +1,449 @@
+"""Getting a wolfSSL source tree: Debian's archive, git (PR refs too), a tarball, or a local dir.
+
+Everything downloaded lives in a cache (``$BSDKM_CACHE``, else ``$XDG_CACHE_HOME/bsdkm-ci``,
+else ``~/.cache/bsdkm-ci``) and is checked by SHA-256 before use, so a second run
+with a verified tarball and an autogen'd tree on disk does no network I/O at all.
+Nothing is fetched at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import lzma
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tarfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import Config, DebianSource, GitSource, LocalSource, SourceSpec, TarballSource
+from .errors import infra_error, real_error
+
+Progress = Callable[[str], None]
+READY_STAMP = ".bsdkm-ready.json"  # written last: a tree without it is half-made and is redone
+HTTP_TIMEOUT_S = 60.0
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def cache_root(config: Config | None = None) -> Path:
+    if config is not None and config.cache_dir is not None:
+        return config.cache_dir
+    if os.environ.get("BSDKM_CACHE"):
+        return Path(os.environ["BSDKM_CACHE"])
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "bsdkm-ci"
+
+
+@contextlib.contextmanager
+def _locked(cache: Path, name: str) -> Iterator[None]:
+    """Several engineers/builders share one cache: one writer per item at a time."""
+    locks = cache / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@dataclass
+class SourceTree:
+    path: Path  # the autogen'd tree (has ./configure)
+    origin: str  # what was asked for: "debian:sid/wolfssl=5.9.2", "git:URL@REF", ...
+    version: str | None = None  # wolfSSL version from configure.ac
+    sha256: str | None = None  # of the tarball, when there was one
+    commit: str | None = None  # git commit, when from git
+    fetched: list[str] = field(default_factory=list)  # URLs actually downloaded this time
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {
+            "path": str(self.path),
+            "origin": self.origin,
+            "version": self.version,
+            "sha256": self.sha256,
+            "commit": self.commit,
+        }
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+def _network_failure(url: str, err: BaseException) -> Exception:
+    reason = getattr(err, "reason", err)
+    host = urllib.request.urlparse(url).hostname or url
+    if isinstance(reason, socket.gaierror):
+        return infra_error("fetch", "network", f"fetch failed: could not resolve host {host} ({url})")
+    if isinstance(err, urllib.error.HTTPError):
+        return infra_error("fetch", "fetch", f"fetch failed: HTTP {err.code} {err.reason} for {url}")
+    if isinstance(reason, TimeoutError | socket.timeout):
+        return infra_error("fetch", "network", f"fetch failed: timed out talking to {host} ({url})")
+    return infra_error("fetch", "network", f"fetch failed: {reason} ({url})")
+
+
+def download(url: str, dest: Path, *, expect_sha256: str | None = None, progress: Progress = _quiet) -> str:
+    """Stream ``url`` to ``dest`` (atomically) and return its SHA-256; mismatch → StageError."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    digest = hashlib.sha256()
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as resp, open(part, "wb") as out:
+            total = int(resp.headers.get("Content-Length") or 0)
+            got = 0
+            while chunk := resp.read(1 << 20):
+                out.write(chunk)
+                digest.update(chunk)
+                got += len(chunk)
+        if total and got != total:
+            raise infra_error("fetch", "fetch", f"fetch failed: {url} ended after {got} of {total} bytes")
+    except (urllib.error.URLError, OSError, ConnectionError) as e:
+        part.unlink(missing_ok=True)
+        raise _network_failure(url, e) from None
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    sha = digest.hexdigest()
+    if expect_sha256 and sha != expect_sha256.lower():
+        part.unlink(missing_ok=True)
+        raise infra_error(
+            "fetch",
+            "fetch",
+            f"checksum mismatch for {url}: expected sha256 {expect_sha256.lower()}, got {sha}",
+        )
+    part.replace(dest)
+    progress(f"fetch: {url} ({got} bytes, {time.monotonic() - started:.1f} s)")
+    return sha
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- Debian's index
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    name: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class SourcePackage:
+    package: str
+    version: str  # Debian version, e.g. 5.9.2-1.2
+    directory: str  # pool/main/w/wolfssl
+    files: tuple[ArchiveFile, ...]
+
+    @property
+    def upstream_version(self) -> str:
+        v = self.version.split(":", 1)[-1]
+        return v.rsplit("-", 1)[0] if "-" in v else v
+
+    def orig_tarball(self) -> ArchiveFile | None:
+        for f in self.files:
+            if re.search(r"\.orig\.tar\.(gz|xz|bz2)$", f.name):
+                return f
+        return None
+
+
+def _paragraphs(lines: Iterable[str]) -> Iterator[dict[str, str]]:
+    """deb822 paragraphs, continuation lines joined with newlines."""
+    para: dict[str, str] = {}
+    last: str | None = None
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if not line.strip():
+            if para:
+                yield para
+            para, last = {}, None
+        elif line[0] in " \t" and last is not None:
+            para[last] += "\n" + line.strip()
+        elif ":" in line:
+            key, _, value = line.partition(":")
+            last = key.strip()
+            para[last] = value.strip()
+    if para:
+        yield para
+
+
+def parse_sources(lines: Iterable[str], package: str) -> list[SourcePackage]:
+    """Every entry for ``package`` in a ``Sources`` index."""
+    out = []
+    for para in _paragraphs(lines):
+        if para.get("Package") != package:
+            continue
+        files = []
+        for row in para.get("Checksums-Sha256", "").splitlines():
+            parts = row.split()
+            if len(parts) == 3 and re.fullmatch(r"[0-9a-f]{64}", parts[0]):
+                files.append(ArchiveFile(name=parts[2], sha256=parts[0], size=int(parts[1])))
+        out.append(SourcePackage(package, para.get("Version", ""), para.get("Directory", ""), tuple(files)))
+    return out
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", v))
+
+
+def pick_package(entries: list[SourcePackage], spec: DebianSource, where: str) -> SourcePackage:
+    if not entries:
+        raise real_error("fetch", "fetch", f"fetch failed: {spec.package} is not in {where}")
+    if spec.version:
+        matching = [e for e in entries if e.upstream_version == spec.version]
+        if not matching:
+            have = ", ".join(sorted({e.version for e in entries}))
+            raise real_error(
+                "fetch", "fetch", f"fetch failed: {where} has {spec.package} {have}, not {spec.version}"
+            )
+        entries = matching
+    return max(entries, key=lambda e: _version_key(e.version))
+
+
+def sources_index(spec: DebianSource, cache: Path, progress: Progress = _quiet) -> Path:
+    """The suite's ``Sources.xz``, read again only when the cached one is older than allowed."""
+    local = cache / "debian" / spec.suite / "Sources.xz"
+    fresh = local.is_file() and time.time() - local.stat().st_mtime < spec.index_max_age_s
+    if not fresh:
+        download(f"{spec.mirror}/dists/{spec.suite}/main/source/Sources.xz", local, progress=progress)
+    return local
+
+
+def read_index(path: Path, package: str) -> list[SourcePackage]:
+    try:
+        with lzma.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+            return parse_sources(fh, package)
+    except (lzma.LZMAError, EOFError) as e:
+        path.unlink(missing_ok=True)  # a broken index must not poison later runs
+        raise infra_error("fetch", "fetch", f"fetch failed: {path} is not a valid xz index: {e}") from None
+
+
+def debian_tarball(
+    spec: DebianSource, cache: Path, progress: Progress = _quiet
+) -> tuple[Path, str, list[str]]:
+    """The verified ``.orig`` tarball: (path, sha256, URLs downloaded)."""
+    record = cache / "debian" / spec.suite / f"{spec.package}_{spec.version or 'latest'}.json"
+    fetched: list[str] = []
+    if spec.version and record.is_file():
+        known = json.loads(record.read_text())
+        tarball = cache / "downloads" / known["name"]
+        if tarball.is_file() and sha256_of(tarball) == known["sha256"]:
+            return tarball, known["sha256"], fetched
+    index = sources_index(spec, cache, progress)
+    pkg = pick_package(read_index(index, spec.package), spec, f"{spec.mirror} {spec.suite}")
+    orig = pkg.orig_tarball()
+    if orig is None:
+        raise real_error(
+            "fetch", "fetch", f"fetch failed: {spec.package} {pkg.version} lists no .orig tarball"
+        )
+    tarball = cache / "downloads" / orig.name
+    if not (tarball.is_file() and sha256_of(tarball) == orig.sha256):
+        url = f"{spec.mirror}/{pkg.directory}/{orig.name}"
+        download(url, tarball, expect_sha256=orig.sha256, progress=progress)
+        fetched.append(url)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(
+        json.dumps(
+            {"name": orig.name, "sha256": orig.sha256, "size": orig.size, "debian_version": pkg.version}
+        )
+    )
+    return tarball, orig.sha256, fetched
+
+
+# --------------------------------------------------------------------------- trees
+
+
+def wolfssl_version(tree: Path) -> str | None:
+    try:
+        text = (tree / "configure.ac").read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(r"AC_INIT\(\s*\[wolfssl\]\s*,\s*\[([^\]]+)\]", text)
+    return m.group(1) if m else None
+
+
+def autogen(tree: Path, timeout_s: float, progress: Progress = _quiet) -> None:
+    """Run ``./autogen.sh`` when there is no ``configure`` yet; output kept in ``autogen.log``."""
+    if (tree / "configure").is_file():
+        return
+    if not (tree / "autogen.sh").is_file():
+        raise real_error("fetch", "fetch", f"fetch failed: {tree} is not a wolfSSL tree (no autogen.sh)")
+    started = time.monotonic()
+    log = tree / "autogen.log"
+    try:
+        with open(log, "wb") as out:
+            rc = subprocess.run(
+                ["./autogen.sh"],
+                cwd=tree,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=timeout_s,
+                check=False,
+            ).returncode
+    except subprocess.TimeoutExpired:
+        raise infra_error(
+            "fetch", "fetch", f"autogen.sh timed out after {timeout_s:g} s", [str(log)]
+        ) from None
+    except OSError as e:
+        raise infra_error("fetch", "fetch", f"autogen.sh could not run: {e}", [str(log)]) from None
+    if rc != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+        raise real_error("configure", "configure", f"autogen.sh failed: {tail[0]}", [str(log)])
+    progress(f"fetch: autogen.sh in {tree} ({time.monotonic() - started:.1f} s)")
+
+
+def unpacked_tree(
+    tarball: Path, sha256: str, cache: Path, timeout_s: float, progress: Progress = _quiet
+) -> Path:
+    """Unpack once per tarball checksum and autogen; later calls return the ready tree."""
+    home = cache / "src" / f"{tarball.name.split('.tar')[0]}-{sha256[:12]}"
+    with _locked(cache, home.name):
+        if (home / READY_STAMP).is_file():
+            return Path(json.loads((home / READY_STAMP).read_text())["tree"])
+        if home.exists():
+            shutil.rmtree(home)
+        tmp = home.with_name(home.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            with tarfile.open(tarball) as tf:
+                tf.extractall(tmp, filter="data")
+        except (tarfile.TarError, OSError, EOFError) as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise infra_error("fetch", "fetch", f"cannot unpack {tarball}: {e}") from None
+        tops = [p for p in tmp.iterdir() if p.is_dir()]
+        inner = tops[0] if len(tops) == 1 else tmp
+        autogen(inner, timeout_s, progress)
+        tmp.rename(home)
+        tree = home / inner.relative_to(tmp)
+        (home / READY_STAMP).write_text(json.dumps({"tree": str(tree), "sha256": sha256}))
+        return tree
+
+
+def _git(args: list[str], cwd: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
+    except subprocess.TimeoutExpired:
+        raise infra_error("fetch", "network", f"git {args[0]} timed out after {timeout_s:g} s") from None
+
+
+def _git_failure(what: str, proc: subprocess.CompletedProcess[str]) -> Exception:
+    err = (proc.stderr or proc.stdout).strip()
+    first = next(
+        (ln for ln in err.splitlines() if ln.startswith("fatal:")), err.splitlines()[-1] if err else ""
+    )
+    transient = re.search(
+        r"Could not resolve host|Connection (reset|refused|timed out)|unable to access|"
+        r"early EOF|The remote end hung up",
+        err,
+    )
+    if transient:
+        return infra_error("fetch", "network", f"{what} failed: {first}")
+    return real_error("fetch", "fetch", f"{what} failed: {first}")
+
+
+def git_tree(spec: GitSource, cache: Path, timeout_s: float, progress: Progress = _quiet) -> tuple[Path, str]:
+    """Check out ``spec.ref`` (refs/pull/N/merge works) in a cached work tree; (tree, commit)."""
+    key = hashlib.sha256(spec.url.encode()).hexdigest()[:16]
+    tree = cache / "git" / key
+    with _locked(cache, f"git-{key}"):
+        if not (tree / ".git").is_dir():
+            tree.mkdir(parents=True, exist_ok=True)
+            proc = _git(["init", "-q"], tree, 60)
+            if proc.returncode:
+                raise _git_failure("git init", proc)
+        proc = _git(["fetch", "-q", "--no-tags", "--depth=1", spec.url, spec.ref], tree, timeout_s)
+        if proc.returncode:
+            raise _git_failure(f"git fetch {spec.ref}", proc)
+        commit = _git(["rev-parse", "FETCH_HEAD"], tree, 60).stdout.strip()
+        stamp = tree / ".git" / "bsdkm-ready"
+        if stamp.is_file() and stamp.read_text().strip() == commit and (tree / "configure").is_file():
+            return tree, commit
+        stamp.unlink(missing_ok=True)
+        for args in (["checkout", "-q", "--force", "--detach", commit], ["clean", "-q", "-fdx"]):
+            proc = _git(args, tree, 300)
+            if proc.returncode:
+                raise _git_failure(f"git {args[0]}", proc)
+        progress(f"fetch: {spec.url} {spec.ref} -> {commit[:12]}")
+        autogen(tree, timeout_s, progress)
+        stamp.write_text(commit)
+        return tree, commit
+
+
+def tarball_tree(
+    spec: TarballSource, cache: Path, timeout_s: float, progress: Progress = _quiet
+) -> tuple[Path, str, list[str]]:
+    fetched: list[str] = []
+    if spec.is_url:
+        name = re.sub(r"[^\w.+-]", "_", spec.location.rstrip("/").rsplit("/", 1)[-1]) or "source.tar.gz"
+        local = cache / "downloads" / name
+        if not (local.is_file() and spec.sha256 and sha256_of(local) == spec.sha256):
+            download(spec.location, local, expect_sha256=spec.sha256, progress=progress)
+            fetched.append(spec.location)
+    else:
+        local = Path(spec.location)
+        if not local.is_file():
+            raise real_error("fetch", "fetch", f"fetch failed: tarball {local} does not exist")
+    sha = sha256_of(local)
+    if spec.sha256 and sha != spec.sha256:
+        raise infra_error(
+            "fetch", "fetch", f"checksum mismatch for {local}: expected sha256 {spec.sha256}, got {sha}"
+        )
+    return unpacked_tree(local, sha, cache, timeout_s, progress), sha, fetched
+
+
+def fetch_source(
+    spec: SourceSpec, *, cache: Path | None = None, timeout_s: float = 900.0, progress: Progress = _quiet
+) -> SourceTree:
+    """A ready (autogen'd) wolfSSL tree for ``spec``; failures raise ``StageError``."""
+    cache = cache or cache_root()
+    if isinstance(spec, DebianSource):
+        tarball, sha, fetched = debian_tarball(spec, cache, progress)
+        tree = unpacked_tree(tarball, sha, cache, timeout_s, progress)
+        return SourceTree(tree, spec.describe(), wolfssl_version(tree), sha256=sha, fetched=fetched)
+    if isinstance(spec, TarballSource):
+        tree, sha, fetched = tarball_tree(spec, cache, timeout_s, progress)
+        return SourceTree(tree, spec.describe(), wolfssl_version(tree), sha256=sha, fetched=fetched)
+    if isinstance(spec, GitSource):
+        tree, commit = git_tree(spec, cache, timeout_s, progress)
+        return SourceTree(tree, spec.describe(), wolfssl_version(tree), commit=commit)
+    if isinstance(spec, LocalSource):
+        if not spec.path.is_dir():
+            raise real_error("fetch", "fetch", f"fetch failed: source directory {spec.path} does not exist")
+        autogen(spec.path, timeout_s, progress)
+        return SourceTree(spec.path, spec.describe(), wolfssl_version(spec.path))
+    raise TypeError(f"unknown source spec {spec!r}")
+
+
+def wolfssl_source(config: Config | None = None) -> Path:
+    """The autogen'd wolfSSL tree (Debian sid 5.9.2 unless ``config`` says otherwise), cached."""
+    if config is None:
+        return fetch_source(DebianSource(), cache=cache_root()).path
+    return fetch_source(config.source, cache=cache_root(config), timeout_s=config.timeout("fetch")).path
