@@ -1,0 +1,50 @@
+#!/bin/sh
+# Boot an initramfs made by mkinitramfs.sh in QEMU (TCG) and wait for it to power off.
+#
+#   run-qemu.sh INITRD.cpio.gz CONSOLE.log [TIMEOUT_S]
+#
+# The serial console goes to CONSOLE.log; judge the run from its `### bsdkm-ci:`
+# markers: QEMU exits 0 even when the module failed. Exit status is QEMU's, or
+# 124 when TIMEOUT_S (default 900) ran out and the VM was killed.
+# Environment:
+#   KERNEL_VERSION  e.g. 6.1.0-57-amd64 (default: the newest /boot/vmlinuz-*)
+#   KERNEL          path to the kernel image (overrides KERNEL_VERSION)
+#   QEMU_CPU        default "max" (KVM is not usable on our workers: TCG only)
+#   QEMU_MEM        MiB, default 1024
+#   LOAD_TIMEOUT    guest-side watchdog for the module load (default TIMEOUT_S - 60)
+#   UNLOAD_TIMEOUT  guest-side watchdog for the unload (default 60)
+#   EXTRA_APPEND    more kernel command line words
+set -eu
+
+die() { echo "run-qemu.sh: $*" >&2; exit 2; }
+
+[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: run-qemu.sh INITRD.cpio.gz CONSOLE.log [TIMEOUT_S]"
+initrd=$1
+log=$2
+timeout_s=${3:-900}
+case "$timeout_s" in '' | *[!0-9]*) die "TIMEOUT_S must be whole seconds, got '$timeout_s'" ;; esac
+[ -f "$initrd" ] || die "initramfs not found: $initrd"
+
+if [ -n "${KERNEL:-}" ]; then
+    kernel=$KERNEL
+elif [ -n "${KERNEL_VERSION:-}" ]; then
+    kernel=/boot/vmlinuz-$KERNEL_VERSION
+else
+    kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
+fi
+[ -n "$kernel" ] && [ -r "$kernel" ] ||
+    die "kernel image not readable: ${kernel:-none in /boot} (install linux-image-amd64)"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found (install qemu-system-x86)"
+
+load_timeout=${LOAD_TIMEOUT:-$((timeout_s > 120 ? timeout_s - 60 : timeout_s / 2))}
+unload_timeout=${UNLOAD_TIMEOUT:-60}
+append="console=ttyS0 quiet panic=-1 bsdkm_ci.load_timeout=$load_timeout"
+append="$append bsdkm_ci.unload_timeout=$unload_timeout ${EXTRA_APPEND:-}"
+
+: >"$log"
+rc=0
+timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
+    -accel tcg -cpu "${QEMU_CPU:-max}" -m "${QEMU_MEM:-1024}" -smp 1 \
+    -nographic -no-reboot -kernel "$kernel" -initrd "$initrd" \
+    -append "$append" -serial "file:$log" -monitor none -display none || rc=$?
+exit "$rc"
