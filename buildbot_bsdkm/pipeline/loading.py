@@ -24,3 +24,6 @@ class ModuleLoadOutcome:
     stages: dict[str, float] = field(default_factory=dict)  # stage -> seconds
     notes: list[str] = field(default_factory=list)  # human facts: "kldload: an error occurred ..."
     extra_logs: dict[str, Path] = field(default_factory=dict)  # name -> path (console, loader output)
+    # Appended last so positional construction stays valid.
+    load_errno: int | None = None  # errno the kernel gave a failed load (125 = ECANCELED: init failed)
+    unload_errno: int | None = None  # errno of a failed unload (16 = EBUSY)
