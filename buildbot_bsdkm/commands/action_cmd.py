@@ -1,0 +1,701 @@
+"""``bsdkm-ci action ...``: what the GitHub Action's shell steps call.
+
+The composite action in ``action/`` is plumbing only; every decision it needs
+lives here, on top of the same core the Buildbot shell uses:
+
+* ``outputs``  results of ``bsdkm-ci run`` → ``$GITHUB_OUTPUT``, ``$GITHUB_STEP_SUMMARY``
+  and ``::error``/``::warning`` annotations (one per failed check, titles with numbers);
+* ``gate``     exit 1 when the verdict failed (the last step, after reports are out);
+* ``retry``    run an infrastructure command again only when ``classify`` says infrastructure;
+* ``comment``  keep the one marked PR comment up to date with the Markdown report;
+* ``trigger``  ``issue_comment`` event → whether (and which variants) to retest, after
+  checking the commenter's permission through the API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import actions
+from ..actions import Annotation, Level
+from ..cli import EXIT_FAILED, EXIT_OK, UsageError
+from ..model import ModelError, RunResult, from_json
+from ..policy import (
+    KIND_BENCHMARK,
+    KIND_COMPLETE,
+    KIND_CROSSOVER,
+    KIND_FLOOR,
+    KIND_REGRESSION,
+    KIND_SELFTEST,
+    KIND_SPEEDUP,
+    Check,
+    PolicyError,
+    Verdict,
+    evaluate,
+    fmt_num,
+    load_policy,
+)
+
+SUMMARY_JSON = "summary.json"
+REPORT_MD = "report.md"
+JUNIT_XML = "junit.xml"
+
+VERDICT_PASS = "pass"
+VERDICT_FAIL = "fail"
+VERDICT_ERROR = "error"  # nothing measured failed, but the run could not produce (usable) results
+
+TEST_KINDS = frozenset({KIND_SELFTEST, KIND_BENCHMARK})
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("action", help="steps of the GitHub Action (outputs, gate, retry, comment, trigger)")
+    asub = p.add_subparsers(dest="action_command", required=True, parser_class=type(p))
+    _register_outputs(asub)
+    _register_gate(asub)
+    _register_retry(asub)
+    _register_comment(asub)
+    _register_trigger(asub)
+
+
+def _results_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, required=True, help="the --out DIR of `bsdkm-ci run`")
+    p.add_argument("--results", type=Path, help="results JSON to read instead of DIR/summary.json")
+    p.add_argument("--config", type=Path, help="bsdkm.yml, for its policy and baseline")
+    p.add_argument("--policy", type=Path, help="threshold policy (overrides the config's)")
+    p.add_argument("--baseline", type=Path, help="baseline results JSON (overrides the config's)")
+    p.add_argument("--run-exit-code", type=int,
+                   help="exit status of `bsdkm-ci run`; lets a run that died early be reported")
+
+
+def _register_outputs(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("outputs", help="write step outputs, job summary and annotations")
+    _results_args(p)
+    p.add_argument("--max-annotations", type=int, default=actions.MAX_ANNOTATIONS_PER_LEVEL,
+                   help="per level; GitHub shows 10 per step")
+    p.set_defaults(func=run_outputs)
+
+
+def _register_gate(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("gate", help="exit 1 when the run's verdict failed, 0 when it passed")
+    _results_args(p)
+    p.set_defaults(func=run_gate)
+
+
+def _register_retry(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("retry", help="run CMD, retrying only infrastructure failures")
+    p.add_argument("--stage", required=True,
+                   help="what CMD does, for classification: fetch, deps, vm-boot, ...")
+    p.add_argument("--attempts", type=int, default=3, help="at most this many runs in all (default 3)")
+    p.add_argument("--delay", type=float, action="append", help="seconds before retry N (repeatable)")
+    p.add_argument("--timeout", type=float, help="seconds one attempt may take")
+    p.add_argument("--config", type=Path, help="bsdkm.yml, for its retry patterns and backoff")
+    p.add_argument("--record", type=Path, help="append the attempts to this JSON file")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    p.set_defaults(func=run_retry)
+
+
+def _register_comment(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("comment", help="create or update the single bsdkm-ci comment on the PR")
+    p.add_argument("--report", type=Path, required=True, help="Markdown report (the report-path output)")
+    p.add_argument("--pr", type=int, help="PR number (default: from $GITHUB_EVENT_PATH)")
+    p.add_argument("--repo", help="owner/name (default: $GITHUB_REPOSITORY)")
+    p.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
+    p.add_argument("--api-url", help="REST API root (default: $GITHUB_API_URL or https://api.github.com)")
+    p.set_defaults(func=run_comment)
+
+
+def _register_trigger(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("trigger", help="decide from an issue_comment event whether to retest")
+    p.add_argument("--event", type=Path, help="event payload (default: $GITHUB_EVENT_PATH)")
+    p.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
+    p.add_argument("--api-url", help="REST API root (default: $GITHUB_API_URL or https://api.github.com)")
+    p.add_argument("--min-permission", default="write", choices=list(PERMISSION_RANK)[1:],
+                   help="least repository permission a commenter needs (default write)")
+    p.set_defaults(func=run_trigger)
+
+
+# =========================================================================== results of a run
+
+
+@dataclass(frozen=True)
+class ResultsRequest:
+    """Where a finished ``bsdkm-ci run`` left its results, and how to judge them."""
+
+    out: Path
+    results: Path | None = None
+    config: Path | None = None
+    policy: Path | None = None
+    baseline: Path | None = None
+    run_exit_code: int | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ResultsRequest:
+        return cls(args.out, args.results, args.config, args.policy, args.baseline, args.run_exit_code)
+
+    @property
+    def results_path(self) -> Path:
+        return self.results or self.out / SUMMARY_JSON
+
+
+@dataclass
+class RunOutcome:
+    """A run's verdict with the files the action publishes."""
+
+    runs: list[RunResult]
+    verdict: Verdict
+    markdown: str
+    report_path: Path | None
+    junit_paths: list[Path]
+    unusable: str | None = None  # the run left nothing to judge: why
+
+    @property
+    def passed(self) -> bool:
+        return self.unusable is None and self.verdict.passed
+
+    @property
+    def failed_tests(self) -> list[Check]:
+        return [c for c in self.verdict.failures if c.kind in TEST_KINDS]
+
+    def verdict_word(self) -> str:
+        if self.passed:
+            return VERDICT_PASS
+        failures = self.verdict.failures
+        if self.unusable is not None or (failures and all(c.error for c in failures)):
+            return VERDICT_ERROR
+        return VERDICT_FAIL
+
+    def headline(self) -> str:
+        if self.unusable is not None:
+            return f"ERROR: {self.unusable}"
+        return self.verdict.summary()
+
+    def outputs(self) -> dict[str, str]:
+        return {
+            "verdict": self.verdict_word(),
+            "junit-path": "\n".join(str(p) for p in self.junit_paths),
+            "report-path": str(self.report_path) if self.report_path else "",
+            "regressions": str(len(self.verdict.regressions)),
+            "failed-tests": str(len(self.failed_tests)),
+            "failures": str(len(self.verdict.failures)),
+            "summary": self.headline(),
+        }
+
+    def annotations(self) -> list[Annotation]:
+        if self.unusable is not None:
+            return [Annotation(Level.ERROR, self.unusable, title="bsdkm-ci: no results")]
+        found = [check_annotation(c) for c in self.verdict.failures]
+        found += [Annotation(Level.WARNING, note, title="bsdkm-ci note") for note in self.verdict.notes]
+        return found
+
+
+def check_annotation(c: Check) -> Annotation:
+    """A failed check as an annotation whose title names the algorithm and the numbers."""
+    return Annotation(Level.ERROR, f"{c.run_label}: {c.message}", title=check_title(c))
+
+
+def check_title(c: Check) -> str:
+    where = f"[{c.run_label}]"
+    if c.kind == KIND_SELFTEST:
+        code = f" (code {int(c.value)})" if c.value is not None else ""
+        return f"Self-test failed: {c.name}{code} {where}"
+    if c.kind == KIND_BENCHMARK:
+        return f"Benchmark failed: {c.name} {where}"
+    if c.kind == KIND_REGRESSION and c.delta_pct is not None:
+        numbers = _numbers(c.value, c.baseline, c.unit, "vs baseline")
+        limit = f", limit {fmt_num(c.threshold)}%" if c.threshold is not None else ""
+        return f"Regression: {c.name} {c.delta_pct:+.1f}%{limit}{numbers} {where}"
+    if c.kind == KIND_FLOOR:
+        return f"Below floor: {c.name}{_numbers(c.value, c.threshold, c.unit, 'limit')} {where}"
+    if c.kind == KIND_SPEEDUP and c.value is not None:
+        limit = f" < {fmt_num(c.threshold)}x" if c.threshold is not None else ""
+        return f"Speedup too low: {c.name} {fmt_num(c.value)}x{limit} {where}"
+    if c.kind == KIND_CROSSOVER:
+        return f"Crossover: {c.name} {where}"
+    if c.kind == KIND_COMPLETE:
+        return f"Incomplete run: {c.name} {where}"
+    return f"{c.kind} failed: {c.name} {where}"
+
+
+def _numbers(value: float | None, other: float | None, unit: str | None, word: str) -> str:
+    if value is None or other is None:
+        return ""
+    u = f" {unit}" if unit else ""
+    return f" ({fmt_num(value)}{u} {word} {fmt_num(other)}{u})"
+
+
+def load_outcome(req: ResultsRequest) -> RunOutcome:
+    """Read the run's results and judge them with the core; UsageError names unusable input."""
+    path = req.results_path
+    if not path.is_file():
+        if req.run_exit_code not in (None, 0):
+            return _unusable_outcome(req, f"`bsdkm-ci run` exited {req.run_exit_code} without writing {path}")
+        raise UsageError(f"no results: {path} does not exist (did `bsdkm-ci run --out {req.out}` run?)")
+    text = _read_text(path, "results")
+    try:
+        runs = from_json(text, str(path))
+    except ModelError as e:
+        raise UsageError(str(e)) from None
+    verdict = stored_verdict(text, path) or evaluate(runs, _policy_for(req), _baseline_for(req))
+    report = _report_for(req, runs, verdict)
+    markdown = report.read_text(encoding="utf-8")
+    return RunOutcome(runs, verdict, markdown, report, _junit_for(req, runs, verdict))
+
+
+def _unusable_outcome(req: ResultsRequest, why: str) -> RunOutcome:
+    markdown = f"## bsdkm-ci: no results\n\n{why}. See the job log; nothing was measured.\n"
+    req.out.mkdir(parents=True, exist_ok=True)
+    report = req.out / REPORT_MD
+    report.write_text(markdown, encoding="utf-8")
+    return RunOutcome([], Verdict(), markdown, report, [], unusable=why)
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{what} file {path} is not UTF-8 text") from None
+    except OSError as e:
+        raise UsageError(f"cannot read {what} file {path}: {e.strerror}") from None
+
+
+def stored_verdict(text: str, path: Path) -> Verdict | None:
+    """The verdict `bsdkm-ci run` stored beside the runs (``Verdict.to_dict``), if any."""
+    doc = json.loads(text)  # already parsed once by from_json, so this cannot fail
+    stored = doc.get("verdict")
+    if stored is None:
+        return None
+    if not isinstance(stored, dict) or not isinstance(stored.get("checks"), list):
+        raise UsageError(f"{path}: 'verdict' is not a verdict document (no 'checks' list)")
+    try:
+        checks = [Check(**c) for c in stored["checks"]]
+    except TypeError as e:
+        raise UsageError(f"{path}: verdict.checks is malformed: {e}") from None
+    notes = stored.get("notes") or []
+    return Verdict(checks=checks, notes=[str(n) for n in notes], policy_source=str(stored.get("policy", "")))
+
+
+def _config_paths(req: ResultsRequest) -> tuple[Path | None, Path | None]:
+    if req.config is None:
+        return None, None
+    from ..config import ConfigError, load_config
+
+    try:
+        cfg = load_config(req.config)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    return cfg.policy, cfg.baseline
+
+
+def _policy_for(req: ResultsRequest) -> Any:
+    policy_path = req.policy or _config_paths(req)[0]
+    try:
+        return load_policy(policy_path)
+    except PolicyError as e:
+        raise UsageError(str(e)) from None
+
+
+def _baseline_for(req: ResultsRequest) -> list[RunResult] | None:
+    path = req.baseline or _config_paths(req)[1]
+    if path is None:
+        return None
+    try:
+        return from_json(_read_text(path, "baseline"), str(path))
+    except ModelError as e:
+        raise UsageError(f"baseline: {e}") from None
+
+
+def _report_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict) -> Path:
+    """The run's ``report.md``; written here from the core's report when the run left none."""
+    report = req.out / REPORT_MD
+    if report.is_file():
+        return report
+    from ..report import markdown_report
+
+    req.out.mkdir(parents=True, exist_ok=True)
+    report.write_text(markdown_report(runs, verdict), encoding="utf-8")
+    return report
+
+
+def _junit_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict) -> list[Path]:
+    top = req.out / JUNIT_XML
+    if top.is_file():
+        return [top]
+    per_run = sorted(req.out.glob(f"*/*/{JUNIT_XML}"))
+    if per_run:
+        return per_run
+    from ..junit import write_junit
+
+    write_junit(runs, verdict, top)
+    return [top]
+
+
+def run_outputs(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    outcome = load_outcome(ResultsRequest.from_args(args))
+    outputs = outcome.outputs()
+    for line in actions.cap_annotations(outcome.annotations(), args.max_annotations).commands():
+        print(line)
+    write_runner_files(env, outputs, outcome.markdown)
+    print(f"bsdkm-ci: verdict {outputs['verdict']}: {outcome.headline()}", file=sys.stderr)
+    return EXIT_OK
+
+
+def write_runner_files(env: Mapping[str, str], outputs: Mapping[str, str], markdown: str) -> None:
+    """Outputs and job summary into the runner's files; printed instead when run by hand."""
+    try:
+        out_file = actions.env_path(env, "GITHUB_OUTPUT")
+        if out_file is not None:
+            actions.write_outputs(out_file, outputs)
+        else:
+            for k, v in outputs.items():
+                print(f"{k}={v}")
+        summary_file = actions.env_path(env, "GITHUB_STEP_SUMMARY")
+        if summary_file is not None and markdown:
+            actions.append_step_summary(summary_file, markdown)
+    except actions.ActionsError as e:
+        raise UsageError(str(e)) from None
+
+
+def run_gate(args: argparse.Namespace) -> int:
+    outcome = load_outcome(ResultsRequest.from_args(args))
+    print(f"bsdkm-ci: {outcome.headline()}")
+    return EXIT_OK if outcome.passed else EXIT_FAILED
+
+
+# =========================================================================== retry
+
+
+# The last lines of an attempt are what classification needs; older ones are already on screen.
+OUTPUT_TAIL_LINES = 400
+
+
+@dataclass(frozen=True)
+class AttemptRun:
+    """One execution of the wrapped command."""
+
+    exit_code: int
+    output: str
+    timed_out: bool
+    seconds: float
+
+
+@dataclass
+class RetryOutcome:
+    exit_code: int
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""
+
+
+def run_with_retries(
+    cmd: Sequence[str], stage: str, settings: Any, *, timeout: float | None = None,
+    patterns: Any = None, sleep: Any = time.sleep,
+) -> RetryOutcome:
+    """Run ``cmd`` until it passes, a real failure happens, or infrastructure retries run out."""
+    from ..buildbot.retry import Attempt, decide
+    from ..classify import classify
+
+    history: list[Attempt] = []
+    while True:
+        number = len(history) + 1
+        run = run_attempt(cmd, timeout)
+        if run.exit_code == 0 and not run.timed_out:
+            history.append(Attempt.passing(number, None))
+        else:
+            failure = classify(stage, exit_code=run.exit_code, output=run.output, log_results=[],
+                               timed_out=run.timed_out, patterns=patterns)
+            history.append(Attempt.failing(number, None, failure))
+        decision = decide(history, settings)
+        if not decision.retry:
+            return RetryOutcome(run.exit_code if not run.timed_out else 124, decision.history_dicts(),
+                                decision.summary)
+        print(Annotation(Level.WARNING, decision.summary,
+                         title=f"bsdkm-ci: retrying {stage} (attempt {number + 1})").command(), flush=True)
+        sleep(decision.delay_s)
+
+
+def run_attempt(cmd: Sequence[str], timeout: float | None) -> AttemptRun:
+    """Run once, echoing output live (with workflow commands disabled) and keeping its tail."""
+    token = actions.stop_commands_token()
+    started = time.monotonic()
+    tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
+    print(actions.stop_commands(token), flush=True)
+    try:
+        proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as e:
+        print(actions.resume_commands(token), flush=True)
+        raise UsageError(f"retry: cannot run {cmd[0]!r}: {e.strerror}") from None
+    timer = _Killer(proc, timeout)
+    assert proc.stdout is not None
+    for raw in proc.stdout:
+        line = raw.decode("utf-8", errors="replace")
+        sys.stdout.write(line)
+        tail.append(line)
+    code = proc.wait()
+    timer.cancel()
+    sys.stdout.flush()
+    print(actions.resume_commands(token), flush=True)
+    return AttemptRun(code, "".join(tail), timer.fired, time.monotonic() - started)
+
+
+class _Killer:
+    """Kills the attempt's whole process group when it overruns its timeout."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], timeout: float | None) -> None:
+        self.fired = False
+        self._proc = proc
+        self._timer = threading.Timer(timeout, self._kill) if timeout else None
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _kill(self) -> None:
+        self.fired = True
+        with contextlib.suppress(ProcessLookupError):  # it finished just before the deadline
+            os.killpg(self._proc.pid, signal.SIGKILL)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def retry_settings(attempts: int, delays: Sequence[float] | None, config: Path | None) -> tuple[Any, Any]:
+    """Bounded-retry settings (never retrying a real failure) and the config's extra patterns."""
+    from ..buildbot.retry import RetryConfigError, RetrySettings
+
+    patterns = None
+    backoff: tuple[float, ...] = (10.0, 30.0)
+    if config is not None:
+        from ..config import ConfigError, load_config
+
+        try:
+            cfg = load_config(config)
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
+        backoff = tuple(cfg.retry.backoff_s)
+        patterns = cfg.retry
+    if delays:
+        backoff = tuple(delays)
+    try:
+        # No reproducibility runs: the action retries infrastructure only, never a real failure.
+        settings = RetrySettings(max_infra_retries=attempts - 1, backoff_s=backoff,
+                                 reproduce_reasons=frozenset())
+    except RetryConfigError as e:
+        raise UsageError(str(e)) from None
+    return settings, patterns
+
+
+def run_retry(args: argparse.Namespace) -> int:
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("no command given (use: bsdkm-ci action retry --stage S -- CMD ARGS...)")
+    if args.attempts < 1:
+        raise UsageError(f"--attempts must be at least 1, got {args.attempts}")
+    settings, patterns = retry_settings(args.attempts, args.delay, args.config)
+    outcome = run_with_retries(cmd, args.stage, settings, timeout=args.timeout, patterns=patterns)
+    print(f"bsdkm-ci: {args.stage}: {outcome.summary}", file=sys.stderr)
+    if args.record is not None:
+        append_record(args.record, args.stage, cmd, outcome)
+    return outcome.exit_code
+
+
+def append_record(path: Path, stage: str, cmd: Sequence[str], outcome: RetryOutcome) -> None:
+    """Keep every wrapped step's attempts in one JSON list, for the report's retry history."""
+    records: list[Any] = []
+    if path.is_file():
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise UsageError(f"retry record {path} is not a JSON list: {e}") from None
+        if not isinstance(loaded, list):
+            raise UsageError(f"retry record {path} is not a JSON list")
+        records = loaded
+    records.append({"stage": stage, "command": list(cmd), "exit_code": outcome.exit_code,
+                    "summary": outcome.summary, "attempts": outcome.attempts})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(records, indent=2), encoding="utf-8")
+
+
+# =========================================================================== GitHub API
+
+PERMISSION_RANK: dict[str, int] = {"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
+DEFAULT_API_URL = "https://api.github.com"
+
+
+@dataclass(frozen=True)
+class ApiContext:
+    """Where the REST API is and how to authenticate; the token is never printed."""
+
+    api_url: str
+    repo: str
+    token: str = field(repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], *, token_env: str, api_url: str | None,
+                 repo: str | None) -> ApiContext:
+        token = env.get(token_env, "")
+        if not token:
+            raise UsageError(f"no token: ${token_env} is empty (pass the action's github-token input)")
+        repo = repo or env.get("GITHUB_REPOSITORY", "")
+        if repo.count("/") != 1:
+            raise UsageError(f"repository {repo!r} is not owner/name (set --repo or $GITHUB_REPOSITORY)")
+        return cls((api_url or env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"), repo, token)
+
+
+def read_event(path: Path) -> dict[str, Any]:
+    text = _read_text(path, "event")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"event file {path} is not JSON: {e.msg} at line {e.lineno}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"event file {path} is not a JSON object")
+    return doc
+
+
+def pr_number_from_event(env: Mapping[str, str]) -> int | None:
+    """The PR of a ``pull_request``/``pull_request_target``/``issue_comment`` event, else None."""
+    path = actions.env_path(env, "GITHUB_EVENT_PATH")
+    if path is None:
+        return None
+    event = read_event(path)
+    pr = event.get("pull_request")
+    if isinstance(pr, dict) and isinstance(pr.get("number"), int):
+        return int(pr["number"])
+    issue = event.get("issue")
+    if isinstance(issue, dict) and isinstance(issue.get("pull_request"), dict):
+        number = issue.get("number")
+        return number if isinstance(number, int) else None
+    return None
+
+
+def run_comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    pr = args.pr if args.pr is not None else pr_number_from_event(env)
+    if pr is None:
+        print("::notice title=bsdkm-ci::not a pull request event; no PR comment written")
+        return EXIT_OK
+    ctx = ApiContext.from_env(env, token_env=args.token_env, api_url=args.api_url, repo=args.repo)
+    body = _read_text(args.report, "report")
+    url = upsert_comment(ctx, pr, body)
+    print(f"bsdkm-ci: PR #{pr} comment up to date: {url}")
+    return EXIT_OK
+
+
+def upsert_comment(ctx: ApiContext, pr: int, body: str) -> str:
+    """Create the PR's bsdkm-ci comment or edit the one already there (the reporter's code)."""
+    from ..github import comments
+
+    try:
+        return comments.upsert_action_comment(ctx.api_url, ctx.repo, ctx.token, pr, body)
+    except comments.GitHubApiError as e:
+        raise UsageError(f"PR #{pr} comment: {e}") from None
+
+
+@dataclass(frozen=True)
+class TriggerDecision:
+    run: bool
+    reason: str
+    pr: int | None = None
+    head_sha: str = ""
+    variants: tuple[str, ...] = ()
+
+    def outputs(self) -> dict[str, str]:
+        return {
+            "run": "true" if self.run else "false",
+            "reason": self.reason,
+            "pr": str(self.pr) if self.pr is not None else "",
+            "head-sha": self.head_sha,
+            "variants": " ".join(self.variants),
+        }
+
+
+def decide_trigger(ctx: ApiContext, event_path: Path, *, min_permission: str) -> TriggerDecision:
+    """Retest only for a phrase on a PR by someone whose permission the API confirms."""
+    from ..github.events import EventError, parse_comment_event
+    from ..github.triggers import TriggerKind, parse_comment
+
+    try:
+        event = parse_comment_event(read_event(event_path))
+    except EventError as e:
+        raise UsageError(f"event {event_path}: {e}") from None
+    if event.action != "created" or not event.is_pull_request:
+        return TriggerDecision(False, f"ignored: comment {event.action} on a non-PR or edited comment")
+    trigger = parse_comment(event.body)
+    if trigger is None or trigger.kind != TriggerKind.RETEST:
+        return TriggerDecision(False, "ignored: the comment does not ask for a retest")
+    permission = commenter_permission(ctx, event.author)
+    if PERMISSION_RANK.get(permission, 0) < PERMISSION_RANK[min_permission]:
+        return TriggerDecision(False, f"refused: @{event.author} has {permission!r} permission, "
+                                      f"{min_permission!r} needed", pr=event.issue_number)
+    head_sha = pull_head_sha(ctx, event.issue_number)
+    variants = tuple(dict.fromkeys(s.variant for s in trigger.selectors))
+    what = ", ".join(variants) if variants else "every variant"
+    return TriggerDecision(True, f"retest of {what} requested by @{event.author} ({permission})",
+                           pr=event.issue_number, head_sha=head_sha, variants=variants)
+
+
+def _api_get(ctx: ApiContext, path: str) -> dict[str, Any]:
+    import requests
+
+    url = f"{ctx.api_url}{path}"
+    headers = {"Authorization": f"Bearer {ctx.token}", "Accept": "application/vnd.github+json",
+               "X-GitHub-Api-Version": "2022-11-28"}
+    try:
+        resp = requests.get(url, headers=headers, timeout=30)
+    except requests.RequestException as e:
+        raise UsageError(f"GET {path}: {type(e).__name__}") from None
+    if resp.status_code != 200:
+        raise UsageError(f"GET {path}: HTTP {resp.status_code}")
+    try:
+        doc = resp.json()
+    except ValueError:
+        raise UsageError(f"GET {path}: response is not JSON") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"GET {path}: response is not a JSON object")
+    return doc
+
+
+def commenter_permission(ctx: ApiContext, login: str) -> str:
+    doc = _api_get(ctx, f"/repos/{ctx.repo}/collaborators/{login}/permission")
+    permission = doc.get("permission")
+    if not isinstance(permission, str):
+        raise UsageError(f"permission of @{login}: response has no 'permission' string")
+    return permission
+
+
+def pull_head_sha(ctx: ApiContext, number: int) -> str:
+    doc = _api_get(ctx, f"/repos/{ctx.repo}/pulls/{number}")
+    head = doc.get("head")
+    sha = head.get("sha") if isinstance(head, dict) else None
+    if not isinstance(sha, str):
+        raise UsageError(f"PR #{number}: response has no head.sha")
+    return sha
+
+
+def run_trigger(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    event_path = args.event or actions.env_path(env, "GITHUB_EVENT_PATH")
+    if event_path is None:
+        raise UsageError("no --event and no $GITHUB_EVENT_PATH")
+    ctx = ApiContext.from_env(env, token_env=args.token_env, api_url=args.api_url, repo=None)
+    decision = decide_trigger(ctx, event_path, min_permission=args.min_permission)
+    print(f"bsdkm-ci: {decision.reason}", file=sys.stderr)
+    write_runner_files(env, decision.outputs(), "")
+    return EXIT_OK
+
