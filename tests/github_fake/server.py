@@ -1,0 +1,326 @@
+"""A GitHub REST API on loopback for the tests, checked against GitHub's OpenAPI description.
+
+Every request is validated with openapi-core against ``@octokit/openapi`` (path, parameters,
+body); an invalid one is answered 422 like GitHub and recorded in ``invalid``. Responses are
+built from GitHub's own example objects and validated too (``invalid_responses``), so a
+reporter tested here speaks the real API. Faults (5xx, rate limits, slow answers) are
+scripted per request to exercise retries.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import requests
+from openapi_core import OpenAPI
+from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
+
+from .payloads import example
+from .spec import served_spec
+
+# Limits real GitHub enforces that the OpenAPI description does not spell out.
+MAX_COMMENT_CHARS = 65536
+MAX_STATUS_DESCRIPTION = 140
+_DOCS = "https://docs.github.com/rest"
+
+
+@dataclass
+class Fault:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: dict[str, Any] = field(default_factory=lambda: {"message": "Server Error"})
+    delay: float = 0.0
+    method: str | None = None  # only requests with this method consume the fault
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    body: Any
+    headers: dict[str, str]
+    status: int
+    at: float
+
+
+def _explain(error: Exception) -> str:
+    """openapi-core's message plus the schema errors underneath, without the whole instance."""
+    causes = getattr(error.__cause__, "schema_errors", None) or ()
+    details = [f"{'/'.join(str(p) for p in c.absolute_path) or '<root>'}: {c.message[:200]}" for c in causes]
+    head = type(error).__name__ + ": " + str(error).split(" not valid for schema")[0][:200]
+    return head + (" [" + "; ".join(details) + "]" if details else "")
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("POST", re.compile(r"/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40})"), "create_status"),
+    ("GET", re.compile(r"/repos/([^/]+)/([^/]+)/issues/(\d+)/comments"), "list_comments"),
+    ("POST", re.compile(r"/repos/([^/]+)/([^/]+)/issues/(\d+)/comments"), "create_comment"),
+    ("PATCH", re.compile(r"/repos/([^/]+)/([^/]+)/issues/comments/(\d+)"), "update_comment"),
+    ("GET", re.compile(r"/repos/([^/]+)/([^/]+)/pulls/(\d+)"), "get_pull"),
+)
+
+
+class FakeGitHub:
+    def __init__(self, token: str = "ghp_fake_token_for_tests") -> None:
+        self.token = token
+        self.openapi = OpenAPI.from_dict(served_spec())
+        self.lock = threading.Lock()
+        self.requests: list[Recorded] = []
+        self.invalid: list[str] = []
+        self.invalid_responses: list[str] = []
+        self.statuses: list[dict[str, Any]] = []
+        self.comments: dict[int, dict[str, Any]] = {}  # id -> comment
+        self.pulls: dict[tuple[str, int], dict[str, Any]] = {}
+        self.faults: deque[Fault] = deque()
+        self._next_id = 1000
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> FakeGitHub:
+        fake = self
+
+        class Handler(_Handler):
+            github = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-github", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "FakeGitHub not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # --- scenario helpers ---------------------------------------------------------------------
+
+    def add_pull(self, webhook_payload: dict[str, Any]) -> None:
+        """Serve GET /pulls/{n} for the PR in a pull_request webhook payload (as GitHub would)."""
+        pr = copy.deepcopy(webhook_payload["pull_request"])
+        # The webhook example predates auto-merge; GET /pulls/{n} always carries the field.
+        pr.setdefault("auto_merge", None)
+        with self.lock:
+            self.pulls[(webhook_payload["repository"]["full_name"], pr["number"])] = pr
+
+    def fail_next(self, *faults: Fault) -> None:
+        with self.lock:
+            self.faults.extend(faults)
+
+    def comments_on(self, number: int) -> list[dict[str, Any]]:
+        with self.lock:
+            return [c for c in self.comments.values() if c["issue_url"].endswith(f"/issues/{number}")]
+
+    def latest_statuses(self, sha: str) -> dict[str, dict[str, Any]]:
+        """context -> the last status posted for that commit (what GitHub shows)."""
+        with self.lock:
+            return {s["context"]: s for s in self.statuses if s["url"].endswith(sha)}
+
+    def calls(self, method: str, fragment: str = "") -> list[Recorded]:
+        with self.lock:
+            return [r for r in self.requests if r.method == method and fragment in r.path]
+
+    # --- request handling ---------------------------------------------------------------------
+
+    def take_fault(self, method: str) -> Fault | None:
+        with self.lock:
+            for fault in list(self.faults):
+                if fault.method in (None, method):
+                    self.faults.remove(fault)
+                    return fault
+        return None
+
+    def validate_request(self, method: str, url: str, headers: dict[str, str], body: bytes) -> str | None:
+        prepared = requests.Request(method, url, headers=headers, data=body or None).prepare()
+        try:
+            self.openapi.validate_request(RequestsOpenAPIRequest(prepared))
+        except Exception as e:  # openapi-core raises several unrelated classes; all mean "invalid"
+            return f"{method} {url}: {_explain(e)}"
+        return None
+
+    def validate_response(
+        self, method: str, url: str, headers: dict[str, str], body: bytes, status: int, answer: Any
+    ) -> None:
+        prepared = requests.Request(method, url, headers=headers, data=body or None).prepare()
+        response = requests.Response()
+        response.status_code = status
+        response._content = json.dumps(answer).encode()
+        response.headers["Content-Type"] = "application/json"
+        try:
+            self.openapi.validate_response(
+                RequestsOpenAPIRequest(prepared), RequestsOpenAPIResponse(response)
+            )
+        except Exception as e:  # any failure means our fake drifted from GitHub's description
+            with self.lock:
+                self.invalid_responses.append(f"{method} {url} -> {status}: {_explain(e)}")
+
+    def route(self, method: str, path: str, payload: Any) -> tuple[int, Any]:
+        for route_method, pattern, name in _ROUTES:
+            match = pattern.fullmatch(path)
+            if route_method == method and match:
+                return getattr(self, name)(*match.groups(), payload=payload)
+        return 404, {"message": "Not Found", "documentation_url": _DOCS}
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def create_status(self, owner: str, repo: str, sha: str, payload: Any) -> tuple[int, Any]:
+        description = payload.get("description") or ""
+        if len(description) > MAX_STATUS_DESCRIPTION:
+            return 422, {"message": "Validation Failed", "errors": [
+                {"resource": "Status", "code": "custom", "field": "description",
+                 "message": "description is too long (maximum is 140 characters)"}]}
+        user = example("issue_comment", "created")["comment"]["user"]
+        with self.lock:
+            status = {
+                "url": f"{self.url}/repos/{owner}/{repo}/statuses/{sha}",
+                "avatar_url": None,
+                "id": self._new_id(),
+                "node_id": f"SC_{self._next_id}",
+                "state": payload["state"],
+                "description": payload.get("description"),
+                "target_url": payload.get("target_url"),
+                "context": payload.get("context", "default"),
+                "created_at": _now(),
+                "updated_at": _now(),
+                "creator": user,
+            }
+            self.statuses.append(status)
+        return 201, status
+
+    def _comment(self, owner: str, repo: str, number: int, body: str) -> dict[str, Any]:
+        comment = example("issue_comment", "created")["comment"]
+        cid = self._new_id()
+        comment.update(
+            id=cid,
+            node_id=f"IC_{cid}",
+            url=f"{self.url}/repos/{owner}/{repo}/issues/comments/{cid}",
+            html_url=f"https://github.com/{owner}/{repo}/pull/{number}#issuecomment-{cid}",
+            issue_url=f"{self.url}/repos/{owner}/{repo}/issues/{number}",
+            body=body,
+            created_at=_now(),
+            updated_at=_now(),
+            author_association="NONE",
+        )
+        comment["user"]["login"] = "bsdkm-ci[bot]"
+        return comment
+
+    def list_comments(self, owner: str, repo: str, number: str, payload: Any) -> tuple[int, Any]:
+        return 200, sorted(self.comments_on(int(number)), key=lambda c: c["id"])
+
+    def create_comment(self, owner: str, repo: str, number: str, payload: Any) -> tuple[int, Any]:
+        if len(payload["body"]) > MAX_COMMENT_CHARS:
+            return 422, {"message": "Validation Failed", "errors": [
+                {"resource": "IssueComment", "code": "custom", "field": "body",
+                 "message": "body is too long (maximum is 65536 characters)"}]}
+        with self.lock:
+            comment = self._comment(owner, repo, int(number), payload["body"])
+            self.comments[comment["id"]] = comment
+        return 201, comment
+
+    def update_comment(self, owner: str, repo: str, cid: str, payload: Any) -> tuple[int, Any]:
+        if len(payload["body"]) > MAX_COMMENT_CHARS:
+            return 422, {"message": "Validation Failed", "errors": [
+                {"resource": "IssueComment", "code": "custom", "field": "body",
+                 "message": "body is too long (maximum is 65536 characters)"}]}
+        with self.lock:
+            comment = self.comments.get(int(cid))
+            if comment is None:
+                return 404, {"message": "Not Found", "documentation_url": _DOCS}
+            comment["body"] = payload["body"]
+            comment["updated_at"] = _now()
+            return 200, copy.deepcopy(comment)
+
+    def get_pull(self, owner: str, repo: str, number: str, payload: Any) -> tuple[int, Any]:
+        with self.lock:
+            pr = self.pulls.get((f"{owner}/{repo}", int(number)))
+        if pr is None:
+            return 404, {"message": "Not Found", "documentation_url": _DOCS}
+        return 200, pr
+
+
+class _Handler(BaseHTTPRequestHandler):
+    github: FakeGitHub
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return  # keep test output quiet
+
+    def _handle(self) -> None:
+        gh = self.github
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        path = self.path.split("?")[0]
+        headers = {k: v for k, v in self.headers.items()}
+        url = gh.url + self.path
+        status, answer, extra = self._answer(raw, path, headers, url)
+        try:
+            body = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = raw.decode(errors="replace")
+        with gh.lock:
+            gh.requests.append(Recorded(self.command, path, body, headers, status, time.monotonic()))
+        if 200 <= status < 300:
+            gh.validate_response(self.command, url, headers, raw, status, answer)
+        self._send(status, answer, extra)
+
+    def _answer(
+        self, raw: bytes, path: str, headers: dict[str, str], url: str
+    ) -> tuple[int, Any, dict[str, str]]:
+        gh = self.github
+        auth = headers.get("Authorization", "")
+        if auth not in (f"Bearer {gh.token}", f"token {gh.token}"):
+            return 401, {"message": "Bad credentials", "documentation_url": _DOCS}, {}
+        fault = gh.take_fault(self.command)
+        if fault is not None:
+            time.sleep(fault.delay)
+            return fault.status, fault.body, fault.headers
+        error = gh.validate_request(self.command, url, headers, raw)
+        if error is not None:
+            with gh.lock:
+                gh.invalid.append(error)
+            return 422, {"message": "Validation Failed", "detail": error}, {}
+        try:
+            payload = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            return 400, {"message": "Problems parsing JSON"}, {}
+        status, answer = gh.route(self.command, path, payload)
+        return status, answer, {}
+
+    def _send(self, status: int, answer: Any, extra: dict[str, str]) -> None:
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-RateLimit-Limit", "5000")
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = _handle
+    do_POST = _handle
+    do_PATCH = _handle
