@@ -76,13 +76,16 @@ def _benchmark_properties(b: Benchmark) -> dict[str, str]:
 
 
 def _check_properties(c: Check) -> dict[str, str]:
-    props: dict[str, str] = {}
-    for name in _PROPERTY_FIELDS:
-        value = getattr(c, name)
-        if value is None:
-            continue
-        props[name] = f"{value:g}" if isinstance(value, float) else str(value)
-    return props
+    """A regression gate's numbers as value/baseline/delta; other gates under their kind's name."""
+    if c.kind == "regression" and not c.name.startswith("geomean:"):
+        fields = {name: getattr(c, name) for name in _PROPERTY_FIELDS}
+    else:
+        fields = {c.kind: c.value, f"{c.kind}_unit": c.unit, f"{c.kind}_threshold": c.threshold}
+    return {k: _prop_text(v) for k, v in fields.items() if v is not None}
+
+
+def _prop_text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _benchmark_cases(run: RunResult, checks: list[Check]) -> list[_Case]:
@@ -95,11 +98,8 @@ def _benchmark_cases(run: RunResult, checks: list[Check]) -> list[_Case]:
         case = cases.setdefault(c.name, _Case(c.name))
         case.checks.append(c)
     for case in cases.values():
-        # the regression gate's numbers are the ones a reader wants beside the item
-        first = case.checks[0] if case.checks else None
-        lead = next((c for c in case.checks if c.kind == "regression"), first)
-        if lead is not None:
-            case.properties.update(_check_properties(lead))
+        for c in case.checks:
+            case.properties.update(_check_properties(c))
     return list(cases.values())
 
 

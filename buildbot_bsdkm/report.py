@@ -1,0 +1,339 @@
+"""Human reports of a verdict: Markdown (PR comment, GitHub job summary) and standalone HTML.
+
+Both are rendered from one list of blocks (headings, paragraphs, tables) so they always say
+the same thing. GitHub caps a comment / job summary at 65536 characters, so the Markdown
+renderer drops the least important table rows first (passing items with the smallest
+change), never a failure, and says how many rows it left out.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from xml.sax.saxutils import escape as xml_escape
+
+from .model import RunResult
+from .policy import (
+    KIND_CROSSOVER,
+    KIND_REGRESSION,
+    KIND_SELFTEST,
+    KIND_SPEEDUP,
+    Check,
+    Verdict,
+    fmt_num,
+    measure,
+)
+
+DEFAULT_MAX_CHARS = 65536
+
+# Row priorities: rows with a higher number are dropped first when trimming.
+KEEP = 0
+SELFTEST_ROW = 1
+COMPARISON_ROW = 2
+BENCHMARK_ROW = 3
+
+
+@dataclass
+class Row:
+    cells: list[str]
+    priority: int = KEEP
+    weight: float = 0.0  # within a priority, rows with less weight go first
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[Row] = field(default_factory=list)
+    omitted: int = 0
+
+
+@dataclass
+class Block:
+    kind: str  # "h2", "h3", "p", "note", "table"
+    text: str = ""
+    table: Table | None = None
+
+
+# ---------------------------------------------------------------------------
+# Content
+
+
+def _status(passed: bool) -> str:
+    return "pass" if passed else "FAIL"
+
+
+def _verdict_line(verdict: Verdict) -> str:
+    return f"{'✅' if verdict.passed else '❌'} {verdict.summary()}"
+
+
+def _failures_block(verdict: Verdict) -> list[Block]:
+    if verdict.passed:
+        return []
+    table = Table(["run", "kind", "check", "what happened"])
+    for c in verdict.failures:
+        table.rows.append(Row([c.run_label, c.kind + (" (error)" if c.error else ""), c.name, c.message]))
+    return [Block("h3", "Failures"), Block("table", table=table)]
+
+
+def _selftest_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
+    summary = Table(["run", "self-tests", "passed", "failed", "log complete"])
+    failed = Table(["run", "test", "error"])
+    for run in runs:
+        tests = run.tests
+        bad = [t for t in tests if not t.passed]
+        said = {log.selftest_summary for log in run.logs} - {None}
+        counted = f"{len(tests)}" if tests else ("summary line only" if said else "none")
+        summary.rows.append(Row([f"{run.target}/{run.variant}", counted, str(len(tests) - len(bad)),
+                                 str(len(bad)), "yes" if run.complete else "NO"],
+                                KEEP if bad or not run.complete else SELFTEST_ROW))
+        for t in bad:
+            failed.rows.append(Row([f"{run.target}/{run.variant}", t.name, (t.error or "").strip()]))
+    blocks = [Block("h3", "Self-tests"), Block("table", table=summary)]
+    if failed.rows:
+        blocks.append(Block("table", table=failed))
+    return blocks
+
+
+def _benchmark_table(run: RunResult, verdict: Verdict) -> Table:
+    gates: dict[str, Check] = {}
+    for c in verdict.checks:
+        if c.kind == KIND_REGRESSION and c.variant == run.variant and c.target == run.target:
+            gates.setdefault(c.name, c)
+    table = Table(["benchmark", "value", "cycles", "baseline", "delta", "limit", "status"])
+    for b in run.benchmarks:
+        gate = gates.get(b.name)
+        rate = measure(b, "per_second")
+        value = f"{fmt_num(b.value)} {b.unit}" if rate is not None else (b.error or "failed")
+        cycles = f"{fmt_num(b.cycles)} {b.cycles_unit}" if b.cycles is not None else ""
+        if gate is None:
+            table.rows.append(Row([b.name, value, cycles, "", "", "", "" if not b.failed else "FAIL"],
+                                  KEEP if b.failed else BENCHMARK_ROW))
+            continue
+        base = f"{fmt_num(gate.baseline)} {gate.unit}" if gate.baseline is not None else ""
+        delta = f"{gate.delta_pct:+.1f}%" if gate.delta_pct is not None else ""
+        limit = f"{gate.threshold:g}%" if gate.threshold is not None else ""
+        if gate.metric == "cycles":
+            delta += " (cycles)"
+        table.rows.append(Row([b.name, value, cycles, base, delta, limit, _status(gate.passed)],
+                              KEEP if not gate.passed else BENCHMARK_ROW, abs(gate.delta_pct or 0.0)))
+    for c in verdict.checks:  # run-wide gates (geometric mean) get a row of their own
+        if c.kind == KIND_REGRESSION and c.name.startswith("geomean:") and c.variant == run.variant \
+                and c.target == run.target:
+            table.rows.append(Row([c.name, f"{c.value:+.1f}%", "", "", "", f"{c.threshold:g}%",
+                                   _status(c.passed)], KEEP))
+    return table
+
+
+def _benchmark_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
+    blocks: list[Block] = []
+    for run in runs:
+        if run.benchmarks:
+            blocks += [Block("h3", f"Benchmarks: {run.target}/{run.variant}"),
+                       Block("table", table=_benchmark_table(run, verdict))]
+    return blocks
+
+
+def _speedup_blocks(verdict: Verdict) -> list[Block]:
+    checks = verdict.of_kind(KIND_SPEEDUP)
+    if not checks:
+        return []
+    table = Table(["target", "benchmark", "accelerated", "software", "speedup", "minimum", "status"])
+    for c in checks:
+        d = c.detail
+        unit = d.get("value_unit", "")
+        fast = f"{c.variant}: {fmt_num(d.get('accelerated_value', 0))} {unit}"
+        slow = f"{d.get('software', '?')}: {fmt_num(d.get('software_value', 0))} {unit}"
+        table.rows.append(Row([c.target, c.name, fast, slow,
+                               f"{c.value:.2f}x", f"{c.threshold:g}x", _status(c.passed)],
+                              KEEP if not c.passed else COMPARISON_ROW, c.value or 0.0))
+    return [Block("h3", "Speedups (accelerated vs software)"), Block("table", table=table)]
+
+
+def _crossover_blocks(verdict: Verdict) -> list[Block]:
+    checks = verdict.of_kind(KIND_CROSSOVER)
+    if not checks:
+        return []
+    table = Table(["target", "benchmark", "compared", "crossover", "speed ratio by block size", "status"])
+    for c in checks:
+        point = c.detail.get("crossover")
+        where = "never" if point == "never" else f"{point} bytes"
+        ratios = ", ".join(f"{k}: {v:.2f}x" for k, v in c.detail.get("ratios", {}).items())
+        table.rows.append(Row([c.target, c.name, f"{c.variant} vs {c.detail.get('software', '?')}", where,
+                               ratios, _status(c.passed)], KEEP if not c.passed else COMPARISON_ROW))
+    return [Block("h3", "Crossover block sizes"), Block("table", table=table)]
+
+
+def _retry_blocks(retries: Sequence[Mapping[str, Any]] | None) -> list[Block]:
+    if not retries:
+        return []
+    columns: list[str] = []
+    for r in retries:
+        columns += [k for k in r if k not in columns]
+    table = Table(columns, [Row([str(r.get(k, "")) for k in columns]) for r in retries])
+    return [Block("h3", "Retries"), Block("table", table=table)]
+
+
+def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
+                  retries: Sequence[Mapping[str, Any]] | None = None,
+                  links: Mapping[str, str] | None = None) -> list[Block]:
+    """The report's content, shared by the Markdown and HTML renderers."""
+    blocks = [Block("h2", "bsdkm-ci results"), Block("p", _verdict_line(verdict))]
+    if links:
+        blocks.append(Block("links", table=Table(list(links), [Row(list(links.values()))])))
+    blocks += [Block("note", n) for n in verdict.notes]
+    blocks += _failures_block(verdict)
+    if any(c.kind == KIND_SELFTEST for c in verdict.checks):
+        blocks += _selftest_blocks(runs, verdict)
+    blocks += _speedup_blocks(verdict) + _crossover_blocks(verdict)
+    blocks += _benchmark_blocks(runs, verdict)
+    blocks += _retry_blocks(retries)
+    blocks.append(Block("p", f"Policy: `{verdict.policy_source}`"))
+    return blocks
+
+
+# ---------------------------------------------------------------------------
+# Markdown
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _md_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(_md_cell(c) for c in cells) + " |\n"
+
+
+def _md_block(block: Block) -> str:
+    if block.kind == "h2":
+        return f"## {block.text}\n\n"
+    if block.kind == "h3":
+        return f"### {block.text}\n\n"
+    if block.kind == "note":
+        return f"> **Note:** {block.text}\n\n"
+    if block.kind == "links" and block.table:
+        pairs = zip(block.table.header, block.table.rows[0].cells, strict=True)
+        return " · ".join(f"[{_md_cell(k)}]({v})" for k, v in pairs) + "\n\n"
+    if block.kind == "table" and block.table is not None:
+        t = block.table
+        text = _md_row(t.header) + _md_row(["---"] * len(t.header))
+        text += "".join(_md_row(r.cells) for r in t.rows)
+        if t.omitted:
+            text += f"\n_{t.omitted} less important row(s) omitted to fit the size limit._\n"
+        return text + "\n"
+    return f"{block.text}\n\n"
+
+
+def _trim(blocks: list[Block], max_chars: int) -> int:
+    """Drop droppable rows until the Markdown fits; returns how many rows were dropped."""
+    overflow = sum(len(_md_block(b)) for b in blocks) - max_chars
+    if overflow <= 0:
+        return 0
+    tables = [b.table for b in blocks if b.kind == "table" and b.table is not None]
+    candidates = [(row.priority, -row.weight, -i, table, row) for table in tables
+                  for i, row in enumerate(table.rows) if row.priority != KEEP]
+    candidates.sort(key=lambda c: c[:3], reverse=True)
+    dropped: set[int] = set()
+    reserve = 160  # the per-table "rows omitted" notes and the closing note
+    for _, _, _, table, row in candidates:
+        if overflow + reserve <= 0:
+            break
+        dropped.add(id(row))
+        table.omitted += 1
+        overflow -= len(_md_row(row.cells))
+    for table in tables:
+        table.rows = [r for r in table.rows if id(r) not in dropped]
+    return len(dropped)
+
+
+def markdown_report(runs: Sequence[RunResult], verdict: Verdict, *,
+                    retries: Sequence[Mapping[str, Any]] | None = None,
+                    links: Mapping[str, str] | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """Markdown for a PR comment / job summary, at most ``max_chars`` characters."""
+    blocks = report_blocks(runs, verdict, retries=retries, links=links)
+    dropped = _trim(blocks, max_chars)
+    text = "".join(_md_block(b) for b in blocks)
+    if dropped:
+        text += f"_Report trimmed to {max_chars} characters: {dropped} passing row(s) left out; " \
+                "every failure is shown. The full data is in the JUnit and JSON artifacts._\n"
+    if len(text) > max_chars:  # failures alone exceed the limit: cut, and say so
+        tail = "\n\n_… report cut at the size limit; see the JUnit artifact for the rest._\n"
+        text = text[: max(0, max_chars - len(tail))] + tail
+    return text
+
+
+# ---------------------------------------------------------------------------
+# HTML and the speedup chart
+
+
+def speedup_svg(checks: Sequence[Check], *, width: int = 720, bar_height: int = 18) -> str:
+    """Horizontal bar chart of speedup checks (log scale, minimum marked), as standalone SVG."""
+    items = [c for c in checks if c.kind == KIND_SPEEDUP and c.value]
+    label_w, pad, top = 300, 8, 24
+    height = top + len(items) * (bar_height + pad) + pad
+    scale_max = max([c.value or 1.0 for c in items] + [c.threshold or 1.0 for c in items] + [2.0])
+    plot_w = width - label_w - 70
+
+    def x_of(ratio: float) -> float:
+        # log scale from 1x, so 1.5x and 30x fit on one chart
+        return label_w + plot_w * (math.log(max(ratio, 1.0)) / math.log(scale_max))
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="speedup of accelerated over software">',
+             '<style>text{font:12px sans-serif}</style>',
+             f'<text x="{label_w}" y="14">speedup (log scale), | = required minimum</text>']
+    for i, c in enumerate(items):
+        y = top + i * (bar_height + pad)
+        colour = "#2da44e" if c.passed else "#cf222e"
+        label = xml_escape(f"{c.target}/{c.variant} {c.name}")
+        end = x_of(c.value or 1.0)
+        parts.append(f'<text x="{label_w - 6}" y="{y + bar_height - 5}" text-anchor="end">{label}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y}" width="{max(end - label_w, 1):.1f}" height="{bar_height}" '
+                     f'fill="{colour}"><title>{xml_escape(c.message)}</title></rect>')
+        parts.append(f'<text x="{end + 4:.1f}" y="{y + bar_height - 5}">{c.value:.2f}x</text>')
+        if c.threshold:
+            tx = x_of(c.threshold)
+            parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{y - 2}" y2="{y + bar_height + 2}" '
+                         'stroke="#000" stroke-width="2"/>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _html_block(block: Block) -> str:
+    e = html.escape
+    if block.kind in ("h2", "h3"):
+        return f"<{block.kind}>{e(block.text)}</{block.kind}>"
+    if block.kind == "note":
+        return f'<p class="note"><strong>Note:</strong> {e(block.text)}</p>'
+    if block.kind == "links" and block.table:
+        pairs = zip(block.table.header, block.table.rows[0].cells, strict=True)
+        return "<p>" + " · ".join(f'<a href="{e(v)}">{e(k)}</a>' for k, v in pairs) + "</p>"
+    if block.kind == "table" and block.table is not None:
+        t = block.table
+        head = "".join(f"<th>{e(h)}</th>" for h in t.header)
+        body = "".join("<tr" + (' class="fail"' if "FAIL" in r.cells else "") + ">"
+                       + "".join(f"<td>{e(c)}</td>" for c in r.cells) + "</tr>" for r in t.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<p>{e(block.text.replace('`', ''))}</p>"
+
+
+_CSS = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}tr.fail td{background:#ffebe9}"
+        ".note{background:#fff8c5;padding:4px}")
+
+
+def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
+                retries: Sequence[Mapping[str, Any]] | None = None,
+                links: Mapping[str, str] | None = None) -> str:
+    """Standalone HTML page with the same content as the Markdown, plus the speedup chart."""
+    blocks = report_blocks(runs, verdict, retries=retries, links=links)
+    body = []
+    for b in blocks:
+        body.append(_html_block(b))
+        if b.kind == "h3" and b.text.startswith("Speedups"):
+            body.append(speedup_svg(verdict.of_kind(KIND_SPEEDUP)))
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bsdkm-ci results</title>"
+            f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
