@@ -1,0 +1,197 @@
+"""``bsdkm.yml`` → Buildbot's ``BuildmasterConfig``: workers, one builder per (target, variant),
+schedulers, web UI and database. ``master.cfg`` is a few lines around ``buildmaster_config``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from buildbot.plugins import schedulers, util, worker
+from twisted.python import log
+
+from ..config import Config
+from . import steps as bsdkm_steps
+from .retry import RetrySettings
+from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
+from .workers import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, resolve_env_password
+
+LOCAL_WORKER = "local"
+LOCAL_TAGS = ("linux-userspace", "linux-qemu")
+GATE_TIMEOUT_S = 300.0
+OUT_DIR = "bsdkm-out"
+NIGHTLY_HOUR = 2
+
+
+@dataclass(frozen=True)
+class MasterSettings:
+    """How this master runs; everything else comes from ``bsdkm.yml``."""
+
+    www_port: int
+    pb_port: int
+    pb_interface: str = "127.0.0.1"  # "" to accept remote workers
+    db_url: str = "sqlite:///state.sqlite"
+    config_path: str | None = None  # bsdkm.yml as the local worker sees it
+    local_worker_password: str | None = None  # None: no embedded local worker
+    secrets_dir: str | None = None  # SecretInAFile directory for {secret: NAME} passwords
+    title: str = "bsdkm-ci"
+    bsdkm_ci: str = "bsdkm-ci"  # the command on the workers
+    extra_worker_properties: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _endpoint(port: int, interface: str) -> str:
+    return f"tcp:{port}:interface={interface}" if interface else f"tcp:{port}"
+
+
+def builder_name(target: str, variant: str) -> str:
+    return f"{target}/{variant}"
+
+
+def _password(ref: PasswordRef) -> Any:
+    if ref.kind == "secret":
+        return util.Secret(ref.name)
+    return resolve_env_password(ref)
+
+
+def make_workers(specs: list[WorkerSpec], settings: MasterSettings) -> list[Any]:
+    out = []
+    for spec in specs:
+        props = dict(spec.properties or {})
+        props.setdefault("bsdkm_tags", list(spec.tags))
+        out.append(worker.Worker(spec.name, _password(spec.password), max_builds=spec.max_builds,
+                                 properties=props))
+    if settings.local_worker_password is not None:
+        props = {"bsdkm_tags": list(LOCAL_TAGS), **settings.extra_worker_properties}
+        if settings.config_path:
+            props["bsdkm_config"] = settings.config_path
+        local = worker.Worker(LOCAL_WORKER, settings.local_worker_password, max_builds=1, properties=props)
+        out.append(local)
+    return out
+
+
+def worker_specs(config: Config, settings: MasterSettings) -> list[WorkerSpec]:
+    specs = parse_workers(config.workers)
+    if settings.local_worker_password is not None:
+        if any(s.name == LOCAL_WORKER for s in specs):
+            raise WorkerConfigError(f"workers.{LOCAL_WORKER}: the name is kept for the embedded local worker")
+        specs.append(WorkerSpec(LOCAL_WORKER, PasswordRef("env", "-"), tags=LOCAL_TAGS))
+    if not specs:
+        raise WorkerConfigError("workers: none configured and no local worker: nothing could run a build")
+    return specs
+
+
+def stage_time_limit(config: Config, stage: str) -> float:
+    """Seconds a stage may take on the worker; load covers the self-test and the benchmark too."""
+    if stage == "gate":
+        return GATE_TIMEOUT_S
+    if stage == "load":
+        return config.timeout("load") + config.timeout("selftest") + config.timeout("benchmark")
+    return config.timeout(stage)
+
+
+def build_factory(config: Config, target: str, variant: str, settings: MasterSettings) -> BsdkmBuildFactory:
+    factory = BsdkmBuildFactory(retry_settings=RetrySettings.from_config(config.retry))
+    config_path = util.Property("bsdkm_config", default=settings.config_path or "")
+    for step_class in bsdkm_steps.STAGE_STEPS:
+        limit = stage_time_limit(config, step_class.stage)
+        factory.addStep(step_class(
+            variant=variant, target=target, out_dir=OUT_DIR, config_path=config_path,
+            bsdkm_ci=settings.bsdkm_ci, patterns=config.retry, maxTime=limit, timeout=limit,
+        ))
+    return factory
+
+
+def make_builders(
+    config: Config, specs: list[WorkerSpec], settings: MasterSettings
+) -> tuple[list[Any], list[str]]:
+    """Builders, and the (target/variant) pairs no configured worker can run."""
+    builders, orphans = [], []
+    for target, variant in config.pairs():
+        names = [s.name for s in specs if s.can_run(target)]
+        name = builder_name(target, variant)
+        if not names:
+            orphans.append(name)
+            continue
+        builders.append(util.BuilderConfig(
+            name=name,
+            workernames=names,
+            factory=build_factory(config, target, variant, settings),
+            tags=[target, variant],
+            collapseRequests=False,  # each change keeps its own status
+            canStartBuild=can_start_build,
+            nextWorker=next_worker,
+            properties={"bsdkm_target": target, "bsdkm_variant": variant},
+        ))
+    return builders, orphans
+
+
+def make_schedulers(builder_names: list[str]) -> list[Any]:
+    return [
+        schedulers.AnyBranchScheduler(name="changes", builderNames=builder_names, treeStableTimer=None),
+        schedulers.ForceScheduler(name="force", builderNames=builder_names),
+        schedulers.Nightly(name="nightly-rc", builderNames=builder_names, hour=NIGHTLY_HOUR, minute=0,
+                           onlyIfChanged=False, properties={"bsdkm_run": "release-candidate"}),
+    ]
+
+
+def _github_hook(module: str, function: str) -> Callable[[Config], Any] | None:
+    """The GitHub shell's entry point, if that package provides it (issue 5)."""
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        return None
+    fn = getattr(mod, function, None)
+    return fn if callable(fn) else None
+
+
+def apply_github(c: dict[str, Any], config: Config) -> None:
+    """Reporters/change hook from ``buildbot_bsdkm.github.github_services(config)`` when present.
+
+    It may return a list of services, or a mapping with ``services``, ``change_hook_dialects``
+    and ``secretsProviders``.
+    """
+    fn = _github_hook("buildbot_bsdkm.github", "github_services")
+    if fn is None:
+        return
+    got = fn(config)
+    if isinstance(got, Mapping):
+        c["services"].extend(got.get("services", []))
+        c["www"].setdefault("change_hook_dialects", {}).update(got.get("change_hook_dialects", {}))
+        c["secretsProviders"].extend(got.get("secretsProviders", []))
+    elif got:
+        c["services"].extend(got)
+
+
+def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, Any]:
+    """The whole ``BuildmasterConfig`` dictionary."""
+    specs = worker_specs(config, settings)
+    remote = [s for s in specs if s.name != LOCAL_WORKER]
+    builders, orphans = make_builders(config, specs, settings)
+    if not builders:
+        raise WorkerConfigError(f"no worker can run any of: {', '.join(orphans)}")
+    names = [b.name for b in builders]
+    c: dict[str, Any] = {
+        "title": settings.title,
+        "titleURL": f"http://127.0.0.1:{settings.www_port}/",
+        "buildbotURL": f"http://127.0.0.1:{settings.www_port}/",
+        "workers": make_workers(remote, settings),
+        "protocols": {"pb": {"port": _endpoint(settings.pb_port, settings.pb_interface)}},
+        "builders": builders,
+        "schedulers": make_schedulers(names),
+        "db": {"db_url": settings.db_url},
+        "www": {
+            "port": f"tcp:{settings.www_port}:interface=127.0.0.1",
+            "plugins": {"waterfall_view": {}, "console_view": {}, "grid_view": {}},
+        },
+        "services": [],
+        "secretsProviders": [],
+        "buildbotNetUsageData": None,
+    }
+    if settings.secrets_dir:
+        c["secretsProviders"].append(util.SecretInAFile(dirname=settings.secrets_dir))
+    if orphans:
+        log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
+    apply_github(c, config)
+    return c

@@ -1,0 +1,247 @@
+"""Buildbot steps, one per pipeline stage, each a thin remote call to ``bsdkm-ci stage``.
+
+The worker has ``bsdkm-ci`` installed; every step runs
+``bsdkm-ci stage <stage> --variant V --target T --out DIR [--config FILE]`` there,
+so parsing and policy stay in the core. On the master the steps only turn the
+outcome into what Buildbot shows: a summary line, test results, logs and
+build properties, plus the failure record the bounded-retry build reads.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from buildbot.process import buildstep
+from buildbot.process.results import FAILURE, RETRY, SUCCESS
+from buildbot.steps.worker import CompositeStepMixin
+
+from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
+from . import summaries
+from .classification import classify_stage, failure_to_dict, missing_results
+
+PROPERTY_SOURCE = "bsdkm"
+FAILURE_PROPERTY = "bsdkm_failure"
+STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any error message
+
+
+class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep):
+    """Runs one ``bsdkm-ci stage``; subclasses say what to read back and how to summarise."""
+
+    stage: ClassVar[str] = ""
+    renderables = ("variant", "target", "out_dir", "config_path", "bsdkm_ci")
+    haltOnFailure = True
+    flunkOnFailure = True
+
+    def __init__(
+        self,
+        *,
+        variant: str,
+        target: str,
+        out_dir: str = "bsdkm-out",
+        config_path: Any = None,
+        bsdkm_ci: str = "bsdkm-ci",
+        patterns: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        self.variant = variant
+        self.target = target
+        self.out_dir = out_dir
+        self.config_path = config_path
+        self.bsdkm_ci = bsdkm_ci
+        self.patterns = patterns  # handed to classify: bsdkm.yml's retry patterns
+        self.stage_summary: str | None = None
+        kwargs = self.setupShellMixin(kwargs, prohibitArgs=["command"])
+        kwargs.setdefault("name", self.stage)
+        kwargs.setdefault("description", [f"{self.stage}ing" if self.stage != "gate" else "gating"])
+        super().__init__(**kwargs)
+
+    # -- the remote command
+
+    def stage_command(self) -> list[str]:
+        cmd = [self.bsdkm_ci, "stage", self.stage, "--variant", self.variant, "--target", self.target,
+               "--out", self.out_dir]
+        if self.config_path:
+            cmd += ["--config", str(self.config_path)]
+        return cmd
+
+    def run_dir(self) -> str:
+        return f"{self.out_dir}/{self.target}/{self.variant}"
+
+    async def run(self) -> int:
+        cmd = await self.makeRemoteShellCommand(
+            command=self.stage_command(), collectStdout=True, collectStderr=True
+        )
+        await self.runCommand(cmd)
+        output = (cmd.stdout or "") + (cmd.stderr or "")
+        return await self.evaluate(cmd.rc, output[-STAGE_OUTPUT_LIMIT:])
+
+    async def evaluate(self, rc: int | None, output: str) -> int:
+        if rc == 0:
+            self.stage_summary = await self.describe_success(output)
+            return SUCCESS
+        return await self.fail_with(self.classify(rc, output))
+
+    def classify(self, rc: int | None, output: str) -> StageFailure:
+        return classify_stage(self.stage, exit_code=rc, output=output, timed_out=self.timed_out,
+                              patterns=self.patterns)
+
+    async def describe_success(self, output: str) -> str:
+        last = [line.strip() for line in output.splitlines() if line.strip()]
+        return f"{self.stage}: {last[-1]}" if last else f"{self.stage}: done"
+
+    async def fail_with(self, failure: StageFailure) -> int:
+        """Record why this stage failed for the retry policy; RETRY only for infrastructure."""
+        if not self.getProperty(FAILURE_PROPERTY):  # the first failure explains the build, not unload's
+            self.setProperty(FAILURE_PROPERTY, failure_to_dict(failure), PROPERTY_SOURCE)
+        kind = "infrastructure" if failure.category == FailureCategory.INFRASTRUCTURE else "failed"
+        self.stage_summary = f"{self.stage} {kind} ({failure.reason or 'unknown'}): {failure.message}"
+        await self.addCompleteLog("failure", json.dumps(failure_to_dict(failure), indent=2))
+        return RETRY if failure.category == FailureCategory.INFRASTRUCTURE else FAILURE
+
+    # -- what the UI shows
+
+    def getResultSummary(self) -> dict[str, str]:
+        if self.stage_summary is None:
+            return super().getResultSummary()
+        summary = {"step": self.stage_summary}
+        if self.results not in (SUCCESS, None):
+            summary["build"] = self.stage_summary
+        return summary
+
+    # -- reading files back
+
+    async def attach_reports(self) -> None:
+        """JUnit and the Markdown report as step logs, when the worker wrote them."""
+        reports = (("junit.xml", f"{self.run_dir()}/junit.xml"), ("report.md", f"{self.out_dir}/report.md"))
+        for name, path in reports:
+            text = await self.read_worker_text(path)
+            if text is not None:
+                await self.addCompleteLog(name, text)
+
+    async def read_worker_text(self, path: str) -> str | None:
+        content = await self.getFileContentFromWorker(path)
+        if content is None:
+            return None
+        return content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
+
+
+class FetchSource(BsdkmStageStep):
+    stage = "fetch"
+
+
+class Configure(BsdkmStageStep):
+    stage = "configure"
+
+
+class Build(BsdkmStageStep):
+    stage = "build"
+
+
+class LoadModule(BsdkmStageStep):
+    """Loads the module (or, for ``userspace``, runs the programs): self-test and benchmark."""
+
+    stage = "load"
+
+
+class UnloadModule(BsdkmStageStep):
+    stage = "unload"
+    alwaysRun = True  # a loaded module must not outlive a failed build on the worker
+    haltOnFailure = False
+
+
+class CollectResults(BsdkmStageStep):
+    """Reads the results back: Buildbot test results, JUnit and Markdown logs, summary."""
+
+    stage = "collect"
+
+    async def evaluate(self, rc: int | None, output: str) -> int:
+        if rc not in (0, 1):  # 1 is "a test failed": the results are still there to show
+            return await super().evaluate(rc, output)
+        runs = await self.read_results()
+        if runs is None:
+            return await self.fail_with(missing_results(self.stage, f"{self.run_dir()}/results.json"))
+        await self.publish(runs)
+        self.stage_summary = summaries.results_summary(runs)
+        if rc == 0:
+            return SUCCESS
+        failure = self.classify(rc, output)
+        await self.fail_with(failure)
+        self.stage_summary = summaries.results_summary(runs)
+        return RETRY if failure.category == FailureCategory.INFRASTRUCTURE else FAILURE
+
+    async def read_results(self) -> list[RunResult] | None:
+        text = await self.read_worker_text(f"{self.run_dir()}/results.json")
+        if text is None:
+            return None
+        try:
+            return from_json(text, f"{self.run_dir()}/results.json")
+        except ModelError as e:
+            await self.addCompleteLog("results-error", str(e))
+            return None
+
+    async def publish(self, runs: list[RunResult]) -> None:
+        for run in runs:
+            await self.add_selftests(run)
+            await self.add_benchmarks(run)
+            selftest = summaries.selftest_summary(run)
+            if selftest:
+                self.setProperty("bsdkm_selftest", selftest, PROPERTY_SOURCE)
+            self.setProperty("bsdkm_benchmarks", len(run.benchmarks), PROPERTY_SOURCE)
+        await self.attach_reports()
+
+    async def add_selftests(self, run: RunResult) -> None:
+        rows = summaries.selftest_rows(run)
+        if not rows:
+            return
+        setid = await self.addTestResultSet(f"self-test {run.target}/{run.variant}", "pass_fail", "boolean")
+        for row in rows:
+            self.addTestResult(setid, row.value, test_name=row.name, line=row.line)
+
+    async def add_benchmarks(self, run: RunResult) -> None:
+        for unit, rows in summaries.benchmark_rows_by_unit(run).items():
+            setid = await self.addTestResultSet(f"benchmark {run.target}/{run.variant}", "performance", unit)
+            for row in rows:
+                self.addTestResult(setid, row.value, test_name=row.name, line=row.line)
+
+
+class Gate(BsdkmStageStep):
+    """Applies the policy; the verdict and regressions become build properties."""
+
+    stage = "gate"
+    verdict_files: ClassVar[tuple[str, ...]] = ("summary.json",)
+
+    async def evaluate(self, rc: int | None, output: str) -> int:
+        verdict = await self.read_verdict() if rc in (0, 1) else None
+        if verdict is not None:
+            passed = bool(verdict.get("passed")) and rc == 0
+            self.setProperty("bsdkm_verdict", "passed" if passed else "failed", PROPERTY_SOURCE)
+            self.setProperty("bsdkm_regressions", summaries.regression_labels(verdict), PROPERTY_SOURCE)
+            await self.attach_reports()
+        if rc == 0:
+            self.stage_summary = summaries.verdict_summary(verdict) if verdict else "gate passed"
+            return SUCCESS
+        result = await self.fail_with(self.classify(rc, output))
+        if verdict is not None:
+            self.stage_summary = summaries.verdict_summary(verdict)
+        return result
+
+    async def read_verdict(self) -> dict[str, Any] | None:
+        for name in self.verdict_files:
+            text = await self.read_worker_text(f"{self.out_dir}/{name}")
+            if text is None:
+                continue
+            try:
+                doc = json.loads(text)
+            except json.JSONDecodeError as e:
+                await self.addCompleteLog("verdict-error", f"{self.out_dir}/{name}: not JSON: {e}")
+                continue
+            verdict = doc.get("verdict") if isinstance(doc, dict) else None
+            if isinstance(verdict, dict):
+                return verdict
+        return None
+
+
+STAGE_STEPS: tuple[type[BsdkmStageStep], ...] = (
+    FetchSource, Configure, Build, LoadModule, CollectResults, UnloadModule, Gate,
+)

@@ -1,0 +1,125 @@
+"""One-line step summaries and test-result rows from the core's documents.
+
+The steps show these in the UI instead of the command line: what happened,
+with the numbers (``self-test: 41/42 passed (ECC failed -216)``,
+``AES-128-GCM-enc −31 %``). Pure functions over ``model`` records and the
+verdict dictionary ``policy.Verdict.to_dict()`` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import RunResult, SelfTest
+
+MINUS = "\u2212"  # a real minus sign reads better than a hyphen next to a percentage
+MAX_NAMED = 3  # items named in a one-line summary before "and N more"
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One row for Buildbot's test-result API (values are strings there)."""
+
+    name: str
+    value: str
+    line: int | None = None
+
+
+def _failure_label(t: SelfTest) -> str:
+    return f"{t.name} failed {t.code}" if t.code is not None else f"{t.name} failed"
+
+
+def selftest_summary(run: RunResult) -> str | None:
+    """``self-test: 41/42 passed (ECC failed -216)``; None when the run printed no self-test."""
+    tests = run.tests
+    if tests:
+        failed = [t for t in tests if not t.passed]
+        text = f"self-test: {len(tests) - len(failed)}/{len(tests)} passed"
+        if failed:
+            named = ", ".join(_failure_label(t) for t in failed[:MAX_NAMED])
+            more = f" and {len(failed) - MAX_NAMED} more" if len(failed) > MAX_NAMED else ""
+            text += f" ({named}{more})"
+        return text
+    # Kernel builds without verbose debug print only the overall line.
+    overall = [log.selftest_summary for log in run.logs if log.selftest_summary is not None]
+    if overall:
+        return "self-test: passed" if all(overall) else "self-test: FAILED"
+    return None
+
+
+def benchmark_summary(run: RunResult) -> str | None:
+    benches = run.benchmarks
+    if not benches:
+        return None
+    failed = [b for b in benches if b.failed]
+    text = f"{len(benches)} benchmarks"
+    if failed:
+        text += f" ({len(failed)} failed: {', '.join(b.name for b in failed[:MAX_NAMED])})"
+    if run.clock_quantised:
+        text += ", clock quantised"
+    return text
+
+
+def results_summary(runs: Sequence[RunResult]) -> str:
+    parts: list[str] = []
+    for run in runs:
+        for piece in (selftest_summary(run), benchmark_summary(run)):
+            if piece:
+                parts.append(piece)
+        if not run.complete:
+            parts.append("log incomplete")
+        if run.failure is not None:
+            parts.append(f"{run.failure.stage} failed: {run.failure.message}")
+    return "; ".join(parts) if parts else "no results"
+
+
+def selftest_rows(run: RunResult) -> list[ResultRow]:
+    """``pass_fail``/``boolean`` rows: "1" passed, "0" failed."""
+    return [ResultRow(t.name, "1" if t.passed else "0", t.line) for t in run.tests]
+
+
+def benchmark_rows_by_unit(run: RunResult) -> dict[str, list[ResultRow]]:
+    """``performance`` rows grouped by unit, because a result set has one ``value_unit``."""
+    out: dict[str, list[ResultRow]] = {}
+    for b in run.benchmarks:
+        if b.failed:
+            continue  # a failed item's 0.000 is not a measurement
+        out.setdefault(b.unit, []).append(ResultRow(b.name, f"{b.value:g}", b.line))
+    return out
+
+
+def _pct(value: float) -> str:
+    sign = MINUS if value < 0 else "+"
+    return f"{sign}{abs(value):.0f} %"
+
+
+def regression_labels(verdict: Mapping[str, Any]) -> list[str]:
+    """``AES-128-GCM-enc −31 %`` for every failed regression check."""
+    labels = []
+    for c in verdict.get("checks", []) or []:
+        if not isinstance(c, Mapping) or c.get("passed", True) or c.get("kind") != "regression":
+            continue
+        delta = c.get("delta_pct")
+        name = str(c.get("name", "?"))
+        labels.append(f"{name} {_pct(float(delta))}" if isinstance(delta, int | float) else name)
+    return labels
+
+
+def verdict_summary(verdict: Mapping[str, Any]) -> str:
+    """The gate's line: the regressions by name when there are any, else the policy's own summary."""
+    regressions = regression_labels(verdict)
+    if regressions:
+        shown = ", ".join(regressions[:MAX_NAMED])
+        more = f" and {len(regressions) - MAX_NAMED} more" if len(regressions) > MAX_NAMED else ""
+        return f"gate FAILED: {shown}{more}"
+    if verdict.get("passed"):
+        return f"gate passed ({verdict.get('summary', '')})".replace(" ()", "")
+    checks = verdict.get("checks", []) or []
+    failures = [c for c in checks if isinstance(c, Mapping) and not c.get("passed", True)]
+    if failures:
+        first = failures[0]
+        more = f" and {len(failures) - 1} more" if len(failures) > 1 else ""
+        return f"gate FAILED: {first.get('message') or first.get('name')}{more}"
+    return f"gate FAILED: {verdict.get('summary', 'no checks passed')}"
