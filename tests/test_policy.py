@@ -6,9 +6,12 @@ AES-NI vs portable C), openssl/speed_evp_aes128cbc_elapsed vs its noaesni twin.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 
 import pytest
+from conftest import FIXTURES
 
 from buildbot_bsdkm.model import (
     BenchKind,
@@ -20,6 +23,7 @@ from buildbot_bsdkm.model import (
     SelfTest,
     StageFailure,
 )
+from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.policy import (
     DEFAULT_POLICY_PATH,
     PolicyError,
@@ -284,3 +288,112 @@ def test_verdict_is_json_serialisable() -> None:
     doc = json.loads(json.dumps(v.to_dict()))
     assert doc["passed"] is True and doc["summary"] == f"PASS: {len(v.checks)} checks passed"
     assert {c["kind"] for c in doc["checks"]} >= {"complete", "required", "speedup"}
+
+
+# ---------------------------------------------------------------------------
+# Real logs through the real parsers (buildbot_bsdkm.parsers)
+
+
+NOISE_REPEATS = [f"r{n:02d}" for n in range(1, 20, 2)]
+
+
+def parsed(variant: str, target: str, *rel: str) -> RunResult:
+    return RunResult(variant, target, logs=[parse_file(FIXTURES / r) for r in rel])
+
+
+def noise(variant: str, repeat: str) -> RunResult:
+    software = variant == "noasm"
+    return parsed(variant, "userspace", f"noise/{'noasm' if software else 'accel'}_{repeat}.txt")
+
+
+@pytest.mark.parametrize("variant", ["aesni-avx", "noasm"])
+def test_default_regression_gate_never_fires_between_healthy_repeats(variant: str) -> None:
+    policy = load_policy()
+    runs = {r: noise(variant, r) for r in NOISE_REPEATS}
+    worst = 0.0
+    for base, head in itertools.permutations(NOISE_REPEATS, 2):
+        v = evaluate([runs[head]], policy, [runs[base]])
+        assert v.passed, (base, head, [c.message for c in v.failures])
+        items = [c for c in v.of_kind("regression") if not c.name.startswith("geomean:")]
+        assert len(items) == 27
+        worst = max(worst, max(-c.delta_pct for c in items))
+    # the data is noisy enough that a 10 % per-item limit would have fired
+    assert worst > 10.0
+
+
+def _slower(b: Benchmark, factor: float) -> Benchmark:
+    cycles = b.cycles / factor if b.cycles is not None else None
+    return dataclasses.replace(b, value=b.value * factor, per_second=b.per_second * factor, cycles=cycles)
+
+
+def test_default_regression_gate_fires_on_a_30_percent_drop() -> None:
+    base, head = noise("aesni-avx", "r01"), noise("aesni-avx", "r03")
+    log = head.logs[0]
+    before = next(b.per_second for b in log.benchmarks if b.name == "AES-256-GCM-enc")
+    log.benchmarks = [_slower(b, 0.7) if b.name == "AES-256-GCM-enc" else b for b in log.benchmarks]
+    v = evaluate([head], load_policy(), [base])
+    (bad,) = v.regressions
+    assert bad.name == "AES-256-GCM-enc" and bad.threshold == 15
+    # accel_r01 4369.424 MiB/s; accel_r03's own value times 0.7
+    assert bad.baseline == pytest.approx(4369.424)
+    expected = (before * 0.7 / (4369.424 * 1024**2) - 1) * 100
+    assert bad.delta_pct == pytest.approx(expected, abs=0.01) and bad.delta_pct < -25
+    assert bad.message.endswith(f"is {-expected:.1f}% below baseline 4369 MiB/s (limit 15%)")
+
+
+def test_default_geomean_gate_fires_on_a_broad_7_percent_drop() -> None:
+    base, head = noise("noasm", "r01"), noise("noasm", "r03")
+    head.logs[0].benchmarks = [_slower(b, 0.93) for b in head.logs[0].benchmarks]
+    v = evaluate([head], load_policy(), [base])
+    assert [c.name for c in v.regressions] == ["geomean:*"]
+    assert "geometric mean throughput of 27 items matching '*'" in v.regressions[0].message
+
+
+def test_default_speedup_gates_on_real_userspace_logs() -> None:
+    v = evaluate([noise("aesni-avx", "r01"), noise("noasm", "r01")], load_policy())
+    assert v.passed, [c.message for c in v.failures]
+    gcm = by_name(v, "speedup", "AES-128-GCM-enc")
+    assert gcm.value == pytest.approx(4937.746 / 156.414, abs=1e-3)
+    assert len(v.of_kind("speedup")) == 18  # 12 GCM (incl. STREAM) + 6 CBC items
+
+
+def test_default_speedup_on_linux_module_under_tcg() -> None:
+    runs = [parsed("intelasm", "linux-kmod-qemu", "linuxkm/asm-full-bench.console.log"),
+            parsed("noasm", "linux-kmod-qemu", "linuxkm/noasm-full-bench.console.log")]
+    v = evaluate(runs, load_policy())
+    assert v.passed, [c.message for c in v.failures]
+    gcm = by_name(v, "speedup", "AES-128-GCM-enc")
+    assert gcm.value == pytest.approx(43.930 / 21.107, abs=1e-3) and gcm.threshold == 1.5
+    assert by_name(v, "selftest", "summary:" + str(FIXTURES / "linuxkm/asm-full-bench.console.log")).passed
+
+
+def test_openssl_crossover_from_real_speed_output() -> None:
+    runs = [parsed("openssl", "userspace", "openssl/speed_evp_aes128cbc_elapsed.stdout.txt"),
+            parsed("openssl-noaesni", "userspace", "openssl/noaesni_speed_evp_aes128cbc_elapsed.stdout.txt")]
+    v = evaluate(runs, load_policy())
+    c = by_name(v, "crossover", "openssl:AES-128-CBC")
+    assert c.detail["crossover"] == 16
+    assert c.detail["ratios"] == {"16": 4.008, "64": 4.53, "256": 4.695, "1024": 4.774, "8192": 4.822,
+                                  "16384": 4.772}
+
+
+def test_real_failing_selftest_and_cut_off_benchmark() -> None:
+    fail = parsed("aesni-avx", "userspace", "userspace/accel/testwolfcrypt_FAIL_ulimit_v8000.txt")
+    cut = parsed("noasm", "userspace", "userspace/noasm/bench_timeout3_KILL.txt")
+    v = evaluate([fail, cut], load_policy())
+    kinds = sorted((c.kind, c.name, c.error) for c in v.failures)
+    cut_name = "complete:" + str(FIXTURES / "userspace/noasm/bench_timeout3_KILL.txt")
+    # killed after the RNG items: incomplete, and the items the speedup gates need are missing
+    assert kinds == [("complete", cut_name, True), ("required", "required:AES-128-CBC-enc", False),
+                     ("required", "required:AES-128-GCM-enc", False), ("required", "required:SHA-256", False),
+                     ("selftest", "PWDBASED", False)]
+    assert {c.variant for c in v.failures if c.kind == "required"} == {"noasm"}
+    assert len(v.of_kind("selftest")) == 71
+
+
+def test_real_benchmark_failure_lines_fail_the_items() -> None:
+    run = parsed("aesni-avx", "userspace", "userspace/accel/bench_aad_size64.txt")
+    v = evaluate([run], parse_policy(""))
+    names = sorted(c.name for c in v.failures)
+    assert names and all(c.kind == "benchmark" and "failed: -180" in c.message for c in v.failures)
+    assert all(n.endswith("-custom") for n in names)
