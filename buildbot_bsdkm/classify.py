@@ -1,0 +1,233 @@
+"""Why did a stage fail, and whose fault is it? Evidence in, ``StageFailure`` out.
+
+Infrastructure failures (network, a lost worker, a CI-side exception, a program that
+finished its work but never exited, lost logs) may be retried; real ones (configure
+or compile errors, failed self-tests, module load errors, panics, hangs while
+loading, thresholds) never are. Parsed evidence beats text patterns: a self-test
+that printed "failed!" is real whatever else the log says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .model import FailureCategory, LogResult, StageFailure
+
+INFRA = FailureCategory.INFRASTRUCTURE
+REAL = FailureCategory.REAL
+
+# (regex, reason): the first match wins. Kept narrow: each must be something a
+# wolfSSL change cannot print on its own.
+DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
+    (
+        r"Could not resolve host|Temporary failure in name resolution|Name or service not known|"
+        r"could not resolve host|nodename nor servname",
+        "network",
+    ),
+    (
+        r"Connection reset by peer|Connection refused|Connection timed out|Network is unreachable|"
+        r"No route to host|early EOF|The remote end hung up unexpectedly|TLS handshake timeout",
+        "network",
+    ),
+    (r"HTTP Error 5\d\d|HTTP 5\d\d|50[234] (Bad Gateway|Service Unavailable|Gateway Time-?out)", "fetch"),
+    (r"checksum mismatch for", "fetch"),
+    (
+        r"(?i)\b(worker|slave|remote)( host)? lost\b|lost remote step|ConnectionLost|"
+        r"connection to the (worker|master) was lost",
+        "worker-lost",
+    ),
+    (
+        r"java\.lang\.\w+(Exception|Error)|Traceback \(most recent call last\)|"
+        r"twisted\.internet\.error\.\w+|buildbot\.\w+\.\w*Error|Internal CI error",
+        "ci-exception",
+    ),
+    (r"No space left on device|Disk quota exceeded", "ci-exception"),
+)
+
+DEFAULT_REAL_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"Kernel panic|panic: |BUG: unable to handle|general protection fault|Oops:", "panic"),
+    (r"configure: error:", "configure"),
+    (r"^[^\s:]+:\d+(:\d+)?: (fatal )?error:", "compile"),
+)
+
+
+@dataclass(frozen=True)
+class Patterns:
+    infra: tuple[tuple[str, str], ...] = DEFAULT_INFRA_PATTERNS
+    real: tuple[tuple[str, str], ...] = DEFAULT_REAL_PATTERNS
+    _compiled: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def with_extra(cls, infra: Iterable[str] = (), real: Iterable[str] = ()) -> Patterns:
+        """Defaults plus a config's ``retry.infra_patterns``/``real_patterns`` (checked first)."""
+        return cls(
+            infra=tuple((p, "infra-pattern") for p in infra) + DEFAULT_INFRA_PATTERNS,
+            real=tuple((p, "real-pattern") for p in real) + DEFAULT_REAL_PATTERNS,
+        )
+
+    def search(self, table: Sequence[tuple[str, str]], text: str) -> tuple[str, str] | None:
+        """(reason, the matching line) for the first pattern that matches a line of ``text``."""
+        for pattern, reason in table:
+            rx = self._compiled.get(pattern)
+            if rx is None:
+                rx = self._compiled[pattern] = re.compile(pattern, re.MULTILINE)
+            m = rx.search(text)
+            if m:
+                return reason, _line_at(text, m.start())
+        return None
+
+
+DEFAULT_PATTERNS = Patterns()
+
+
+def _line_at(text: str, pos: int) -> str:
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return text[start : end if end >= 0 else len(text)].strip()[:300]
+
+
+def first_configure_error(output: str) -> str | None:
+    m = re.search(r"^.*configure: error: .*$", output, re.MULTILINE)
+    return m.group(0).strip()[:300] if m else None
+
+
+def first_compile_error(output: str) -> str | None:
+    for rx in (
+        r"^[^\s:]+:\d+(?::\d+)?: (?:fatal )?error: .*$",
+        r"^.*\berror: .*$",
+        r"^make(\[\d+\])?: \*\*\* .*$",
+    ):
+        m = re.search(rx, output, re.MULTILINE)
+        if m:
+            return m.group(0).strip()[:300]
+    return None
+
+
+def _selftest_failure(stage: str, logs: Sequence[LogResult], evidence: list[str]) -> StageFailure | None:
+    failed = [t for log in logs for t in log.tests if not t.passed]
+    if failed:
+        t = failed[0]
+        detail = f"error {t.code}" if t.code is not None else (t.error or "").strip() or "no error code"
+        more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+        return StageFailure(stage, f"self-test failed: {t.name} ({detail}){more}", REAL, "selftest", evidence)
+    if any(log.selftest_summary is False for log in logs):
+        return StageFailure(
+            stage, "self-test failed: the program reported failure", REAL, "selftest", evidence
+        )
+    return None
+
+
+def _kernel_failure(stage: str, logs: Sequence[LogResult], evidence: list[str]) -> StageFailure | None:
+    for log in logs:
+        for ev in log.lifecycle:
+            if ev.kind in ("panic", "oops"):
+                return StageFailure(stage, f"kernel {ev.kind}: {ev.message}", REAL, "panic", evidence)
+    return None
+
+
+def classify(
+    stage: str,
+    *,
+    exit_code: int | None,
+    output: str = "",
+    log_results: Sequence[LogResult] = (),
+    timed_out: bool = False,
+    timeout_s: float | None = None,
+    patterns: Patterns | None = None,
+    evidence: Sequence[str] = (),
+    program: str | None = None,
+) -> StageFailure:
+    """Name the failure of ``stage`` from its exit status, output and parsed logs.
+
+    ``output`` is what the stage printed (the build log, the console); ``log_results``
+    what the parsers made of the program's logs. Call only when the stage did fail.
+    """
+    pats = patterns or DEFAULT_PATTERNS
+    ev = list(evidence)
+    logs = list(log_results)
+
+    definitive = _kernel_failure(stage, logs, ev) or _selftest_failure(stage, logs, ev)
+    if definitive:
+        return definitive
+    if stage in ("load", "selftest", "benchmark", "unload"):
+        hit = pats.search([p for p in pats.real if p[1] == "panic"], output)
+        if hit:
+            return StageFailure(stage, f"kernel panic: {hit[1]}", REAL, "panic", ev)
+
+    if timed_out:
+        return _timeout(stage, logs, timeout_s, ev, program)
+
+    infra = pats.search(pats.infra, output)
+    if infra and not (infra[0] == "worker-lost" and stage == "load"):
+        reason, line = infra
+        return StageFailure(stage, f"{stage} failed ({reason}): {line}", INFRA, reason, ev)
+    if infra and stage == "load":  # a worker that vanishes while loading a module: the module took it down
+        return StageFailure(stage, f"worker lost while loading the module: {infra[1]}", REAL, "panic", ev)
+
+    if stage in ("configure", "build"):
+        return _build_failure(stage, exit_code, output, pats, ev)
+
+    real = pats.search(pats.real, output)
+    if real:
+        return StageFailure(stage, f"{stage} failed: {real[1]}", REAL, real[0], ev)
+    if stage in ("load", "selftest", "benchmark"):
+        return _program_failure(stage, exit_code, logs, ev, program)
+    what = f"exit status {exit_code}" if exit_code is not None else "no exit status"
+    return StageFailure(stage, f"{stage} failed ({what})", REAL, stage, ev)
+
+
+def _timeout(
+    stage: str, logs: list[LogResult], timeout_s: float | None, ev: list[str], program: str | None
+) -> StageFailure:
+    after = f" after {timeout_s:g} s" if timeout_s is not None else ""
+    if logs and all(log.complete for log in logs):
+        who = program or stage
+        return StageFailure(
+            stage, f"{who} finished its output but did not exit{after}", INFRA, "hung-after-complete", ev
+        )
+    if stage == "load":
+        return StageFailure(stage, f"module load timed out{after}", REAL, "load-timeout", ev)
+    if stage in ("selftest", "benchmark"):
+        return StageFailure(
+            stage, f"{program or stage} timed out{after} before finishing", REAL, "load-timeout", ev
+        )
+    if stage == "fetch":
+        return StageFailure(stage, f"fetch timed out{after}", INFRA, "network", ev)
+    # A configure or make that outlives its limit on a shared worker is nearly always load, not code.
+    return StageFailure(stage, f"{stage} timed out{after}", INFRA, "timeout", ev)
+
+
+def _build_failure(
+    stage: str, exit_code: int | None, output: str, pats: Patterns, ev: list[str]
+) -> StageFailure:
+    custom = pats.search([p for p in pats.real if p[1] == "real-pattern"], output)
+    if stage == "configure":
+        line = first_configure_error(output) or (custom[1] if custom else None) or _last_line(output)
+        return StageFailure(stage, f"configure failed: {line}", REAL, "configure", ev)
+    line = first_compile_error(output) or (custom[1] if custom else None) or _last_line(output)
+    return StageFailure(stage, f"compile failed: {line}", REAL, "compile", ev)
+
+
+def _program_failure(
+    stage: str, exit_code: int | None, logs: list[LogResult], ev: list[str], program: str | None
+) -> StageFailure:
+    who = program or stage
+    empty = not logs or all(not log.benchmarks and not log.tests and not log.lifecycle for log in logs)
+    if empty and exit_code == 0:
+        return StageFailure(stage, f"{who} produced no usable log", INFRA, "logs-lost", ev)
+    incomplete = [log for log in logs if not log.complete]
+    if incomplete:
+        why = incomplete[0].incomplete_reason or "cut off"
+        return StageFailure(
+            stage, f"{who} log incomplete ({why}); exit status {exit_code}", REAL, "incomplete-log", ev
+        )
+    if stage == "load":
+        return StageFailure(stage, f"module load failed (exit status {exit_code})", REAL, "load-error", ev)
+    return StageFailure(stage, f"{who} failed with exit status {exit_code}", REAL, stage, ev)
+
+
+def _last_line(output: str) -> str:
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "(no output)"
