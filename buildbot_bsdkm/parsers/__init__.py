@@ -1,0 +1,27 @@
+"""Logs in, typed records (``buildbot_bsdkm.model``) out.
+
+Formats: wolfCrypt benchmark (text, CSV, machine-parseable, NO_FLOAT_FMT, Japanese),
+wolfCrypt self-test, Linux and FreeBSD kernel logs of the module, ``openssl speed``.
+Everything streams line by line; bad input becomes ``Problem`` records, and only an
+unusable file raises ``ParseError``.
+"""
+
+from __future__ import annotations
+
+from ..model import LogFormat
+from .api import iter_records, parse_file, parse_lines, parse_text
+from .detect import detect_format
+from .errors import ParseError
+from .records import ParseSummary, Record
+
+__all__ = [
+    "LogFormat",
+    "ParseError",
+    "ParseSummary",
+    "Record",
+    "detect_format",
+    "iter_records",
+    "parse_file",
+    "parse_lines",
+    "parse_text",
+]
