@@ -119,8 +119,9 @@ def _suites(runs: Iterable[RunResult], verdict: Verdict) -> tuple[list[TestSuite
         parts = (("selftest", _selftest_cases(checks)), ("benchmark", _benchmark_cases(run, checks)))
         for part, cases in parts:
             name = suite_name(run, part)
-            suites.append(TestSuite(name, [c.to_testcase(name) for c in cases],
-                                    properties={"target": run.target, "variant": run.variant}))
+            # no suite-level properties: xunitparser merges every suite's properties into one
+            # dict and rejects the report when two suites share a property name
+            suites.append(TestSuite(name, [c.to_testcase(name) for c in cases]))
             for case in cases:
                 if case.properties:
                     props[(name, case.name)] = case.properties
