@@ -24,15 +24,15 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import actions
 from ..actions import Annotation, Level
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
-from ..model import ModelError, RunResult, from_json
+from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
 from ..policy import (
     KIND_BENCHMARK,
     KIND_COMPLETE,
@@ -50,12 +50,15 @@ from ..policy import (
 )
 
 SUMMARY_JSON = "summary.json"
+RUN_EXIT_CODE = "run.exit-code"  # written by action/run-bsdkm-ci.sh
 REPORT_MD = "report.md"
 JUNIT_XML = "junit.xml"
 
 VERDICT_PASS = "pass"
 VERDICT_FAIL = "fail"
 VERDICT_ERROR = "error"  # nothing measured failed, but the run could not produce (usable) results
+
+T = TypeVar("T")
 
 TEST_KINDS = frozenset({KIND_SELFTEST, KIND_BENCHMARK})
 
@@ -68,16 +71,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     _register_retry(asub)
     _register_comment(asub)
     _register_trigger(asub)
+    _register_vm_check(asub)
+
+
+def optional_path(text: str) -> Path | None:
+    """An action input left empty arrives as ``--flag ""``: that means "not given"."""
+    return Path(text) if text.strip() else None
+
+
+def optional_int(text: str) -> int | None:
+    if not text.strip():
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
 def _results_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="the --out DIR of `bsdkm-ci run`")
-    p.add_argument("--results", type=Path, help="results JSON to read instead of DIR/summary.json")
-    p.add_argument("--config", type=Path, help="bsdkm.yml, for its policy and baseline")
-    p.add_argument("--policy", type=Path, help="threshold policy (overrides the config's)")
-    p.add_argument("--baseline", type=Path, help="baseline results JSON (overrides the config's)")
-    p.add_argument("--run-exit-code", type=int,
-                   help="exit status of `bsdkm-ci run`; lets a run that died early be reported")
+    p.add_argument("--results", type=optional_path, help="results JSON to read instead of DIR/summary.json")
+    p.add_argument("--config", type=optional_path, help="bsdkm.yml, for its policy and baseline")
+    p.add_argument("--policy", type=optional_path, help="threshold policy (re-judges the run with it)")
+    p.add_argument("--baseline", type=optional_path, help="baseline results JSON (re-judges the run with it)")
+    p.add_argument("--baseline-dir", type=optional_path,
+                   help="a downloaded baseline artifact; its summary.json is used when present")
+    p.add_argument("--run-exit-code", type=optional_int,
+                   help=f"exit status of `bsdkm-ci run` (default: DIR/{RUN_EXIT_CODE})")
 
 
 def _register_outputs(asub: argparse._SubParsersAction) -> None:
@@ -127,6 +147,12 @@ def _register_trigger(asub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_trigger)
 
 
+def _register_vm_check(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("vm-check", help="after a failed FreeBSD VM step: retry it (infrastructure) or not")
+    p.add_argument("--out", type=Path, required=True, help="the out-dir the VM copies back")
+    p.set_defaults(func=run_vm_check)
+
+
 # =========================================================================== results of a run
 
 
@@ -139,15 +165,42 @@ class ResultsRequest:
     config: Path | None = None
     policy: Path | None = None
     baseline: Path | None = None
+    baseline_dir: Path | None = None
     run_exit_code: int | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ResultsRequest:
-        return cls(args.out, args.results, args.config, args.policy, args.baseline, args.run_exit_code)
+        return cls(args.out, args.results, args.config, args.policy, args.baseline, args.baseline_dir,
+                   args.run_exit_code)
 
     @property
     def results_path(self) -> Path:
         return self.results or self.out / SUMMARY_JSON
+
+    @property
+    def rejudge(self) -> bool:
+        """An explicit policy or baseline overrides the verdict the run stored."""
+        return self.policy is not None or self.baseline_file is not None
+
+    @property
+    def baseline_file(self) -> Path | None:
+        if self.baseline is not None:
+            return self.baseline
+        if self.baseline_dir is not None and (self.baseline_dir / SUMMARY_JSON).is_file():
+            return self.baseline_dir / SUMMARY_JSON
+        return None
+
+    def exit_code(self) -> int | None:
+        """The run's exit status: given, or recorded by the action's run script."""
+        if self.run_exit_code is not None:
+            return self.run_exit_code
+        recorded = self.out / RUN_EXIT_CODE
+        if not recorded.is_file():
+            return None
+        text = recorded.read_text(encoding="utf-8", errors="replace").strip()
+        if not text.lstrip("-").isdigit():
+            raise UsageError(f"{recorded}: expected an exit status, found {text[:40]!r}")
+        return int(text)
 
 
 @dataclass
@@ -240,15 +293,17 @@ def load_outcome(req: ResultsRequest) -> RunOutcome:
     """Read the run's results and judge them with the core; UsageError names unusable input."""
     path = req.results_path
     if not path.is_file():
-        if req.run_exit_code not in (None, 0):
-            return _unusable_outcome(req, f"`bsdkm-ci run` exited {req.run_exit_code} without writing {path}")
+        code = req.exit_code()
+        if code not in (None, 0):
+            return _unusable_outcome(req, f"`bsdkm-ci run` exited {code} without writing {path}")
         raise UsageError(f"no results: {path} does not exist (did `bsdkm-ci run --out {req.out}` run?)")
     text = _read_text(path, "results")
     try:
         runs = from_json(text, str(path))
     except ModelError as e:
         raise UsageError(str(e)) from None
-    verdict = stored_verdict(text, path) or evaluate(runs, _policy_for(req), _baseline_for(req))
+    stored = None if req.rejudge else stored_verdict(text, path)
+    verdict = stored or _judge(req, runs)
     report = _report_for(req, runs, verdict)
     markdown = report.read_text(encoding="utf-8")
     return RunOutcome(runs, verdict, markdown, report, _junit_for(req, runs, verdict))
@@ -307,8 +362,16 @@ def _policy_for(req: ResultsRequest) -> Any:
         raise UsageError(str(e)) from None
 
 
+def _judge(req: ResultsRequest, runs: list[RunResult]) -> Verdict:
+    verdict = evaluate(runs, _policy_for(req), _baseline_for(req))
+    if req.baseline_dir is not None and req.baseline is None and req.baseline_file is None:
+        verdict.notes.append(f"baseline artifact has no {SUMMARY_JSON} ({req.baseline_dir}): "
+                             "first run on this branch? regressions were not checked")
+    return verdict
+
+
 def _baseline_for(req: ResultsRequest) -> list[RunResult] | None:
-    path = req.baseline or _config_paths(req)[1]
+    path = req.baseline_file or _config_paths(req)[1]
     if path is None:
         return None
     try:
@@ -414,8 +477,8 @@ def run_with_retries(
         if run.exit_code == 0 and not run.timed_out:
             history.append(Attempt.passing(number, None))
         else:
-            failure = classify(stage, exit_code=run.exit_code, output=run.output, log_results=[],
-                               timed_out=run.timed_out, patterns=patterns)
+            failure = classify(stage, exit_code=run.exit_code, output=run.output, timed_out=run.timed_out,
+                               timeout_s=timeout, patterns=patterns)
             history.append(Attempt.failing(number, None, failure))
         decision = decide(history, settings)
         if not decision.retry:
@@ -475,6 +538,7 @@ class _Killer:
 def retry_settings(attempts: int, delays: Sequence[float] | None, config: Path | None) -> tuple[Any, Any]:
     """Bounded-retry settings (never retrying a real failure) and the config's extra patterns."""
     from ..buildbot.retry import RetryConfigError, RetrySettings
+    from ..classify import Patterns
 
     patterns = None
     backoff: tuple[float, ...] = (10.0, 30.0)
@@ -486,7 +550,7 @@ def retry_settings(attempts: int, delays: Sequence[float] | None, config: Path |
         except ConfigError as e:
             raise UsageError(str(e)) from None
         backoff = tuple(cfg.retry.backoff_s)
-        patterns = cfg.retry
+        patterns = Patterns.with_extra(cfg.retry.infra_patterns, cfg.retry.real_patterns)
     if delays:
         backoff = tuple(delays)
     try:
@@ -529,6 +593,31 @@ def append_record(path: Path, stage: str, cmd: Sequence[str], outcome: RetryOutc
                     "summary": outcome.summary, "attempts": outcome.attempts})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=2), encoding="utf-8")
+
+
+def vm_failure(out: Path) -> StageFailure | None:
+    """Why the VM step failed, or None when bsdkm-ci ran in it (then its results say what failed).
+
+    The in-VM script always exits 0 once ``bsdkm-ci run`` has run and its results were copied
+    back, so a failed step without them means the VM (boot, packages, sync) was lost: the
+    worker-lost case of the Buildbot retry policy.
+    """
+    from ..buildbot.retry import worker_lost_failure
+
+    if (out / SUMMARY_JSON).is_file() or (out / RUN_EXIT_CODE).is_file():
+        return None
+    return worker_lost_failure("vm-boot")
+
+
+def run_vm_check(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    failure = vm_failure(args.out)
+    retry_it = failure is not None and failure.category == FailureCategory.INFRASTRUCTURE
+    why = failure.message if failure is not None else "bsdkm-ci ran in the VM; its results decide"
+    level = Level.WARNING if retry_it else Level.NOTICE
+    print(Annotation(level, why, title="bsdkm-ci: FreeBSD VM step failed").command())
+    write_runner_files(env, {"retry": "true" if retry_it else "false", "reason": why}, "")
+    return EXIT_OK
 
 
 # =========================================================================== GitHub API
@@ -592,19 +681,56 @@ def run_comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
         return EXIT_OK
     ctx = ApiContext.from_env(env, token_env=args.token_env, api_url=args.api_url, repo=args.repo)
     body = _read_text(args.report, "report")
-    url = upsert_comment(ctx, pr, body)
-    print(f"bsdkm-ci: PR #{pr} comment up to date: {url}")
+    upsert_comment(ctx, pr, body)
+    print(f"bsdkm-ci: PR #{pr} report comment is up to date")
     return EXIT_OK
 
 
-def upsert_comment(ctx: ApiContext, pr: int, body: str) -> str:
-    """Create the PR's bsdkm-ci comment or edit the one already there (the reporter's code)."""
-    from ..github import comments
+def upsert_comment(ctx: ApiContext, pr: int, body: str) -> None:
+    """Create the PR's report comment or edit it: the Buildbot reporter's publisher, marker and retries."""
+    from ..github.outbox import Outbox
+    from ..github.publisher import Publisher
 
-    try:
-        return comments.upsert_action_comment(ctx.api_url, ctx.repo, ctx.token, pr, body)
-    except comments.GitHubApiError as e:
-        raise UsageError(f"PR #{pr} comment: {e}") from None
+    async def work(client: Any) -> bool:
+        return bool(await Publisher(client, Outbox(None)).upsert_report(ctx.repo, pr, body))
+
+    publisher_ok = with_github(ctx, work)
+    if not publisher_ok:
+        raise UsageError(f"PR #{pr}: GitHub did not accept the report comment (see the messages above)")
+
+
+def with_github(ctx: ApiContext, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``work(client)`` with the shared GitHub client on a Twisted reactor (once per process)."""
+    from twisted.internet import defer, reactor
+    from twisted.python import log
+    from twisted.python.failure import Failure
+
+    from ..github.client import GitHubClient, GitHubError
+
+    # The client logs its retries through Twisted; show them (already token-free) on stderr.
+    log.startLoggingWithObserver(_github_log_observer, setStdout=False)
+    client = GitHubClient(ctx.api_url, ctx.token, reactor=reactor)
+    box: dict[str, Any] = {}
+
+    def finish(result: Any) -> None:
+        box["result"] = result
+        reactor.callLater(0, reactor.stop)  # type: ignore[attr-defined]
+
+    reactor.callWhenRunning(  # type: ignore[attr-defined]
+        lambda: defer.ensureDeferred(work(client)).addBoth(finish))
+    reactor.run(installSignalHandlers=False)  # type: ignore[attr-defined]
+    result = box.get("result")
+    if isinstance(result, Failure):
+        if result.check(GitHubError):
+            raise UsageError(f"GitHub API: {result.value}") from None
+        result.raiseException()
+    return result  # type: ignore[return-value]
+
+
+def _github_log_observer(event: dict[str, Any]) -> None:
+    text = " ".join(str(m) for m in event.get("message", ()))
+    if text.startswith("bsdkm github:"):
+        print(text, file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -635,53 +761,37 @@ def decide_trigger(ctx: ApiContext, event_path: Path, *, min_permission: str) ->
     except EventError as e:
         raise UsageError(f"event {event_path}: {e}") from None
     if event.action != "created" or not event.is_pull_request:
-        return TriggerDecision(False, f"ignored: comment {event.action} on a non-PR or edited comment")
+        return TriggerDecision(False, f"ignored: {event.action} comment, on a PR: {event.is_pull_request}")
     trigger = parse_comment(event.body)
     if trigger is None or trigger.kind != TriggerKind.RETEST:
         return TriggerDecision(False, "ignored: the comment does not ask for a retest")
-    permission = commenter_permission(ctx, event.author)
+    if event.repo != ctx.repo:
+        raise UsageError(f"event is for {event.repo}, but the API context is {ctx.repo}")
+
+    async def ask(client: Any) -> tuple[str, str]:
+        perm = await client.request("GET", f"/repos/{ctx.repo}/collaborators/{event.author}/permission")
+        pull = await client.get_pull(ctx.repo, event.issue_number)
+        return _permission_of(perm.data, event.author), _head_sha_of(pull.data, event.issue_number)
+
+    permission, head_sha = with_github(ctx, ask)
     if PERMISSION_RANK.get(permission, 0) < PERMISSION_RANK[min_permission]:
         return TriggerDecision(False, f"refused: @{event.author} has {permission!r} permission, "
                                       f"{min_permission!r} needed", pr=event.issue_number)
-    head_sha = pull_head_sha(ctx, event.issue_number)
     variants = tuple(dict.fromkeys(s.variant for s in trigger.selectors))
     what = ", ".join(variants) if variants else "every variant"
     return TriggerDecision(True, f"retest of {what} requested by @{event.author} ({permission})",
                            pr=event.issue_number, head_sha=head_sha, variants=variants)
 
 
-def _api_get(ctx: ApiContext, path: str) -> dict[str, Any]:
-    import requests
-
-    url = f"{ctx.api_url}{path}"
-    headers = {"Authorization": f"Bearer {ctx.token}", "Accept": "application/vnd.github+json",
-               "X-GitHub-Api-Version": "2022-11-28"}
-    try:
-        resp = requests.get(url, headers=headers, timeout=30)
-    except requests.RequestException as e:
-        raise UsageError(f"GET {path}: {type(e).__name__}") from None
-    if resp.status_code != 200:
-        raise UsageError(f"GET {path}: HTTP {resp.status_code}")
-    try:
-        doc = resp.json()
-    except ValueError:
-        raise UsageError(f"GET {path}: response is not JSON") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"GET {path}: response is not a JSON object")
-    return doc
-
-
-def commenter_permission(ctx: ApiContext, login: str) -> str:
-    doc = _api_get(ctx, f"/repos/{ctx.repo}/collaborators/{login}/permission")
-    permission = doc.get("permission")
+def _permission_of(data: Any, login: str) -> str:
+    permission = data.get("permission") if isinstance(data, dict) else None
     if not isinstance(permission, str):
         raise UsageError(f"permission of @{login}: response has no 'permission' string")
     return permission
 
 
-def pull_head_sha(ctx: ApiContext, number: int) -> str:
-    doc = _api_get(ctx, f"/repos/{ctx.repo}/pulls/{number}")
-    head = doc.get("head")
+def _head_sha_of(data: Any, number: int) -> str:
+    head = data.get("head") if isinstance(data, dict) else None
     sha = head.get("sha") if isinstance(head, dict) else None
     if not isinstance(sha, str):
         raise UsageError(f"PR #{number}: response has no head.sha")
