@@ -333,7 +333,8 @@ def render(doc: dict[str, Any]) -> str:
 def main(argv: list[str]) -> int:
     fixtures = Path(argv[1]) if len(argv) > 1 else HERE.parents[2] / "shared" / "fixtures"
     if not (fixtures / BENCH_FIXTURE).is_file():
-        print(f"make_scenarios: {fixtures / BENCH_FIXTURE} not found (pass the fixtures dir)", file=sys.stderr)
+        missing = fixtures / BENCH_FIXTURE
+        print(f"make_scenarios: {missing} not found (pass the fixtures dir)", file=sys.stderr)
         return 2
     SCENARIOS.mkdir(exist_ok=True)
     for name, doc in build_all(fixtures).items():

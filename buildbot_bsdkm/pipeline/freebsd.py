@@ -1,0 +1,286 @@
+"""wolfSSL's FreeBSD kernel module (bsdkm, ``libwolfssl.ko``) on a FreeBSD worker.
+
+Target ``freebsd-kmod``. The shell side is ``kmod/freebsd/`` (``build.sh``,
+``load.sh``, ``unload.sh``, ``collect.sh``: plain sh, usable by hand on the
+worker). This module runs those scripts and turns what they leave behind
+(``load.status``/``unload.status`` key=value files, the sliced ``kernel.log``)
+into a ``ModuleLoadOutcome``. Benchmark and self-test lines are left to the
+parsers; nothing here reads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import infra_error
+from .loading import ModuleLoadOutcome
+
+KMOD_DIR = Path(
+    os.environ.get("BSDKM_KMOD_FREEBSD", Path(__file__).resolve().parents[2] / "kmod" / "freebsd")
+)
+SCRIPTS = ("load.sh", "unload.sh", "collect.sh", "_common.sh")
+
+# --enable-crypttests is the default, but the self-test at load is the point of the run.
+FREEBSD_BASE_FLAGS = (
+    "--enable-freebsdkm",
+    "--enable-cryptonly",
+    "--enable-crypttests",
+    "--enable-kernel-benchmarks",
+)
+# Options that only make sense for the Linux module: a variant carrying one is a config mistake.
+LINUX_ONLY_PREFIXES = ("--enable-linuxkm", "--with-linux-source", "--with-linux-arch")
+
+# load.sh / unload.sh exit statuses (kmod/freebsd/README.md).
+EX_USAGE = 2
+EX_TIMEOUT = 3
+# Extra wall time for the script around kldload's own limit: snapshots, kill grace, kldstat.
+SCRIPT_SLACK_S = 30
+DEFAULT_UNLOAD_TIMEOUT_S = 120
+
+
+class FreeBSDFlagError(ValueError):
+    """A configure flag that cannot be used for the FreeBSD module; the message names it."""
+
+
+def _check_flag(flag: str) -> None:
+    if not isinstance(flag, str) or not flag.strip():
+        raise FreeBSDFlagError(f"configure flag {flag!r} is empty or not text")
+    if flag.startswith(LINUX_ONLY_PREFIXES):
+        raise FreeBSDFlagError(f"configure flag {flag!r} is for the Linux module, not freebsd-kmod")
+    if not flag.startswith("--") and "=" not in flag:
+        raise FreeBSDFlagError(f"configure flag {flag!r} is neither --option nor VAR=value")
+
+
+def freebsd_configure_flags(
+    variant_flags: Iterable[str], kernel_source: str | Path | None = None
+) -> list[str]:
+    """Full ``./configure`` arguments for one variant of the FreeBSD module.
+
+    The base flags come first so a variant can override them (autoconf keeps
+    the last occurrence), e.g. ``--disable-kernel-benchmarks``.
+    """
+    flags = list(variant_flags)
+    for flag in flags:
+        _check_flag(flag)
+    if kernel_source is not None:
+        if any(f.startswith("--with-kernel-source") for f in flags):
+            raise FreeBSDFlagError("kernel source given twice: as an argument and as --with-kernel-source")
+        if not Path(kernel_source).is_absolute():
+            raise FreeBSDFlagError(f"kernel source {str(kernel_source)!r} must be an absolute path")
+        flags.append(f"--with-kernel-source={kernel_source}")
+    return [*FREEBSD_BASE_FLAGS, *flags]
+
+
+def read_status(path: Path) -> dict[str, str]:
+    """A ``key=value`` status file written by the scripts; the last value of a key wins."""
+    status: dict[str, str] = {}
+    if not path.is_file():
+        return status
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            status[key.strip()] = value.strip()
+    return status
+
+
+@dataclass
+class ScriptRun:
+    rc: int | None  # None: the script itself had to be killed
+    stderr: str
+    seconds: float
+
+
+def _run_script(cmd: Sequence[str], timeout_s: float, env: dict[str, str] | None) -> ScriptRun:
+    started = time.monotonic()
+    # Own process group, so a script stuck behind an unkillable kldload can be stopped whole.
+    proc = subprocess.Popen(
+        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+        del out
+        return ScriptRun(proc.returncode, err.decode("utf-8", "replace"), time.monotonic() - started)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):  # the group may be gone already
+            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            _, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            err = b""
+        return ScriptRun(None, err.decode("utf-8", "replace"), time.monotonic() - started)
+
+
+def default_privilege() -> list[str]:
+    """kldload/kldunload need root; a non-root worker uses passwordless sudo."""
+    return [] if os.geteuid() == 0 else ["sudo", "-n"]
+
+
+def _first_line(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    return lines[0] if lines else None
+
+
+SLICE_NOTES = {
+    "snapshot": "markers did not reach the kernel message buffer (kern.log_console_output=0?); "
+    "kernel.log was cut by aligning dmesg snapshots",
+    "whole-buffer": "the kernel message buffer wrapped (or markers were lost): kernel.log is the whole "
+    "remaining buffer and may hold lines from before this load, or miss early lines of it",
+}
+
+
+def _check_kmod_dir(kmod_dir: Path) -> None:
+    missing = [s for s in SCRIPTS if not (kmod_dir / s).is_file()]
+    if missing:
+        names = ", ".join(missing)
+        raise infra_error("load", "ci-exception", f"FreeBSD scripts missing in {kmod_dir}: {names}")
+
+
+def _usage_failure(script: str, run: ScriptRun, work_dir: Path) -> Exception:
+    reason = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else "no message"
+    return infra_error("load", "ci-exception", f"{script} could not run: {reason}", [str(work_dir)])
+
+
+@dataclass
+class _Collected:
+    notes: list[str]
+    extra_logs: dict[str, Path]
+
+
+def _collect(work_dir: Path, statuses: list[dict[str, str]]) -> _Collected:
+    notes: list[str] = []
+    for name in ("kldload.out", "kldunload.out"):
+        line = _first_line(work_dir / name)
+        if line:
+            notes.append(line)
+    for status in statuses:
+        note = SLICE_NOTES.get(status.get("slice_method", ""))
+        if note and note not in notes:
+            notes.append(note)
+    extra = {
+        name: work_dir / file
+        for name, file in (
+            ("kldload", "kldload.out"),
+            ("kldunload", "kldunload.out"),
+            ("load-kernel", "load.kernel.log"),
+            ("unload-kernel", "unload.kernel.log"),
+            ("worker", "worker.txt"),
+        )
+        if (work_dir / file).is_file()
+    }
+    return _Collected(notes, extra)
+
+
+def _check_inputs(ko: Path, kmod_dir: Path, timeout_s: int, unload_timeout_s: int) -> None:
+    if timeout_s <= 0 or unload_timeout_s <= 0:
+        limits = f"{timeout_s}, {unload_timeout_s}"
+        raise infra_error("load", "ci-exception", f"time limits must be > 0 s (got {limits})")
+    if not ko.is_file():
+        msg = f"kernel module {ko} does not exist (did the build stage run?)"
+        raise infra_error("load", "ci-exception", msg)
+    _check_kmod_dir(kmod_dir)
+
+
+@dataclass
+class _Runner:
+    """Runs one script of kmod/freebsd with the worker's privilege prefix."""
+
+    kmod_dir: Path
+    prefix: list[str]
+    env: dict[str, str] | None
+
+    def run(self, script: str, args: Sequence[str], limit_s: float) -> ScriptRun:
+        return _run_script([*self.prefix, "sh", str(self.kmod_dir / script), *args], limit_s, self.env)
+
+
+def _load(runner: _Runner, ko: Path, work_dir: Path, timeout_s: int) -> tuple[ScriptRun, dict[str, str]]:
+    load = runner.run("load.sh", [str(ko), str(timeout_s), str(work_dir)], timeout_s + SCRIPT_SLACK_S)
+    if load.rc == EX_USAGE:
+        raise _usage_failure("load.sh", load, work_dir)
+    status = read_status(work_dir / "load.status")
+    if status.get("result") == "already-loaded":
+        msg = f"{ko.stem} was already loaded on the worker before this run"
+        raise infra_error("load", "ci-exception", msg, [str(work_dir)])
+    return load, status
+
+
+def _unload(
+    runner: _Runner, ko: Path, work_dir: Path, timeout_s: int, outcome: ModuleLoadOutcome
+) -> dict[str, str]:
+    unload = runner.run("unload.sh", [ko.stem, str(work_dir), str(timeout_s)], timeout_s + SCRIPT_SLACK_S)
+    status = read_status(work_dir / "unload.status")
+    outcome.stages["unload"] = round(unload.seconds, 3)
+    outcome.unload_rc = _int_or_none(status.get("unload_rc"))
+    if unload.rc is None or unload.rc == EX_TIMEOUT:
+        outcome.timed_out, outcome.timed_out_stage = True, "unload"
+    if status.get("result") in ("still-listed", "no-cleanup-line"):
+        outcome.notes.append(f"unload: {status['result']}")
+    return status
+
+
+def run_freebsd_module(
+    ko: Path,
+    work_dir: Path,
+    *,
+    timeout_s: int,
+    kmod_dir: Path = KMOD_DIR,
+    unload_timeout_s: int = DEFAULT_UNLOAD_TIMEOUT_S,
+    privilege: Sequence[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> ModuleLoadOutcome:
+    """Load ``ko`` with kldload (under ``timeout_s``), unload it if it loaded, keep the kernel log.
+
+    Load errors, hangs and unload failures are outcomes, not exceptions; only a
+    worker that cannot run the scripts at all raises ``StageError``.
+    """
+    ko, work_dir, kmod_dir = Path(ko).resolve(), Path(work_dir).resolve(), Path(kmod_dir)
+    _check_inputs(ko, kmod_dir, timeout_s, unload_timeout_s)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    runner = _Runner(kmod_dir, list(default_privilege() if privilege is None else privilege), env)
+    started = time.monotonic()
+
+    load, load_status = _load(runner, ko, work_dir, timeout_s)
+    outcome = ModuleLoadOutcome(
+        kernel_log=work_dir / "kernel.log",
+        load_rc=_int_or_none(load_status.get("load_rc")),
+        unload_rc=None,
+        loaded_seen=load_status.get("loaded_seen") == "1",
+        stages={"load": round(load.seconds, 3)},
+    )
+    statuses = [load_status]
+    if load.rc is None or load.rc == EX_TIMEOUT:
+        outcome.timed_out, outcome.timed_out_stage, outcome.load_rc = True, "load", None
+        if load.rc is None:
+            limit = timeout_s + SCRIPT_SLACK_S
+            outcome.notes.append(f"load.sh did not return within {limit} s and was killed")
+    elif outcome.load_rc == 0:
+        statuses.append(_unload(runner, ko, work_dir, unload_timeout_s, outcome))
+    if load_status.get("result") == "not-listed":
+        outcome.notes.append("kldload returned 0 but kldstat did not list the module")
+    if outcome.load_rc != 0:
+        # unload.sh, which calls collect.sh, did not run: gather what there is.
+        runner.run("collect.sh", [str(work_dir)], SCRIPT_SLACK_S)
+
+    collected = _collect(work_dir, statuses)
+    outcome.notes[:0] = collected.notes
+    outcome.extra_logs = collected.extra_logs
+    if not outcome.kernel_log.is_file():
+        outcome.kernel_log.write_text("", encoding="utf-8")
+        outcome.notes.append("no kernel log could be read from the worker")
+    outcome.duration_s = round(time.monotonic() - started, 3)
+    return outcome
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text not in (None, "") else None
+    except ValueError:
+        return None
