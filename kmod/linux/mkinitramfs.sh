@@ -12,7 +12,7 @@ set -eu
 
 die() { echo "mkinitramfs.sh: $*" >&2; exit 2; }
 
-[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: mkinitramfs.sh MODULE.ko OUT.cpio.gz [MODULE_PARAMS]"
+case $# in 2 | 3) ;; *) die "usage: mkinitramfs.sh MODULE.ko OUT.cpio.gz [MODULE_PARAMS]" ;; esac
 ko=$1
 out=$2
 params=${3:-}

@@ -18,7 +18,7 @@ set -eu
 
 die() { echo "run-qemu.sh: $*" >&2; exit 2; }
 
-[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: run-qemu.sh INITRD.cpio.gz CONSOLE.log [TIMEOUT_S]"
+case $# in 2 | 3) ;; *) die "usage: run-qemu.sh INITRD.cpio.gz CONSOLE.log [TIMEOUT_S]" ;; esac
 initrd=$1
 log=$2
 timeout_s=${3:-900}
@@ -30,10 +30,11 @@ if [ -n "${KERNEL:-}" ]; then
 elif [ -n "${KERNEL_VERSION:-}" ]; then
     kernel=/boot/vmlinuz-$KERNEL_VERSION
 else
-    kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
+    kernel=$(printf '%s\n' /boot/vmlinuz-* | sort -V | tail -n 1)
 fi
-[ -n "$kernel" ] && [ -r "$kernel" ] ||
-    die "kernel image not readable: ${kernel:-none in /boot} (install linux-image-amd64)"
+if [ ! -r "$kernel" ]; then
+    die "kernel image not readable: $kernel (install linux-image-amd64)"
+fi
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found (install qemu-system-x86)"
 
 load_timeout=${LOAD_TIMEOUT:-$((timeout_s > 120 ? timeout_s - 60 : timeout_s / 2))}

@@ -1,0 +1,552 @@
+"""wolfSSL's Linux kernel module (linuxkm) built against Debian's headers and run in QEMU.
+
+Target ``linux-kmod-qemu``. The shell side lives in ``kmod/linux/`` (a static
+``finit_module`` loader, the initramfs ``/init`` with ``### bsdkm-ci:`` markers,
+``mkinitramfs.sh`` and ``run-qemu.sh``); this module drives those scripts, keeps
+built modules in the cache, and turns the console's markers into a
+``ModuleLoadOutcome``. Benchmark and self-test lines are left to the parsers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import infra_error, real_error
+from .loading import ModuleLoadOutcome
+
+BOOT_DIR = Path("/boot")
+HEADER_DIRS = (Path("/usr/src"),)
+KMOD_DIR = Path(os.environ.get("BSDKM_KMOD_LINUX", Path(__file__).resolve().parents[2] / "kmod" / "linux"))
+
+LINUXKM_FLAGS = (
+    "--enable-linuxkm", "--enable-cryptonly", "--enable-crypttests", "--enable-linuxkm-benchmarks",
+)
+# What wolfSSL's own linuxkm workflow uses: every benchmark item runs once, briefly.
+SHORT_BENCH_CFLAGS = "-DBENCH_EMBEDDED -DBENCH_MIN_RUNTIME_SEC=0.01 -DBENCH_NTIMES=1 -DBENCH_AGREETIMES=1"
+# -pg: Debian's headers ask for ftrace hooks the module cannot use; no signing key on workers.
+MAKE_VARS = ("KERNEL_EXTRA_CFLAGS_REMOVE=-pg", "FORCE_NO_MODULE_SIG=1")
+MODULE_RELPATH = Path("linuxkm") / "libwolfssl.ko"
+TEST_MODULES = ("bsdkm_ok", "bsdkm_initfail", "bsdkm_hang", "bsdkm_panic")
+HOST_TIMEOUT_RCS = (124, 137)  # timeout(1): TERM sent / KILL sent after --kill-after
+
+
+# --------------------------------------------------------------------------- kernels on this worker
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def installed_kernel_versions(boot: Path = BOOT_DIR) -> list[str]:
+    """Versions with a ``/boot/vmlinuz-<version>`` image, oldest first."""
+    versions = [p.name.removeprefix("vmlinuz-") for p in boot.glob("vmlinuz-*")]
+    return sorted(versions, key=_version_key)
+
+
+def headers_for(version: str) -> Path | None:
+    """The kbuild tree for ``version`` (Debian: ``/usr/src/linux-headers-<version>``)."""
+    candidates = [d / f"linux-headers-{version}" for d in HEADER_DIRS]
+    candidates.append(Path("/lib/modules") / version / "build")
+    for cand in candidates:
+        if (cand / "Makefile").is_file():
+            return cand.resolve()
+    return None
+
+
+def kernel_image(kernel_version: str, boot: Path = BOOT_DIR) -> Path:
+    image = boot / f"vmlinuz-{kernel_version}"
+    if not image.is_file():
+        have = ", ".join(installed_kernel_versions(boot)) or "none"
+        raise infra_error("load", "worker-setup",
+                          f"no kernel image {image} (installed: {have}); install linux-image-amd64")
+    return image
+
+
+def default_kernel_version(boot: Path = BOOT_DIR) -> str:
+    """The newest installed kernel that also has its headers installed."""
+    versions = installed_kernel_versions(boot)
+    usable = [v for v in versions if headers_for(v) is not None]
+    if not usable:
+        have = ", ".join(versions) or "no /boot/vmlinuz-*"
+        raise infra_error("build", "worker-setup",
+                          f"no installed kernel has matching headers ({have}); "
+                          "install linux-image-amd64 and linux-headers-amd64")
+    return usable[-1]
+
+
+def linux_source_dir(kernel_version: str | None = None) -> Path:
+    """Headers matching an installed ``/boot/vmlinuz``: what ``--with-linux-source=`` wants."""
+    version = kernel_version or default_kernel_version()
+    kernel_image(version)
+    headers = headers_for(version)
+    if headers is None:
+        raise infra_error("build", "worker-setup",
+                          f"kernel {version} is installed but its headers are not "
+                          f"(no /usr/src/linux-headers-{version}); install linux-headers-{version}")
+    return headers
+
+
+# --------------------------------------------------------------------------- building the module
+
+
+@dataclass(frozen=True)
+class LinuxModuleSpec:
+    """How to build one libwolfssl.ko: variant flags, extra CFLAGS, target kernel."""
+
+    variant_flags: tuple[str, ...] = ()
+    cflags: str = ""
+    kernel_version: str | None = None
+
+    def configure_args(self, headers: Path, jobs: int) -> list[str]:
+        args = ["./configure", *LINUXKM_FLAGS, f"--with-linux-source={headers}",
+                f"--enable-jobserver={jobs}", *self.variant_flags]
+        if self.cflags:
+            args.append(f"CFLAGS={self.cflags}")
+        return args
+
+
+@dataclass
+class BuiltModule:
+    ko: Path
+    build_log: Path
+    seconds: float  # configure + make, as measured when it was built
+    cached: bool  # True when this call reused an earlier build
+    key: str
+    configure_args: list[str] = field(default_factory=list)
+
+
+def _tail_error(log: Path) -> str:
+    """The line a human would look for first: the first compiler/configure error, else the last line."""
+    lines = log.read_text(errors="replace").splitlines()
+    for line in lines:
+        if re.search(r"\berror\b|Error \d+|configure: error", line):
+            return line.strip()[:300]
+    return lines[-1].strip()[:300] if lines else "(no output)"
+
+
+def _run_logged(cmd: list[str], cwd: Path, log: Path, timeout_s: float) -> int | None:
+    """Run ``cmd`` appending its output to ``log``; None on timeout (the process group is killed)."""
+    with open(log, "ab") as out:
+        out.write(f"$ {' '.join(cmd)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def build_linux_module(source: Path, build_dir: Path, spec: LinuxModuleSpec, *, jobs: int = 2,
+                       timeout_s: float = 1800.0) -> BuiltModule:
+    """Copy ``source`` to ``build_dir``, configure for linuxkm and make; StageError on failure.
+
+    A copy because configure writes into the tree and the cached source is shared.
+    """
+    if not (source / "configure").is_file():
+        raise real_error("configure", "configure",
+                         f"{source} is not an autogen'd wolfSSL tree (no configure)")
+    headers = linux_source_dir(spec.kernel_version)
+    if build_dir.exists():
+        shutil.rmtree(build_dir)
+    shutil.copytree(source, build_dir, symlinks=True)
+    log = build_dir / "build.log"
+    log.write_bytes(b"")
+    started = time.monotonic()
+    args = spec.configure_args(headers, jobs)
+    rc = _run_logged(args, build_dir, log, timeout_s)
+    if rc != 0:
+        what = "timed out" if rc is None else f"failed: {_tail_error(log)}"
+        raise real_error("configure", "configure", f"linuxkm configure {what}", [str(log)])
+    remaining = max(60.0, timeout_s - (time.monotonic() - started))
+    rc = _run_logged(["make", f"-j{jobs}", *MAKE_VARS], build_dir, log, remaining)
+    if rc != 0:
+        what = "timed out" if rc is None else f"failed: {_tail_error(log)}"
+        raise real_error("build", "compile", f"linuxkm make {what}", [str(log)])
+    ko = build_dir / MODULE_RELPATH
+    if not ko.is_file():
+        raise real_error("build", "compile", f"make succeeded but produced no {MODULE_RELPATH}", [str(log)])
+    return BuiltModule(ko, log, time.monotonic() - started, False, "", args)
+
+
+def _source_fingerprint(source: Path) -> str:
+    """Cheap identity of a tree's contents: names, sizes and mtimes of what goes into the module."""
+    digest = hashlib.sha256(str(source.resolve()).encode())
+    for sub in ("configure", "wolfcrypt/src", "wolfssl", "linuxkm"):
+        root = source / sub
+        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for p in paths:
+            st = p.stat()
+            digest.update(f"{p.relative_to(source)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def module_cache_key(source: Path, spec: LinuxModuleSpec) -> str:
+    version = spec.kernel_version or default_kernel_version()
+    ident = {"source": _source_fingerprint(source), "flags": list(spec.variant_flags),
+             "cflags": spec.cflags, "kernel": version, "make": list(MAKE_VARS), "base": list(LINUXKM_FLAGS)}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One builder per cache entry: concurrent test runs share the cache."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def cached_linux_module(source: Path, spec: LinuxModuleSpec, cache: Path, *, jobs: int = 2,
+                        timeout_s: float = 1800.0) -> BuiltModule:
+    """The module for (source, flags, CFLAGS, kernel), built at most once per cache.
+
+    Only the .ko, the build log and a record are kept; the ~300 MB build tree is removed.
+    """
+    key = module_cache_key(source, spec)
+    home = cache / "linuxkm" / key
+    record = home / "build.json"
+    with _locked(cache / "locks" / f"linuxkm-{key}.lock"):
+        if record.is_file() and (home / "libwolfssl.ko").is_file():
+            info = json.loads(record.read_text())
+            return BuiltModule(home / "libwolfssl.ko", home / "build.log", info["seconds"], True, key,
+                               info["configure_args"])
+        work = home.with_name(key + ".build")
+        try:
+            built = build_linux_module(source, work, spec, jobs=jobs, timeout_s=timeout_s)
+            home.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(built.ko, home / "libwolfssl.ko")
+            shutil.copy2(built.build_log, home / "build.log")
+            record.write_text(json.dumps({"seconds": built.seconds, "configure_args": built.configure_args,
+                                          "source": str(source)}))
+        except Exception:
+            # Keep the log where the StageError's evidence can still be read.
+            if (work / "build.log").is_file():
+                home.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(work / "build.log", home / "build-failed.log")
+            raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return BuiltModule(home / "libwolfssl.ko", home / "build.log", built.seconds, False, key,
+                       built.configure_args)
+
+
+def build_test_modules(out_dir: Path, kernel_version: str | None = None, *,
+                       timeout_s: float = 600.0) -> dict[str, Path]:
+    """Build the harness's own small modules (``kmod/linux/testmods``) into ``out_dir``."""
+    headers = linux_source_dir(kernel_version)
+    src = KMOD_DIR / "testmods"
+    if not src.is_dir():
+        raise infra_error("build", "worker-setup", f"test module sources not found at {src}")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    shutil.copytree(src, out_dir)
+    log = out_dir / "build.log"
+    rc = _run_logged(["make", f"KDIR={headers}"], out_dir, log, timeout_s)
+    if rc != 0:
+        raise real_error("build", "compile", f"test modules did not build: {_tail_error(log)}", [str(log)])
+    return {name: out_dir / f"{name}.ko" for name in TEST_MODULES}
+
+
+# --------------------------------------------------------------------------- reading the console
+
+
+MARKER_RE = re.compile(r"### bsdkm-ci: (?P<body>.*?)(?: uptime=(?P<uptime>\d+(?:\.\d+)?))?\s*$")
+LOADER_RE = re.compile(
+    r"bsdkm-modload: (?P<verb>load|unload) (?P<what>\S+): "
+    r"(?:ok|failed errno=(?P<errno>\d+)(?: \((?P<text>[^)]*)\))?)\s*$"
+)
+PANIC_RE = re.compile(r"Kernel panic - not syncing: .*")
+ESCAPES_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[A-Za-z])")  # SeaBIOS/kernel terminal resets
+
+
+@dataclass
+class Marker:
+    body: str  # "load rc=0", "load begin", "unload timeout after 60s"
+    uptime: float | None  # guest seconds since boot when printed
+    line: int
+
+
+@dataclass
+class ConsoleReport:
+    """What the ``### bsdkm-ci:`` markers and loader lines on a console say."""
+
+    markers: list[Marker] = field(default_factory=list)
+    module_name: str | None = None
+    load_rc: int | None = None
+    unload_rc: int | None = None
+    load_errno: int | None = None
+    load_error_text: str | None = None
+    unload_errno: int | None = None
+    guest_timeout_stage: str | None = None  # "load" / "unload" from the guest watchdog
+    module_listed: bool = False  # the module was in /proc/modules after the load
+    panic: str | None = None  # first "Kernel panic - not syncing: ..." line
+    tainted: int | None = None
+
+    def seen(self, body: str) -> bool:
+        return any(m.body == body for m in self.markers)
+
+    def uptime_of(self, prefix: str) -> float | None:
+        return next((m.uptime for m in self.markers if m.body.startswith(prefix)), None)
+
+    @property
+    def last_marker(self) -> str | None:
+        return self.markers[-1].body if self.markers else None
+
+    def stage_in_progress(self) -> str:
+        """Where the guest was when it stopped talking: boot, load, unload, collect, poweroff."""
+        if self.seen("poweroff"):
+            return "poweroff"
+        if self.seen("unload begin") and self.unload_rc is None:
+            return "unload"
+        if self.seen("load begin") and self.load_rc is None:
+            return "load"
+        if not any(m.body.startswith("init begin") for m in self.markers):
+            return "boot"
+        return "collect"
+
+
+class _ConsoleReader:
+    """Feeds console lines one at a time so a large log is never held in memory."""
+
+    def __init__(self) -> None:
+        self.report = ConsoleReport()
+        self._in_modules = False
+
+    def feed(self, lineno: int, raw: str) -> None:
+        line = ESCAPES_RE.sub("", raw).replace("\r", "").rstrip("\n")
+        r = self.report
+        if r.panic is None and (m := PANIC_RE.search(line)):
+            r.panic = m.group(0).strip()
+        if m := MARKER_RE.search(line):
+            self._marker(Marker(m.group("body").strip(), _float(m.group("uptime")), lineno))
+        elif m := LOADER_RE.search(line):
+            self._loader(m)
+        elif self._in_modules and r.module_name and line.startswith(f"{r.module_name} "):
+            r.module_listed = True
+
+    def _marker(self, marker: Marker) -> None:
+        r, body = self.report, marker.body
+        r.markers.append(marker)
+        self._in_modules = body == "modules begin" or (self._in_modules and body != "modules end")
+        if m := re.fullmatch(r"module path=\S+ name=(\S+).*", body):
+            r.module_name = m.group(1)
+        elif m := re.fullmatch(r"load rc=(-?\d+)", body):
+            r.load_rc = int(m.group(1))
+        elif m := re.fullmatch(r"unload rc=(-?\d+)", body):
+            r.unload_rc = int(m.group(1))
+        elif m := re.fullmatch(r"(load|unload) timeout after \d+s", body):
+            r.guest_timeout_stage = m.group(1)
+        elif m := re.fullmatch(r"tainted=(\d+)", body):
+            r.tainted = int(m.group(1))
+
+    def _loader(self, m: re.Match[str]) -> None:
+        errno = int(m.group("errno")) if m.group("errno") else None
+        if m.group("verb") == "load":
+            self.report.load_errno = errno
+            self.report.load_error_text = m.group("text")
+        else:
+            self.report.unload_errno = errno
+
+
+def _float(text: str | None) -> float | None:
+    return float(text) if text else None
+
+
+def read_console_lines(lines: Iterable[str]) -> ConsoleReport:
+    reader = _ConsoleReader()
+    for lineno, line in enumerate(lines, 1):
+        reader.feed(lineno, line)
+    return reader.report
+
+
+def read_console(path: Path) -> ConsoleReport:
+    """Markers of a console log; a missing or empty log gives an empty report (nothing ran)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            return read_console_lines(fh)
+    except FileNotFoundError:
+        return ConsoleReport()
+
+
+# --------------------------------------------------------------------------- console -> outcome
+
+
+def _stage_times(report: ConsoleReport) -> dict[str, float]:
+    """Guest-clock durations: boot (to /init), load (finit_module) and unload."""
+    stages: dict[str, float] = {}
+    boot = report.uptime_of("init begin")
+    if boot is not None:
+        stages["boot"] = boot
+    for step in ("load", "unload"):
+        begin, end = report.uptime_of(f"{step} begin"), report.uptime_of(f"{step} rc=")
+        if begin is not None and end is not None:
+            stages[step] = round(end - begin, 2)
+    return stages
+
+
+def _notes(report: ConsoleReport, qemu_rc: int, host_timed_out: bool, qemu_stderr: str) -> list[str]:
+    notes = []
+    if report.load_errno is not None:
+        notes.append(f"finit_module failed: errno {report.load_errno} ({report.load_error_text or '?'})")
+    if report.unload_errno is not None:
+        notes.append(f"delete_module failed: errno {report.unload_errno}")
+    if report.guest_timeout_stage:
+        notes.append(f"module {report.guest_timeout_stage} did not return before the guest watchdog fired")
+    if report.panic:
+        notes.append(f"kernel panic: {report.panic}")
+    if not report.markers and not host_timed_out:
+        notes.append("no bsdkm-ci marker on the console: the initramfs /init never ran")
+    elif not report.seen("poweroff") and not host_timed_out:
+        notes.append(f"VM stopped before powering off; last marker: {report.last_marker!r}")
+    if host_timed_out:
+        notes.append(f"VM killed by the host timeout during {report.stage_in_progress()}")
+    elif qemu_rc != 0:
+        tail = qemu_stderr.strip().splitlines()[-1:] or ["no stderr"]
+        notes.append(f"qemu exited {qemu_rc}: {tail[0]}")
+    return notes
+
+
+def outcome_from_console(console: Path, *, qemu_rc: int, wall_s: float, qemu_stderr: str = "",
+                         extra_logs: dict[str, Path] | None = None) -> ModuleLoadOutcome:
+    """Judge a finished VM run from its console log and how QEMU ended."""
+    report = read_console(console)
+    host_timed_out = qemu_rc in HOST_TIMEOUT_RCS
+    timed_out_stage = report.guest_timeout_stage or (report.stage_in_progress() if host_timed_out else None)
+    stages = _stage_times(report)
+    stages["vm"] = round(wall_s, 2)
+    return ModuleLoadOutcome(
+        kernel_log=console,
+        load_rc=report.load_rc,
+        unload_rc=report.unload_rc,
+        timed_out=timed_out_stage is not None,
+        timed_out_stage=timed_out_stage,
+        duration_s=wall_s,
+        loaded_seen=report.module_listed,
+        stages=stages,
+        notes=_notes(report, qemu_rc, host_timed_out, qemu_stderr),
+        extra_logs=dict(extra_logs or {}),
+        load_errno=report.load_errno,
+        unload_errno=report.unload_errno,
+    )
+
+
+# --------------------------------------------------------------------------- running a module
+
+
+def module_vermagic_version(ko: Path) -> str | None:
+    """The kernel release a module was built for (first word of ``vermagic``)."""
+    try:
+        out = subprocess.run(["modinfo", "-F", "vermagic", str(ko)], capture_output=True, text=True,
+                             timeout=30, check=False).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out[0] if out else None
+
+
+def _script(name: str) -> Path:
+    path = KMOD_DIR / name
+    if not path.is_file():
+        raise infra_error("load", "worker-setup", f"harness script missing: {path} (set BSDKM_KMOD_LINUX)")
+    return path
+
+
+def make_initramfs(ko: Path, out: Path, params: str = "") -> Path:
+    """``mkinitramfs.sh`` around ``ko``; StageError with the script's reason on failure."""
+    cmd = ["sh", str(_script("mkinitramfs.sh")), str(ko), str(out)] + ([params] if params else [])
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        raise infra_error("load", "worker-setup", "mkinitramfs.sh timed out after 300 s") from None
+    if proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise infra_error("load", "worker-setup", f"initramfs not built: {reason}")
+    return out
+
+
+def _resolve_kernel(ko: Path, kernel_version: str | None) -> str:
+    """Explicit version, else the one the module was built for, else the newest with headers."""
+    if kernel_version:
+        return kernel_version
+    built_for = module_vermagic_version(ko)
+    if built_for:
+        kernel_image(built_for)  # a module for a kernel we cannot boot is a setup problem: say so now
+        return built_for
+    return default_kernel_version()
+
+
+@dataclass(frozen=True)
+class VmOptions:
+    cpu: str = "max"  # "max,-adx,-bmi2" avoids the intermittent ECC self-test failure
+    memory_mb: int = 1024
+    unload_timeout_s: int = 60
+
+
+def boot_vm(initrd: Path, console: Path, *, kernel_version: str, timeout_s: int, load_timeout_s: int,
+            options: VmOptions, stderr_log: Path) -> tuple[int, float]:
+    """``run-qemu.sh``; returns (exit status, wall seconds). 124/137 mean the host timeout hit."""
+    env = {**os.environ, "KERNEL_VERSION": kernel_version, "QEMU_CPU": options.cpu,
+           "QEMU_MEM": str(options.memory_mb), "LOAD_TIMEOUT": str(load_timeout_s),
+           "UNLOAD_TIMEOUT": str(options.unload_timeout_s)}
+    cmd = ["sh", str(_script("run-qemu.sh")), str(initrd), str(console), str(timeout_s)]
+    started = time.monotonic()
+    with open(stderr_log, "wb") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=err, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            # run-qemu.sh enforces timeout_s itself (+10 s kill grace); this is the backstop.
+            rc = proc.wait(timeout=timeout_s + 30)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            rc = 137
+    return rc, time.monotonic() - started
+
+
+def guest_load_timeout(timeout_s: int) -> int:
+    """Leave the guest time to boot, dump its log and power off after its own load watchdog."""
+    return timeout_s - 60 if timeout_s > 120 else max(1, timeout_s // 2)
+
+
+def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version: str | None = None,
+                     load_timeout_s: int | None = None, options: VmOptions | None = None,
+                     params: str = "") -> ModuleLoadOutcome:
+    """Boot ``ko`` in a fresh QEMU VM: load once, unload, power off; judge from the console.
+
+    Bad inputs (missing module, no kernel image, broken harness) raise StageError with the
+    reason; anything the module or VM does is reported in the outcome, never raised.
+    """
+    ko = Path(ko)
+    if not ko.is_file():
+        raise real_error("load", "load-error", f"kernel module not found: {ko}")
+    if timeout_s <= 0:
+        raise real_error("load", "load-error", f"timeout must be positive seconds, got {timeout_s}")
+    version = _resolve_kernel(ko, kernel_version)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    initrd = make_initramfs(ko, work_dir / "initramfs.cpio.gz", params)
+    console, qemu_log = work_dir / "console.log", work_dir / "qemu.log"
+    rc, wall = boot_vm(initrd, console, kernel_version=version, timeout_s=timeout_s,
+                       load_timeout_s=load_timeout_s or guest_load_timeout(timeout_s),
+                       options=options or VmOptions(), stderr_log=qemu_log)
+    return outcome_from_console(console, qemu_rc=rc, wall_s=wall,
+                                qemu_stderr=qemu_log.read_text(errors="replace"),
+                                extra_logs={"console": console, "qemu": qemu_log})
