@@ -264,6 +264,30 @@ def markdown_report(runs: Sequence[RunResult], verdict: Verdict, *,
     return text
 
 
+def _delta_table(verdict: Verdict) -> Table:
+    table = Table(["run", "benchmark", "baseline", "head", "delta", "limit", "status"])
+    for c in verdict.of_kind(KIND_REGRESSION):
+        unit = f" {c.unit}" if c.unit and c.unit != "%" else ""
+        base = f"{fmt_num(c.baseline)}{unit}" if c.baseline is not None else ""
+        head = f"{fmt_num(c.value)}{unit}" if c.value is not None and c.unit != "%" else ""
+        delta = f"{c.delta_pct:+.1f}%" + (" (cycles)" if c.metric == "cycles" else "")
+        cells = [c.run_label, c.name, base, head, delta, f"{c.threshold:g}%", _status(c.passed)]
+        table.rows.append(Row(cells, KEEP if not c.passed else BENCHMARK_ROW, abs(c.delta_pct or 0.0)))
+    return table
+
+
+def delta_report(verdict: Verdict, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """Markdown of a baseline comparison: verdict, failures, and every item's delta."""
+    blocks = [Block("p", _verdict_line(verdict)), *[Block("note", n) for n in verdict.notes],
+              *_failures_block(verdict), Block("h3", "Change versus baseline"),
+              Block("table", table=_delta_table(verdict))]
+    dropped = _trim(blocks, max_chars)
+    text = "".join(_md_block(b) for b in blocks)
+    if dropped:
+        text += f"_Trimmed to {max_chars} characters: {dropped} passing row(s) left out._\n"
+    return text
+
+
 # ---------------------------------------------------------------------------
 # HTML and the speedup chart
 

@@ -1,0 +1,106 @@
+"""``bsdkm-ci junit LOG... -o FILE``: gate logs with a policy, write JUnit (and Markdown/HTML).
+
+Text LOGs are parsed and form one run (``--variant`` on ``--target``). A LOG ending in
+``.json`` is a results document (``bsdkm-ci parse --json`` / ``summary.json``) and brings
+its own runs with their own variant and target names, so several variants can be gated
+together, e.g. for the speedup gates: ``bsdkm-ci junit aesni.json noasm.json -o junit.xml``.
+
+Exit 0 every check passed, 1 a test or threshold failed, 2 unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..cli import EXIT_FAILED, EXIT_OK, UsageError
+from ..junit import junit_xml
+from ..model import ModelError, RunResult, from_json
+from ..parsers import ParseError, parse_file
+from ..policy import Policy, PolicyError, Verdict, evaluate, load_policy
+from ..report import html_report, markdown_report
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("junit", help="gate logs with a threshold policy and write JUnit XML",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files, or results documents ending in .json")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="JUnit XML to write")
+    p.add_argument("--variant", default="unknown", help="variant of the text LOGs (e.g. aesni-avx)")
+    p.add_argument("--target", default="unknown", help="target of the text LOGs (e.g. freebsd-kmod)")
+    p.add_argument("--policy", metavar="FILE", help="threshold policy YAML (default: policies/default.yml)")
+    p.add_argument("--baseline", metavar="FILE", help="baseline results JSON for regression gates")
+    p.add_argument("--markdown", metavar="FILE", help="also write the Markdown report here")
+    p.add_argument("--html", metavar="FILE", help="also write the standalone HTML report here")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = load_runs(args.logs, args.variant, args.target)
+    policy = read_policy(args.policy)
+    baseline = read_results(args.baseline) if args.baseline else None
+    verdict = evaluate(runs, policy, baseline)
+    write_text(args.output, junit_xml(runs, verdict))
+    if args.markdown:
+        write_text(args.markdown, markdown_report(runs, verdict))
+    if args.html:
+        write_text(args.html, html_report(runs, verdict))
+    print_verdict(verdict)
+    return exit_status(verdict)
+
+
+def load_runs(paths: Sequence[str], variant: str, target: str) -> list[RunResult]:
+    """Results documents as they are; every text log together as one run."""
+    runs: list[RunResult] = []
+    text_logs = []
+    for path in paths:
+        if path.endswith(".json"):
+            runs.extend(read_results(path))
+            continue
+        try:
+            text_logs.append(parse_file(path))
+        except ParseError as e:
+            raise UsageError(str(e)) from None
+    if text_logs:
+        runs.insert(0, RunResult(variant, target, logs=text_logs))
+    return runs
+
+
+def read_results(path: str) -> list[RunResult]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot be read: {e}") from None
+    try:
+        return from_json(text, path)
+    except ModelError as e:
+        raise UsageError(str(e)) from None
+
+
+def read_policy(path: str | None) -> Policy:
+    try:
+        return load_policy(path)
+    except PolicyError as e:
+        raise UsageError(f"bad policy: {e}") from None
+
+
+def write_text(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def print_verdict(verdict: Verdict) -> None:
+    print(verdict.summary())
+    for note in verdict.notes:
+        print(f"  note: {note}")
+    for c in verdict.failures:
+        print(f"  {c.run_label} {c.kind}{' (error)' if c.error else ''}: {c.message}")
+
+
+def exit_status(verdict: Verdict) -> int:
+    return EXIT_OK if verdict.passed else EXIT_FAILED
