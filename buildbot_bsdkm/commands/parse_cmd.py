@@ -1,7 +1,8 @@
 """``bsdkm-ci parse LOG...``: what the parsers make of logs, as JSON or a short summary.
 
-Exit 0 when every log is complete with no failed self-test and no failed
-benchmark item, 1 when one is not, 2 when a log cannot be read at all.
+Exit 0 when every log is complete with no failed self-test, no failed benchmark
+item and no module failure event (load error, panic, ...), 1 otherwise, 2 when a
+log cannot be read at all.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..model import LogFormat, LogResult, RunResult, to_json
-from ..parsers import ParseError, parse_file
+from ..parsers import FAILURE_KINDS, ParseError, parse_file
 
 _FORMATS = [f.value for f in LogFormat if f != LogFormat.UNKNOWN]
 
@@ -51,6 +52,7 @@ def log_failed(log: LogResult) -> bool:
         or bool(log.failed_tests)
         or log.selftest_summary is False
         or any(b.failed for b in log.benchmarks)
+        or any(e.kind in FAILURE_KINDS for e in log.lifecycle)
     )
 
 

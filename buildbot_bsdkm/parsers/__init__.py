@@ -12,9 +12,11 @@ from ..model import LogFormat
 from .api import iter_records, parse_file, parse_lines, parse_text
 from .detect import detect_format
 from .errors import ParseError
+from .lifecycle import FAILURE_KINDS
 from .records import ParseSummary, Record
 
 __all__ = [
+    "FAILURE_KINDS",
     "LogFormat",
     "ParseError",
     "ParseSummary",

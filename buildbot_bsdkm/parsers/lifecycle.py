@@ -89,7 +89,7 @@ RULES: tuple[Rule, ...] = (
     _rule("In-core integrity", r"^(?:error: )?In-core integrity hash check failure", "fips_error"),
     _rule("could not compute new hash", r"^error: could not compute new hash", "fips_error"),
     _rule(
-        "fips",
+        "error: ",
         r"^error: (?:wolfCrypt_SetCb_fips failed|libwolfssl(?:_fips)? FIPS error|"
         r"wolfCrypt_GetStatus_fips failed|wc_RunAllCast_fips failed)(?P<what>.*)",
         "fips_error",
@@ -176,7 +176,25 @@ RULES: tuple[Rule, ...] = (
     _rule("Fatal trap", r"^Fatal trap \d+", "panic"),
 )
 
-_RULE_HINTS = tuple(sorted({r.hint for r in RULES}))
+# Events that mean the module failed, whatever the tests said.
+FAILURE_KINDS = frozenset(
+    {
+        "load_failed",
+        "cleanup_failed",
+        "selftest_failed",
+        "benchmark_failed",
+        "fpu_error",
+        "fips_hash_mismatch",
+        "fips_error",
+        "module_register_error",
+        "kldload_error",
+        "init_error",
+        "rng_error",
+        "module_error",
+        "panic",
+        "oops",
+    }
+)
 SAVE_VECTOR_FAILED = "ERROR: SAVE_VECTOR_REGISTERS failed for benchmark run."
 
 

@@ -21,7 +21,8 @@ _TYPE_HEADER = re.compile(r"^type\s+((?:\d+ bytes\s*)+)$")
 _VALUE = r"\d+(?:\.\d+)?k?"
 _ROW = re.compile(rf"^(?P<name>\S.*?)\s+(?P<values>{_VALUE}(?:\s+{_VALUE})*)\s*$")
 _PKEY_ROW = re.compile(
-    r"^(?P<alg>rsa|dsa)\s+(?P<bits>\d+) bits\s+(?P<t1>[\d.]+)s\s+(?P<t2>[\d.]+)s\s+(?P<r1>[\d.]+)\s+(?P<r2>[\d.]+)\s*$"
+    r"^(?P<alg>rsa|dsa)\s+(?P<bits>\d+) bits\s+(?P<t1>[\d.]+)s\s+(?P<t2>[\d.]+)s"
+    r"\s+(?P<r1>[\d.]+)\s+(?P<r2>[\d.]+)\s*$"
 )
 _DOING = re.compile(
     r"^Doing (?P<alg>.+?) for (?P<secs>[\d.]+)s on (?P<size>\d+) size blocks: "

@@ -41,7 +41,8 @@ _SYM_TAIL = re.compile(
     r"(?P<rate>\d+\.\d+) (?P<runit>bytes|[KMG]i?B)/s"
     r"(?:, (?P<cyctot>\d+) cycles,)?(?: [^=]+= +(?P<cpb>\d+\.\d+))?"
 )
-# The tail of an asymmetric line: "<count> ops took <s> sec, avg <ms> ms, <rate> ops/sec[, <n> cycles <c> Cycles/op]".
+# The tail of an asymmetric line:
+# "<count> ops took <s> sec, avg <ms> ms, <rate> ops/sec[, <n> cycles <c> Cycles/op]".
 _ASYM_TAIL = re.compile(
     r"(?<= )(?P<count>\d+) (?:\S+ )?\S+ (?P<secs>\d+\.\d+) [^,\s]+, (?:[^,\s]+ (?P<avg>\d+\.\d+) ms, +)?"
     r"(?P<rate>\d+\.\d+) [^,\s]+(?:, (?P<cyctot>\d+) cycles +(?P<cpo>\d+\.\d+) Cycles/op)?"
