@@ -148,8 +148,6 @@ def parse_comment(body: str, config: TriggerConfig | None = None) -> Trigger | N
     return None
 
 
-def selected_builders(
-    trigger: Trigger, builders: Iterable[tuple[str, str]]
-) -> list[tuple[str, str]]:
+def selected_builders(trigger: Trigger, builders: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The (target, variant) builders a trigger asks for, in the given order."""
     return [b for b in builders if trigger.everything or any(s.matches(*b) for s in trigger.selectors)]

@@ -190,9 +190,17 @@ class FakeGitHub:
     def create_status(self, owner: str, repo: str, sha: str, payload: Any) -> tuple[int, Any]:
         description = payload.get("description") or ""
         if len(description) > MAX_STATUS_DESCRIPTION:
-            return 422, {"message": "Validation Failed", "errors": [
-                {"resource": "Status", "code": "custom", "field": "description",
-                 "message": "description is too long (maximum is 140 characters)"}]}
+            return 422, {
+                "message": "Validation Failed",
+                "errors": [
+                    {
+                        "resource": "Status",
+                        "code": "custom",
+                        "field": "description",
+                        "message": "description is too long (maximum is 140 characters)",
+                    }
+                ],
+            }
         user = example("issue_comment", "created")["comment"]["user"]
         with self.lock:
             status = {
@@ -233,9 +241,17 @@ class FakeGitHub:
 
     def create_comment(self, owner: str, repo: str, number: str, payload: Any) -> tuple[int, Any]:
         if len(payload["body"]) > MAX_COMMENT_CHARS:
-            return 422, {"message": "Validation Failed", "errors": [
-                {"resource": "IssueComment", "code": "custom", "field": "body",
-                 "message": "body is too long (maximum is 65536 characters)"}]}
+            return 422, {
+                "message": "Validation Failed",
+                "errors": [
+                    {
+                        "resource": "IssueComment",
+                        "code": "custom",
+                        "field": "body",
+                        "message": "body is too long (maximum is 65536 characters)",
+                    }
+                ],
+            }
         with self.lock:
             comment = self._comment(owner, repo, int(number), payload["body"])
             self.comments[comment["id"]] = comment
@@ -243,9 +259,17 @@ class FakeGitHub:
 
     def update_comment(self, owner: str, repo: str, cid: str, payload: Any) -> tuple[int, Any]:
         if len(payload["body"]) > MAX_COMMENT_CHARS:
-            return 422, {"message": "Validation Failed", "errors": [
-                {"resource": "IssueComment", "code": "custom", "field": "body",
-                 "message": "body is too long (maximum is 65536 characters)"}]}
+            return 422, {
+                "message": "Validation Failed",
+                "errors": [
+                    {
+                        "resource": "IssueComment",
+                        "code": "custom",
+                        "field": "body",
+                        "message": "body is too long (maximum is 65536 characters)",
+                    }
+                ],
+            }
         with self.lock:
             comment = self.comments.get(int(cid))
             if comment is None:

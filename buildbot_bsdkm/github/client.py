@@ -1,0 +1,172 @@
+"""A small GitHub REST client for the master: retries with backoff, honours rate limits.
+
+The token goes into the Authorization header only; log lines and exceptions carry the
+method, path, status and GitHub's own message, never headers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import treq
+from twisted.internet import defer, task
+from twisted.internet.interfaces import IReactorTime
+from twisted.python import log
+
+from .retry import Advice, RetryPolicy, advise
+
+USER_AGENT = "bsdkm-ci"
+API_VERSION = "2022-11-28"
+
+
+class GitHubError(Exception):
+    """A request that did not succeed; ``transient`` says a later re-send may work."""
+
+    def __init__(self, message: str, status: int | None = None, transient: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.transient = transient
+
+
+@dataclass(frozen=True)
+class ApiResponse:
+    status: int
+    data: Any
+    headers: dict[str, str]
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _github_message(body: bytes) -> str:
+    try:
+        doc = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return body[:120].decode("utf-8", errors="replace")
+    if not isinstance(doc, dict):
+        return ""
+    # 422s explain themselves in errors[].message ("body is too long (maximum is 65536 characters)").
+    details = [
+        str(e.get("message")) for e in doc.get("errors") or [] if isinstance(e, dict) and e.get("message")
+    ]
+    return "; ".join([str(doc.get("message", "")), *details])[:300]
+
+
+class GitHubClient:
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        *,
+        reactor: IReactorTime | None = None,
+        policy: RetryPolicy | None = None,
+        timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not token:
+            raise ValueError("GitHub token is empty: set github.token in the configuration")
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+
+            reactor = default_reactor  # type: ignore[assignment]
+        self.api_url = api_url.rstrip("/")
+        self._token = token
+        self._reactor = reactor
+        self.policy = policy or RetryPolicy()
+        self.timeout = timeout
+        self._clock = clock
+        self.sleeps: list[float] = []  # waits taken, for measurements and tests
+
+    def _headers(self) -> dict[str, list[str]]:
+        return {
+            "Authorization": [f"Bearer {self._token}"],
+            "Accept": ["application/vnd.github+json"],
+            "X-GitHub-Api-Version": [API_VERSION],
+            "User-Agent": [USER_AGENT],
+        }
+
+    def _log(self, text: str) -> None:
+        log.msg("bsdkm github: " + redact(text, (self._token,)))
+
+    async def request(self, method: str, path: str, body: Any = None) -> ApiResponse:
+        url = self.api_url + path
+        attempt = 0
+        while True:
+            attempt += 1
+            status: int | None = None
+            headers: dict[str, str] = {}
+            raw = b""
+            error = ""
+            try:
+                response = await treq.request(
+                    method,
+                    url,
+                    json=body,
+                    headers=self._headers(),
+                    timeout=self.timeout,
+                    reactor=self._reactor,
+                )
+                raw = await response.content()
+                status = response.code
+                headers = {k.decode(): v[-1].decode() for k, v in response.headers.getAllRawHeaders()}
+            except defer.CancelledError:
+                error = f"timed out after {self.timeout:.0f} s"
+            except Exception as e:  # connection refused/reset, DNS, TLS: all "no response"
+                error = type(e).__name__
+            advice = advise(self.policy, attempt, status, headers, self._clock(), error)
+            if status is not None and 200 <= status < 300:
+                return ApiResponse(status, json.loads(raw) if raw else None, headers)
+            self._raise_or_wait_reason(method, path, attempt, status, raw, advice)
+            self.sleeps.append(advice.delay)
+            await task.deferLater(self._reactor, advice.delay, lambda: None)
+
+    def _raise_or_wait_reason(
+        self, method: str, path: str, attempt: int, status: int | None, raw: bytes, advice: Advice
+    ) -> None:
+        detail = f"{method} {path}: {advice.reason}"
+        message = _github_message(raw) if status is not None else ""
+        if message:
+            detail += f": {message}"
+        if not advice.retry:
+            self._log(f"giving up after {attempt} attempt(s): {detail}")
+            raise GitHubError(redact(detail, (self._token,)), status, advice.transient)
+        self._log(f"attempt {attempt} failed, retrying in {advice.delay:.1f} s: {detail}")
+
+    # --- the calls the reporters make --------------------------------------------------------
+
+    async def create_status(
+        self, repo: str, sha: str, state: str, context: str, description: str, target_url: str | None
+    ) -> ApiResponse:
+        body: dict[str, Any] = {"state": state, "context": context, "description": description}
+        if target_url:
+            body["target_url"] = target_url
+        return await self.request("POST", f"/repos/{repo}/statuses/{sha}", body)
+
+    async def list_issue_comments(self, repo: str, number: int) -> list[dict[str, Any]]:
+        comments: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            path = f"/repos/{repo}/issues/{number}/comments?per_page=100&page={page}"
+            response = await self.request("GET", path)
+            batch = response.data if isinstance(response.data, list) else []
+            comments.extend(batch)
+            if len(batch) < 100:
+                return comments
+            page += 1
+
+    async def create_comment(self, repo: str, number: int, body: str) -> ApiResponse:
+        return await self.request("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
+
+    async def update_comment(self, repo: str, comment_id: int, body: str) -> ApiResponse:
+        return await self.request("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", {"body": body})
+
+    async def get_pull(self, repo: str, number: int) -> ApiResponse:
+        return await self.request("GET", f"/repos/{repo}/pulls/{number}")
