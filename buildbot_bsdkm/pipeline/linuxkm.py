@@ -488,6 +488,7 @@ def make_initramfs(ko: Path, out: Path, params: str = "") -> Path:
 def _resolve_kernel(ko: Path, kernel_version: str | None) -> str:
     """Explicit version, else the one the module was built for, else the newest with headers."""
     if kernel_version:
+        kernel_image(kernel_version)
         return kernel_version
     built_for = module_vermagic_version(ko)
     if built_for:

@@ -1,0 +1,211 @@
+"""linuxkm harness without booting anything: kernel discovery, build inputs, bad inputs.
+
+The QEMU runs are in test_linuxkm_qemu.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from buildbot_bsdkm.model import FailureCategory
+from buildbot_bsdkm.pipeline import linuxkm
+from buildbot_bsdkm.pipeline.errors import StageError
+
+KMOD = linuxkm.KMOD_DIR
+
+
+def installed_kernel() -> str:
+    versions = [v for v in linuxkm.installed_kernel_versions() if linuxkm.headers_for(v)]
+    if not versions:
+        pytest.fail("no kernel image with headers installed: run scripts/bootstrap.sh")
+    return versions[-1]
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def test_linux_source_dir_is_the_headers_of_an_installed_kernel() -> None:
+    version = installed_kernel()
+    headers = linuxkm.linux_source_dir()
+    assert headers == Path(f"/usr/src/linux-headers-{version}").resolve()
+    assert (headers / "Makefile").is_file()
+    assert (Path("/boot") / f"vmlinuz-{version}").is_file()
+    assert linuxkm.linux_source_dir(version) == headers
+
+
+def test_unknown_kernel_version_names_the_missing_image() -> None:
+    with pytest.raises(StageError) as err:
+        linuxkm.linux_source_dir("9.9.9-nonexistent")
+    assert "/boot/vmlinuz-9.9.9-nonexistent" in str(err.value)
+    assert err.value.failure.category == FailureCategory.INFRASTRUCTURE
+    assert err.value.failure.reason == "worker-setup"
+
+
+def test_kernel_without_headers_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "vmlinuz-1.2.3-test").write_bytes(b"")
+    with pytest.raises(StageError) as err:
+        linuxkm.default_kernel_version(boot=tmp_path)
+    assert "1.2.3-test" in str(err.value) and "linux-headers-amd64" in str(err.value)
+
+
+def test_installed_versions_sort_numerically(tmp_path: Path) -> None:
+    for v in ("6.10.0-1-amd64", "6.9.0-2-amd64", "6.1.0-57-amd64"):
+        (tmp_path / f"vmlinuz-{v}").write_bytes(b"")
+    assert linuxkm.installed_kernel_versions(tmp_path) == [
+        "6.1.0-57-amd64", "6.9.0-2-amd64", "6.10.0-1-amd64",
+    ]
+
+
+# --------------------------------------------------------------------------- build inputs
+
+
+def test_configure_args_carry_base_variant_and_cflags() -> None:
+    spec = linuxkm.LinuxModuleSpec(("--enable-aesni", "--enable-intelasm"), linuxkm.SHORT_BENCH_CFLAGS)
+    args = spec.configure_args(Path("/usr/src/linux-headers-x"), jobs=2)
+    assert args[0] == "./configure"
+    assert "--with-linux-source=/usr/src/linux-headers-x" in args
+    assert "--enable-jobserver=2" in args
+    assert set(linuxkm.LINUXKM_FLAGS) <= set(args)
+    assert args.index("--enable-aesni") > args.index("--enable-linuxkm")
+    assert args[-1] == (
+        "CFLAGS=-DBENCH_EMBEDDED -DBENCH_MIN_RUNTIME_SEC=0.01 -DBENCH_NTIMES=1 -DBENCH_AGREETIMES=1"
+    )
+
+
+def test_cache_key_follows_flags_cflags_and_source_edits(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "wolfcrypt" / "src").mkdir(parents=True)
+    (src / "linuxkm").mkdir()
+    (src / "wolfssl").mkdir()
+    (src / "configure").write_text("#!/bin/sh\n")
+    aes = src / "wolfcrypt" / "src" / "aes.c"
+    aes.write_text("int x;\n")
+    asm = linuxkm.LinuxModuleSpec(("--enable-intelasm",))
+    key = linuxkm.module_cache_key(src, asm)
+    assert linuxkm.module_cache_key(src, asm) == key
+    assert linuxkm.module_cache_key(src, linuxkm.LinuxModuleSpec(("--disable-asm",))) != key
+    assert linuxkm.module_cache_key(src, linuxkm.LinuxModuleSpec(("--enable-intelasm",), "-DX")) != key
+    aes.write_text("int x = 1;\n")
+    assert linuxkm.module_cache_key(src, asm) != key
+
+
+def test_build_refuses_a_tree_without_configure(tmp_path: Path) -> None:
+    with pytest.raises(StageError) as err:
+        linuxkm.build_linux_module(tmp_path, tmp_path / "b", linuxkm.LinuxModuleSpec())
+    assert "no configure" in str(err.value)
+    assert err.value.failure.stage == "configure"
+
+
+# --------------------------------------------------------------------------- bad inputs to the run
+
+
+def test_missing_module_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StageError) as err:
+        linuxkm.run_linux_module(tmp_path / "nope.ko", tmp_path / "w", timeout_s=60)
+    assert f"kernel module not found: {tmp_path / 'nope.ko'}" in str(err.value)
+
+
+def test_non_module_file_is_rejected_by_mkinitramfs(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("not a module\n")
+    with pytest.raises(StageError) as err:
+        linuxkm.make_initramfs(bogus, tmp_path / "i.cpio.gz")
+    assert "not a kernel module (expected a .ko file)" in str(err.value)
+    assert not (tmp_path / "i.cpio.gz").exists()
+
+
+def test_module_for_an_absent_kernel_is_reported_before_booting(tmp_path: Path) -> None:
+    ko = tmp_path / "x.ko"
+    ko.write_bytes(os.urandom(256))
+    with pytest.raises(StageError) as err:
+        linuxkm.run_linux_module(ko, tmp_path / "w", timeout_s=60, kernel_version="0.0.1-none")
+    assert "/boot/vmlinuz-0.0.1-none" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "usage: run-qemu.sh"),
+        (["/nonexistent.cpio.gz", "/tmp/x.log"], "initramfs not found: /nonexistent.cpio.gz"),
+        (["{initrd}", "{log}", "soon"], "TIMEOUT_S must be whole seconds, got 'soon'"),
+    ],
+)
+def test_run_qemu_script_rejects_bad_arguments(tmp_path: Path, args: list[str], message: str) -> None:
+    initrd = tmp_path / "i.cpio.gz"
+    initrd.write_bytes(b"")
+    real_args = [a.format(initrd=initrd, log=tmp_path / "c.log") for a in args]
+    proc = subprocess.run(["sh", str(KMOD / "run-qemu.sh"), *real_args], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+def test_run_qemu_script_names_a_missing_kernel(tmp_path: Path) -> None:
+    initrd = tmp_path / "i.cpio.gz"
+    initrd.write_bytes(b"")
+    proc = subprocess.run(["sh", str(KMOD / "run-qemu.sh"), str(initrd), str(tmp_path / "c.log"), "5"],
+                          capture_output=True, text=True, env={**os.environ, "KERNEL_VERSION": "0.0-x"})
+    assert proc.returncode == 2
+    assert "kernel image not readable: /boot/vmlinuz-0.0-x" in proc.stderr
+
+
+def test_mkinitramfs_refuses_dynamic_busybox(tmp_path: Path) -> None:
+    ko = tmp_path / "m.ko"
+    ko.write_bytes(b"\x7fELF")
+    proc = subprocess.run(["sh", str(KMOD / "mkinitramfs.sh"), str(ko), str(tmp_path / "o.cpio.gz")],
+                          capture_output=True, text=True, env={**os.environ, "BUSYBOX": "/bin/ls"})
+    assert proc.returncode == 2
+    assert "/bin/ls is dynamically linked" in proc.stderr
+
+
+def test_loader_reports_errno_of_a_failed_open(tmp_path: Path) -> None:
+    exe = tmp_path / "bsdkm-modload"
+    subprocess.run(["gcc", "-static", "-Os", "-o", str(exe), str(KMOD / "loader.c")], check=True)
+    proc = subprocess.run([str(exe), "load", str(tmp_path / "absent.ko")], capture_output=True, text=True)
+    assert proc.returncode == 1
+    absent = tmp_path / "absent.ko"
+    assert proc.stdout == f"bsdkm-modload: load {absent}: failed errno=2 (No such file or directory)\n"
+    usage = subprocess.run([str(exe), "frobnicate"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage:" in usage.stderr
+
+
+# --------------------------------------------------------------------------- consoles that are not ours
+
+
+def test_console_of_another_harness_is_not_mistaken_for_a_run() -> None:
+    # Real console of a different initramfs (### LKM-CI: markers): nothing of ours ran.
+    console = FIXTURES / "linuxkm" / "asm-verbose-short-eccfail.console.log"
+    outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=1.0)
+    assert outcome.load_rc is None and outcome.unload_rc is None
+    assert not outcome.timed_out
+    assert outcome.notes == ["no bsdkm-ci marker on the console: the initramfs /init never ran"]
+
+
+def test_missing_console_means_the_vm_never_started(tmp_path: Path) -> None:
+    outcome = linuxkm.outcome_from_console(tmp_path / "absent.log", qemu_rc=1, wall_s=0.1,
+                                           qemu_stderr="qemu-system-x86_64: -kernel x: No such file\n")
+    assert outcome.load_rc is None
+    assert outcome.notes == [
+        "no bsdkm-ci marker on the console: the initramfs /init never ran",
+        "qemu exited 1: qemu-system-x86_64: -kernel x: No such file",
+    ]
+
+
+def test_binary_garbage_console_gives_no_markers(tmp_path: Path) -> None:
+    garbage = tmp_path / "console.log"
+    garbage.write_bytes(os.urandom(64 * 1024))
+    report = linuxkm.read_console(garbage)
+    assert report.markers == [] and report.load_rc is None
+    assert report.stage_in_progress() == "boot"
+
+
+def test_host_timeout_before_init_is_a_boot_timeout(tmp_path: Path) -> None:
+    console = tmp_path / "console.log"
+    console.write_bytes((FIXTURES / "linuxkm" / "asm-full-bench.console.log").read_bytes()[:2000])
+    outcome = linuxkm.outcome_from_console(console, qemu_rc=124, wall_s=30.0)
+    assert outcome.timed_out and outcome.timed_out_stage == "boot"
+    assert outcome.notes == ["VM killed by the host timeout during boot"]
