@@ -24,8 +24,21 @@ def _log_results(output: str, stage: str) -> list[LogResult]:
         return []
 
 
+def patterns_of(retry_config: Any) -> Any:
+    """``bsdkm.yml``'s retry patterns (a ``config.RetryConfig``) as classify's ``Patterns``."""
+    from ..classify import DEFAULT_PATTERNS, Patterns
+
+    if retry_config is None:
+        return DEFAULT_PATTERNS
+    if isinstance(retry_config, Patterns):
+        return retry_config
+    return Patterns.with_extra(getattr(retry_config, "infra_patterns", ()),
+                               getattr(retry_config, "real_patterns", ()))
+
+
 def classify_stage(
-    stage: str, *, exit_code: int | None, output: str, timed_out: bool, patterns: Any = None
+    stage: str, *, exit_code: int | None, output: str, timed_out: bool, patterns: Any = None,
+    timeout_s: float | None = None,
 ) -> StageFailure:
     """The core's classification; conservative (real, never retried) if the core cannot say."""
     try:
@@ -43,7 +56,8 @@ def classify_stage(
         output=output,
         log_results=_log_results(output, stage),
         timed_out=timed_out,
-        patterns=patterns,
+        timeout_s=timeout_s,
+        patterns=patterns_of(patterns),
     )
 
 

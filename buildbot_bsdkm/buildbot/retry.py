@@ -24,7 +24,7 @@ from ..model import FailureCategory, StageFailure
 
 # Real failures worth one reproducibility run: the machine (not the code we
 # built) may be what went wrong, and a second worker tells the two apart.
-REPRODUCE_REASONS = frozenset({"panic", "load-timeout", "worker-lost-in-load"})
+REPRODUCE_REASONS = frozenset({"panic", "load-timeout"})
 
 LOAD_STAGES = frozenset({"load"})
 
@@ -157,7 +157,7 @@ def worker_lost_failure(stage: str | None) -> StageFailure:
             stage=stage,
             message="worker lost while the module was loading (kernel panic or hang?)",
             category=FailureCategory.REAL,
-            reason="worker-lost-in-load",
+            reason="panic",  # classify's name for "the machine went away while the module loaded"
         )
     return StageFailure(
         stage=stage or "unknown",

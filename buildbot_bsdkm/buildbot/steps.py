@@ -84,7 +84,7 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
 
     def classify(self, rc: int | None, output: str) -> StageFailure:
         return classify_stage(self.stage, exit_code=rc, output=output, timed_out=self.timed_out,
-                              patterns=self.patterns)
+                              patterns=self.patterns, timeout_s=self.maxTime)
 
     async def describe_success(self, output: str) -> str:
         last = [line.strip() for line in output.splitlines() if line.strip()]

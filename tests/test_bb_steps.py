@@ -1,0 +1,274 @@
+"""Every stage step's success and failure paths, through Buildbot's own TestBuildStepMixin.
+
+The remote commands are Buildbot's fakes (that is what the mixin is for); what the
+worker "prints" and the results documents it "uploads" are real: real wolfSSL output
+from the shared fixtures, parsed by the real parsers into real ``results.json`` text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from buildbot.process import remotetransfer
+from buildbot.process.results import FAILURE, RETRY, SUCCESS
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.test.steps import ExpectRemoteRef, ExpectShell, ExpectUploadFile, TestBuildStepMixin
+from conftest import FIXTURES, fixture_text
+from twisted.trial import unittest
+
+from buildbot_bsdkm.buildbot import steps
+from buildbot_bsdkm.model import RunResult, to_json
+from buildbot_bsdkm.parsers import parse_file
+
+OUT = "bsdkm-out"
+RUN_DIR = f"{OUT}/userspace/accel"
+FAILING_SELFTEST = FIXTURES / "userspace/accel/testwolfcrypt_FAIL_ulimit_v8000.txt"
+PASSING_SELFTEST = FIXTURES / "userspace/accel/testwolfcrypt.txt"
+BENCH = FIXTURES / "userspace/accel/bench_default.txt"
+
+
+def stage_cmd(stage: str) -> list[str]:
+    return ["bsdkm-ci", "stage", stage, "--variant", "accel", "--target", "userspace", "--out", OUT,
+            "--config", "/etc/bsdkm.yml"]
+
+
+def shell(stage: str) -> ExpectShell:
+    return ExpectShell(workdir="wkdir", command=stage_cmd(stage))
+
+
+def upload(path: str) -> ExpectUploadFile:
+    return ExpectUploadFile(workersrc=path, workdir="wkdir", blocksize=32768, maxsize=None,
+                            writer=ExpectRemoteRef(remotetransfer.StringFileWriter))
+
+
+def results_json(*logs: Path) -> str:
+    run = RunResult(variant="accel", target="userspace", logs=[parse_file(p) for p in logs])
+    return to_json([run])
+
+
+class StageStepCase(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
+    def setUp(self):
+        self.setup_test_reactor()
+        return self.setup_test_build_step()
+
+    def make(self, cls: type[steps.BsdkmStageStep], **kw) -> steps.BsdkmStageStep:
+        return self.setup_step(cls(variant="accel", target="userspace", out_dir=OUT,
+                                   config_path="/etc/bsdkm.yml", **kw))
+
+
+class TestSimpleStages(StageStepCase):
+    """fetch/configure/build/load/unload: success shows what the stage said; failures are classified."""
+
+    def test_every_simple_stage_succeeds_with_its_last_line_as_summary(self):
+        for cls in (steps.FetchSource, steps.Configure, steps.Build, steps.LoadModule, steps.UnloadModule):
+            self.make(cls)
+            self.expect_commands(shell(cls.stage).stdout(f"{cls.stage} ok: wolfssl-5.9.2\n").exit(0))
+            self.expect_outcome(result=SUCCESS, state_string=f"{cls.stage}: {cls.stage} ok: wolfssl-5.9.2")
+        return self.run_step()
+
+    def test_compile_error_is_a_real_failure_and_halts(self):
+        self.make(steps.Build)
+        self.expect_commands(
+            shell("build").stdout("wolfcrypt/src/aes.c:123:5: error: 'x' undeclared\n"
+                                  "make: *** [Makefile:100: all] Error 2\n").exit(1))
+        self.expect_outcome(result=FAILURE)
+        d = self.run_step()
+
+        def check(_):
+            f = self.build.getProperty("bsdkm_failure")
+            self.assertEqual(f["stage"], "build")
+            self.assertEqual(f["category"], "real")
+            self.assertTrue(self.get_nth_step(0).haltOnFailure)
+        return d.addCallback(check)
+
+    def test_network_failure_during_fetch_is_infrastructure_and_asks_for_retry(self):
+        self.make(steps.FetchSource)
+        self.expect_commands(
+            shell("fetch").stderr("curl: (6) Could not resolve host: deb.debian.org\n"
+                                  "bsdkm-ci stage: fetch failed: network error\n").exit(2))
+        self.expect_outcome(result=RETRY)
+        d = self.run_step()
+
+        def check(_):
+            f = self.build.getProperty("bsdkm_failure")
+            self.assertEqual((f["stage"], f["category"], f["reason"]), ("fetch", "infrastructure", "network"))
+            summary = self.get_nth_step(0).stage_summary
+            self.assertIn("fetch infrastructure (network)", summary)
+        return d.addCallback(check)
+
+    def test_load_killed_by_the_time_limit_after_complete_output_is_infrastructure(self):
+        self.make(steps.LoadModule, maxTime=600)
+        bench = fixture_text("userspace/accel/bench_default.txt")
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", command=stage_cmd("load"), max_time=600)
+            .stdout(bench).update("failure_reason", "timeout").exit(-1))
+        self.expect_outcome(result=RETRY)
+        d = self.run_step()
+
+        def check(_):
+            f = self.build.getProperty("bsdkm_failure")
+            self.assertEqual((f["category"], f["reason"]), ("infrastructure", "hung-after-complete"))
+        return d.addCallback(check)
+
+    def test_load_timing_out_mid_benchmark_is_real(self):
+        self.make(steps.LoadModule, maxTime=600)
+        cut = fixture_text("userspace/accel/bench_timeout3_KILL.txt")
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", command=stage_cmd("load"), max_time=600)
+            .stdout(cut).update("failure_reason", "timeout").exit(-1))
+        self.expect_outcome(result=FAILURE)
+        d = self.run_step()
+
+        def check(_):
+            f = self.build.getProperty("bsdkm_failure")
+            self.assertEqual((f["category"], f["reason"]), ("real", "load-timeout"))
+            self.assertIn("load failed (load-timeout)", self.get_nth_step(0).stage_summary)
+        return d.addCallback(check)
+
+    def test_unload_runs_even_after_a_failure_and_does_not_halt(self):
+        step = self.make(steps.UnloadModule)
+        self.assertTrue(step.alwaysRun)
+        self.assertFalse(step.haltOnFailure)
+        self.expect_commands(shell("unload").stdout("kldunload: can't find file libwolfssl\n").exit(1))
+        self.expect_outcome(result=FAILURE)
+        return self.run_step()
+
+    def test_command_without_config_omits_the_option(self):
+        self.setup_step(steps.Configure(variant="noasm", target="userspace", out_dir=OUT))
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", command=["bsdkm-ci", "stage", "configure", "--variant", "noasm",
+                                                  "--target", "userspace", "--out", OUT]).exit(0))
+        self.expect_outcome(result=SUCCESS, state_string="configure: done")
+        return self.run_step()
+
+
+class TestCollectResults(StageStepCase):
+    def test_failed_selftest_reaches_the_test_result_api_and_the_summary(self):
+        doc = results_json(FAILING_SELFTEST, BENCH)
+        self.make(steps.CollectResults)
+        self.expect_commands(
+            shell("collect").stdout("results: userspace/accel\n").exit(1),
+            upload(f"{RUN_DIR}/results.json").upload_string(doc).exit(0),
+            upload(f"{RUN_DIR}/junit.xml").upload_string("<testsuites/>").exit(0),
+            upload(f"{OUT}/report.md").upload_string("# bsdkm-ci report\n").exit(0),
+        )
+        self.expect_outcome(result=FAILURE)
+        self.expect_log_file("junit.xml", "<testsuites/>")
+        self.expect_log_file("report.md", "# bsdkm-ci report\n")
+        parsed_tests = parse_file(FAILING_SELFTEST).tests
+        bench = parse_file(BENCH)
+        units = sorted({b.unit for b in bench.benchmarks if not b.failed})
+        sets = [("self-test userspace/accel", "pass_fail", "boolean")]
+        sets += [("benchmark userspace/accel", "performance", u) for u in dict.fromkeys(
+            b.unit for b in bench.benchmarks if not b.failed)]
+        self.expect_test_result_sets(sets)
+        results = [(1000, "1" if t.passed else "0", t.name, None, t.line, None) for t in parsed_tests]
+        for i, unit in enumerate(dict.fromkeys(b.unit for b in bench.benchmarks if not b.failed)):
+            results += [(1001 + i, f"{b.value:g}", b.name, None, b.line, None)
+                        for b in bench.benchmarks if b.unit == unit and not b.failed]
+        self.expect_test_results(results)
+        d = self.run_step()
+
+        def check(_):
+            step = self.get_nth_step(0)
+            # 71 self-test lines in the real log, PWDBASED failed with code -125.
+            self.assertEqual(len(parsed_tests), 71)
+            self.assertIn("self-test: 70/71 passed (PWDBASED failed -125)", step.stage_summary)
+            self.assertEqual(self.build.getProperty("bsdkm_selftest"),
+                             "self-test: 70/71 passed (PWDBASED failed -125)")
+            self.assertEqual(self.build.getProperty("bsdkm_benchmarks"), len(bench.benchmarks))
+            self.assertEqual(self.build.getProperty("bsdkm_failure")["category"], "real")
+            self.assertIn("MiB/s", units)
+        return d.addCallback(check)
+
+    def test_passing_run_is_success_with_counts(self):
+        doc = results_json(PASSING_SELFTEST)
+        n = len(parse_file(PASSING_SELFTEST).tests)
+        self.make(steps.CollectResults)
+        self.expect_commands(
+            shell("collect").exit(0),
+            upload(f"{RUN_DIR}/results.json").upload_string(doc).exit(0),
+            upload(f"{RUN_DIR}/junit.xml").exit(1),
+            upload(f"{OUT}/report.md").exit(1),
+        )
+        self.expect_outcome(result=SUCCESS, state_string=f"self-test: {n}/{n} passed")
+        self.expect_test_result_sets([("self-test userspace/accel", "pass_fail", "boolean")])
+        self.expect_test_results([(1000, "1", t.name, None, t.line, None)
+                                  for t in parse_file(PASSING_SELFTEST).tests])
+        return self.run_step()
+
+    def test_results_missing_on_the_worker_is_logs_lost_infrastructure(self):
+        self.make(steps.CollectResults)
+        self.expect_commands(shell("collect").exit(0), upload(f"{RUN_DIR}/results.json").exit(1))
+        self.expect_outcome(result=RETRY)
+        d = self.run_step()
+        d.addCallback(lambda _: self.assertEqual(self.build.getProperty("bsdkm_failure")["reason"],
+                                                 "logs-lost"))
+        return d
+
+    def test_garbage_results_document_is_named_and_not_an_exception(self):
+        self.make(steps.CollectResults)
+        self.expect_commands(
+            shell("collect").exit(0),
+            upload(f"{RUN_DIR}/results.json").upload_string(fixture_text("userspace/accel/bench_default.txt")[:300])
+            .exit(0),
+        )
+        self.expect_outcome(result=RETRY)
+        d = self.run_step()
+
+        def check(_):
+            err = self.get_nth_step(0).logs["results-error"].stdout
+            self.assertIn(f"{RUN_DIR}/results.json: not JSON", err)
+        return d.addCallback(check)
+
+
+def verdict_doc(passed: bool, checks: list[dict]) -> str:
+    verdict = {"passed": passed, "summary": "x", "checks": checks}
+    return json.dumps({"schema": 1, "runs": [], "verdict": verdict})
+
+
+class TestGate(StageStepCase):
+    def test_regression_sets_verdict_and_regressions_properties(self):
+        checks = [
+            {"name": "AES-128-GCM-enc", "kind": "regression", "passed": False, "delta_pct": -31.2,
+             "message": "AES-128-GCM-enc dropped 31 %"},
+            {"name": "SHA-256", "kind": "regression", "passed": True, "delta_pct": -1.0, "message": "ok"},
+        ]
+        self.make(steps.Gate)
+        self.expect_commands(
+            shell("gate").stdout("FAIL\n").exit(1),
+            upload(f"{OUT}/summary.json").upload_string(verdict_doc(False, checks)).exit(0),
+            upload(f"{RUN_DIR}/junit.xml").exit(1),
+            upload(f"{OUT}/report.md").upload_string("report").exit(0),
+        )
+        self.expect_outcome(result=FAILURE, state_string="gate FAILED: AES-128-GCM-enc \u221231 %")
+        self.expect_property("bsdkm_verdict", "failed")
+        self.expect_property("bsdkm_regressions", ["AES-128-GCM-enc \u221231 %"])
+        return self.run_step()
+
+    def test_pass(self):
+        self.make(steps.Gate)
+        self.expect_commands(
+            shell("gate").exit(0),
+            upload(f"{OUT}/summary.json").upload_string(verdict_doc(True, [])).exit(0),
+            upload(f"{RUN_DIR}/junit.xml").exit(1),
+            upload(f"{OUT}/report.md").exit(1),
+        )
+        self.expect_outcome(result=SUCCESS, state_string="gate passed (x)")
+        self.expect_property("bsdkm_verdict", "passed")
+        self.expect_property("bsdkm_regressions", [])
+        return self.run_step()
+
+    def test_unusable_summary_is_logged(self):
+        self.make(steps.Gate)
+        self.expect_commands(
+            shell("gate").exit(0),
+            upload(f"{OUT}/summary.json").upload_string("{truncated").exit(0),
+        )
+        self.expect_outcome(result=SUCCESS, state_string="gate passed")
+        self.expect_no_property("bsdkm_verdict")
+        d = self.run_step()
+        d.addCallback(lambda _: self.assertIn("summary.json: not JSON",
+                                              self.get_nth_step(0).logs["verdict-error"].stdout))
+        return d
