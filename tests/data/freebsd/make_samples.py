@@ -33,7 +33,8 @@ def whole_second(line: str, first: bool) -> str:
     if m:
         secs = max(1.0, float(round(float(m["secs"])))) + (1.0 if first else 0.0)
         rate = float(m["amount"]) / secs
-        return f"{m['head']}{m['amount']} {m['unit']} took {secs:.3f} seconds, {rate:.3f} {m['unit']}/s{m['tail']}"
+        unit = m["unit"]
+        return f"{m['head']}{m['amount']} {unit} took {secs:.3f} seconds, {rate:.3f} {unit}/s{m['tail']}"
     m = _ASYM.match(line)
     if m:
         secs = max(1.0, float(round(float(m["secs"]))))
