@@ -31,7 +31,8 @@ DEDUPE_WINDOW = 256
 _MAX_BENCH_LINE = 1024  # real result lines are < 250 chars; longer ones skip the regexes
 
 _LIFECYCLE_HINT = re.compile(
-    r"wolf|kldload|module|panic|Oops|BUG|lockup|fault|Fatal trap|fpu_states|FIPS|WARNING|^error: |^info: "
+    r"wolf|kldload|module|panic|Oops|BUG|lockup|fault|Fatal trap|fpu_states|FIPS|WARNING|In-core|detached"
+    r"|insmod|^error: |^info: "
 )
 _SELFTEST_PASSED = re.compile(r"^(?:info: )?wolfCrypt self-test passed")
 _SELFTEST_FAILED = re.compile(
