@@ -5,8 +5,11 @@ schedulers, web UI and database. ``master.cfg`` is a few lines around ``buildmas
 from __future__ import annotations
 
 import importlib
+import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from buildbot.plugins import schedulers, util, worker
@@ -34,7 +37,7 @@ class MasterSettings:
     pb_interface: str = "127.0.0.1"  # "" to accept remote workers
     db_url: str = "sqlite:///state.sqlite"
     config_path: str | None = None  # bsdkm.yml as the local worker sees it
-    local_worker_password: str | None = None  # None: no embedded local worker
+    local_workers: Mapping[str, str] = field(default_factory=dict)  # embedded workers: name -> password
     secrets_dir: str | None = None  # SecretInAFile directory for {secret: NAME} passwords
     title: str = "bsdkm-ci"
     bsdkm_ci: str = "bsdkm-ci"  # the command on the workers
@@ -62,21 +65,20 @@ def make_workers(specs: list[WorkerSpec], settings: MasterSettings) -> list[Any]
         props.setdefault("bsdkm_tags", list(spec.tags))
         out.append(worker.Worker(spec.name, _password(spec.password), max_builds=spec.max_builds,
                                  properties=props))
-    if settings.local_worker_password is not None:
+    for name, password in settings.local_workers.items():
         props = {"bsdkm_tags": list(LOCAL_TAGS), **settings.extra_worker_properties}
         if settings.config_path:
             props["bsdkm_config"] = settings.config_path
-        local = worker.Worker(LOCAL_WORKER, settings.local_worker_password, max_builds=1, properties=props)
-        out.append(local)
+        out.append(worker.Worker(name, password, max_builds=1, properties=props))
     return out
 
 
 def worker_specs(config: Config, settings: MasterSettings) -> list[WorkerSpec]:
     specs = parse_workers(config.workers)
-    if settings.local_worker_password is not None:
-        if any(s.name == LOCAL_WORKER for s in specs):
-            raise WorkerConfigError(f"workers.{LOCAL_WORKER}: the name is kept for the embedded local worker")
-        specs.append(WorkerSpec(LOCAL_WORKER, PasswordRef("env", "-"), tags=LOCAL_TAGS))
+    for name in settings.local_workers:
+        if any(s.name == name for s in specs):
+            raise WorkerConfigError(f"workers.{name}: the name is taken by an embedded local worker")
+        specs.append(WorkerSpec(name, PasswordRef("env", "-"), tags=LOCAL_TAGS))
     if not specs:
         raise WorkerConfigError("workers: none configured and no local worker: nothing could run a build")
     return specs
@@ -167,7 +169,7 @@ def apply_github(c: dict[str, Any], config: Config) -> None:
 def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, Any]:
     """The whole ``BuildmasterConfig`` dictionary."""
     specs = worker_specs(config, settings)
-    remote = [s for s in specs if s.name != LOCAL_WORKER]
+    remote = [s for s in specs if s.name not in settings.local_workers]
     builders, orphans = make_builders(config, specs, settings)
     if not builders:
         raise WorkerConfigError(f"no worker can run any of: {', '.join(orphans)}")
@@ -195,3 +197,58 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
         log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
     apply_github(c, config)
     return c
+
+
+SETTINGS_FILE = "bsdkm-master.json"
+
+
+class MasterSettingsError(ValueError):
+    """``bsdkm-master.json`` cannot be used; the message names the file and key."""
+
+
+def _setting(doc: Mapping[str, Any], key: str, kind: type, where: str, default: Any = None) -> Any:
+    value = doc.get(key, default)
+    if value is None and default is None and key in ("www_port", "pb_port"):
+        raise MasterSettingsError(f"{where}: missing key {key!r}")
+    if value is not None and not isinstance(value, kind):
+        raise MasterSettingsError(f"{where}: {key}: expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def _read_password(path: Path, name: str, where: str) -> str:
+    try:
+        password = path.read_text(encoding="utf-8").strip()
+    except OSError as e:
+        problem = f"cannot read password file: {e.strerror}"
+        raise MasterSettingsError(f"{where}: local_workers.{name}: {problem}") from None
+    if not password:
+        raise MasterSettingsError(f"{where}: local_workers.{name}: password file {path} is empty")
+    return password
+
+
+def load_master_settings(basedir: str | Path, environ: Mapping[str, str] | None = None) -> MasterSettings:
+    """The master's own settings, written by ``scripts/master.sh``; ``BSDKM_DB_URL`` overrides the db."""
+    env = os.environ if environ is None else environ
+    base = Path(basedir)
+    path = base / SETTINGS_FILE
+    where = str(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MasterSettingsError(f"{where}: not found (scripts/master.sh up creates it)") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise MasterSettingsError(f"{where}: unreadable: {e}") from None
+    if not isinstance(doc, dict):
+        raise MasterSettingsError(f"{where}: expected a JSON object")
+    locals_ = _setting(doc, "local_workers", dict, where, {})
+    workers = {name: _read_password(base / str(p), name, where) for name, p in locals_.items()}
+    return MasterSettings(
+        www_port=_setting(doc, "www_port", int, where),
+        pb_port=_setting(doc, "pb_port", int, where),
+        pb_interface=_setting(doc, "pb_interface", str, where, "127.0.0.1"),
+        db_url=env.get("BSDKM_DB_URL") or _setting(doc, "db_url", str, where, "sqlite:///state.sqlite"),
+        config_path=_setting(doc, "config_path", str, where, None),
+        local_workers=workers,
+        secrets_dir=_setting(doc, "secrets_dir", str, where, None),
+        bsdkm_ci=_setting(doc, "bsdkm_ci", str, where, "bsdkm-ci"),
+    )
