@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 from .. import actions
 from ..actions import Annotation, Level
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
-from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
+from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
 from ..policy import (
     KIND_BENCHMARK,
     KIND_COMPLETE,
@@ -72,6 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _register_comment(asub)
     _register_trigger(asub)
     _register_vm_check(asub)
+    _register_merge(asub)
 
 
 def optional_path(text: str) -> Path | None:
@@ -151,6 +152,13 @@ def _register_vm_check(asub: argparse._SubParsersAction) -> None:
     p = asub.add_parser("vm-check", help="after a failed FreeBSD VM step: retry it (infrastructure) or not")
     p.add_argument("--out", type=Path, required=True, help="the out-dir the VM copies back")
     p.set_defaults(func=run_vm_check)
+
+
+def _register_merge(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("merge", help="join the results of several jobs (downloaded artifacts) into one")
+    p.add_argument("--out", type=Path, required=True, help="where the merged summary.json goes")
+    p.add_argument("sources", nargs="+", type=Path, help="directories holding summary.json (searched deeply)")
+    p.set_defaults(func=run_merge)
 
 
 # =========================================================================== results of a run
@@ -432,6 +440,46 @@ def write_runner_files(env: Mapping[str, str], outputs: Mapping[str, str], markd
         raise UsageError(str(e)) from None
 
 
+def merge_results(sources: Sequence[Path]) -> tuple[list[RunResult], list[str]]:
+    """Every run found under ``sources``; a (target, variant) seen twice keeps its first copy.
+
+    The merged document carries runs only: its verdict is evaluated afresh over all of them,
+    since speedup and crossover gates compare variants that ran in different jobs.
+    """
+    runs: list[RunResult] = []
+    notes: list[str] = []
+    seen: dict[tuple[str, str], Path] = {}
+    for source in sources:
+        found = [source] if source.is_file() else sorted(source.rglob(SUMMARY_JSON))
+        if not found:
+            raise UsageError(f"merge: no {SUMMARY_JSON} under {source}")
+        for path in found:
+            try:
+                doc_runs = from_json(_read_text(path, "results"), str(path))
+            except ModelError as e:
+                raise UsageError(f"merge: {e}") from None
+            for run in doc_runs:
+                key = (run.target, run.variant)
+                if key in seen:
+                    notes.append(f"{run.target}/{run.variant} is in {seen[key]} and {path}; kept the first")
+                    continue
+                seen[key] = path
+                runs.append(run)
+    return runs, notes
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    runs, notes = merge_results(args.sources)
+    for note in notes:
+        print(Annotation(Level.WARNING, note, title="bsdkm-ci merge").command())
+    args.out.mkdir(parents=True, exist_ok=True)
+    sources = [str(s) for s in args.sources]
+    (args.out / SUMMARY_JSON).write_text(to_json(runs, merged_from=sources), encoding="utf-8")
+    print(f"bsdkm-ci: merged {len(runs)} run(s) from {len(sources)} source(s) into {args.out / SUMMARY_JSON}",
+          file=sys.stderr)
+    return EXIT_OK
+
+
 def run_gate(args: argparse.Namespace) -> int:
     outcome = load_outcome(ResultsRequest.from_args(args))
     print(f"bsdkm-ci: {outcome.headline()}")
@@ -573,6 +621,8 @@ def run_retry(args: argparse.Namespace) -> int:
     settings, patterns = retry_settings(args.attempts, args.delay, args.config)
     outcome = run_with_retries(cmd, args.stage, settings, timeout=args.timeout, patterns=patterns)
     print(f"bsdkm-ci: {args.stage}: {outcome.summary}", file=sys.stderr)
+    if outcome.exit_code != 0:
+        print(Annotation(Level.ERROR, outcome.summary, title=f"bsdkm-ci: {args.stage} failed").command())
     if args.record is not None:
         append_record(args.record, args.stage, cmd, outcome)
     return outcome.exit_code
