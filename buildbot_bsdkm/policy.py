@@ -7,7 +7,8 @@ A policy file (see ``policies/default.yml`` for the documented default) holds:
                 whole-second timer), in which case the TSC-based cycles are used instead.
 ``selftests``   every failed wolfCrypt self-test is a failed check (default true).
 ``complete``    an incomplete log or a failed pipeline stage is an error check (default true).
-``required``    benchmarks that must be present (glob patterns).
+``required``    benchmarks that must be present (glob patterns) in every run that has a wolfCrypt
+                benchmark or kernel log (self-test-only and ``openssl speed`` runs are exempt).
 ``floors``      absolute minimum throughput (``min`` + ``unit``) or maximum cycles (``max_cycles``).
 ``regressions`` maximum drop versus a baseline results document, in percent, per item or
                 as the geometric mean over every matching item (``aggregate: geomean``).
@@ -542,7 +543,10 @@ def matches(name: str, pattern: str) -> bool:
 # Evaluation
 
 
-_SELFTEST_ONLY = {LogFormat.WOLFCRYPT_TEST}
+# Logs in which wolfCrypt's benchmark prints; ``required`` rules apply only to runs with one,
+# so a self-test-only run or an ``openssl speed`` run is not blamed for missing wolfCrypt items.
+_WOLFCRYPT_BENCH_FORMATS = {LogFormat.WOLFCRYPT_BENCH, LogFormat.WOLFCRYPT_BENCH_CSV,
+                            LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG}
 
 
 class _Evaluation:
@@ -630,8 +634,8 @@ class _Evaluation:
     # -- per-run gates -----------------------------------------------------
 
     def _required(self, run: RunResult) -> None:
-        if run.logs and not run.benchmarks and all(log.format in _SELFTEST_ONLY for log in run.logs):
-            return  # a self-test-only run has no benchmarks to require
+        if not any(log.format in _WOLFCRYPT_BENCH_FORMATS for log in run.logs):
+            return
         names = [b.name for b in run.benchmarks]
         for rule in self.policy.required:
             if not rule.scope.covers(run):

@@ -61,6 +61,11 @@ class Block:
 # Content
 
 
+def fmt_cycles(x: float) -> str:
+    """Cycles as wolfCrypt prints them (2 decimals per byte), whole numbers once they are large."""
+    return f"{x:.0f}" if x >= 1000 else f"{x:g}"
+
+
 def _status(passed: bool) -> str:
     return "pass" if passed else "FAIL"
 
@@ -83,6 +88,8 @@ def _selftest_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]
     failed = Table(["run", "test", "error"])
     for run in runs:
         tests = run.tests
+        if not tests and all(log.selftest_summary is None for log in run.logs) and run.complete:
+            continue  # a benchmark-only run: nothing to say about self-tests
         bad = [t for t in tests if not t.passed]
         said = {log.selftest_summary for log in run.logs} - {None}
         counted = f"{len(tests)}" if tests else ("summary line only" if said else "none")
@@ -107,7 +114,7 @@ def _benchmark_table(run: RunResult, verdict: Verdict) -> Table:
         gate = gates.get(b.name)
         rate = measure(b, "per_second")
         value = f"{fmt_num(b.value)} {b.unit}" if rate is not None else (b.error or "failed")
-        cycles = f"{fmt_num(b.cycles)} {b.cycles_unit}" if b.cycles is not None else ""
+        cycles = f"{fmt_cycles(b.cycles)} {b.cycles_unit}" if b.cycles is not None else ""
         if gate is None:
             table.rows.append(Row([b.name, value, cycles, "", "", "", "" if not b.failed else "FAIL"],
                                   KEEP if b.failed else BENCHMARK_ROW))
@@ -218,6 +225,8 @@ def _md_block(block: Block) -> str:
         return " · ".join(f"[{_md_cell(k)}]({v})" for k, v in pairs) + "\n\n"
     if block.kind == "table" and block.table is not None:
         t = block.table
+        if not t.rows and t.omitted:
+            return f"_All {t.omitted} row(s) of this table omitted to fit the size limit._\n\n"
         text = _md_row(t.header) + _md_row(["---"] * len(t.header))
         text += "".join(_md_row(r.cells) for r in t.rows)
         if t.omitted:
@@ -226,25 +235,32 @@ def _md_block(block: Block) -> str:
     return f"{block.text}\n\n"
 
 
+_TRIM_NOTE_ROOM = 400  # the closing note and the per-table "rows omitted" notes
+
+
 def _trim(blocks: list[Block], max_chars: int) -> int:
-    """Drop droppable rows until the Markdown fits; returns how many rows were dropped."""
-    overflow = sum(len(_md_block(b)) for b in blocks) - max_chars
-    if overflow <= 0:
-        return 0
+    """Drop droppable rows, least important first, until the Markdown fits; returns how many."""
     tables = [b.table for b in blocks if b.kind == "table" and b.table is not None]
     candidates = [(row.priority, -row.weight, -i, table, row) for table in tables
                   for i, row in enumerate(table.rows) if row.priority != KEEP]
     candidates.sort(key=lambda c: c[:3], reverse=True)
+    budget = max_chars - _TRIM_NOTE_ROOM
     dropped: set[int] = set()
-    reserve = 160  # the per-table "rows omitted" notes and the closing note
-    for _, _, _, table, row in candidates:
-        if overflow + reserve <= 0:
-            break
-        dropped.add(id(row))
-        table.omitted += 1
-        overflow -= len(_md_row(row.cells))
-    for table in tables:
-        table.rows = [r for r in table.rows if id(r) not in dropped]
+    size = sum(len(_md_block(b)) for b in blocks)
+    while size > budget and len(dropped) < len(candidates):
+        # estimate the rows to drop from the overflow, then measure again: emptied tables shrink more
+        overflow = size - budget
+        for _, _, _, table, row in candidates:
+            if overflow <= 0:
+                break
+            if id(row) in dropped:
+                continue
+            dropped.add(id(row))
+            table.omitted += 1
+            overflow -= len(_md_row(row.cells))
+        for table in tables:
+            table.rows = [r for r in table.rows if id(r) not in dropped]
+        size = sum(len(_md_block(b)) for b in blocks)
     return len(dropped)
 
 
