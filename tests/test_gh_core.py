@@ -373,6 +373,7 @@ def test_new_head_supersedes_and_stale_claims_expire() -> None:
     assert coalescer.pending("o/r", 2) == [("o/r", 2, "b" * 40, ())]
     assert not coalescer.claim("o/r", 2, "b" * 40, (), now=50)
     assert coalescer.claim("o/r", 2, "b" * 40, (), now=102)
+    assert not coalescer.claim("o/r", 2, "a" * 40, (), now=103)  # a late event for the old head
 
 
 def test_pull_request_from_api_shape() -> None:

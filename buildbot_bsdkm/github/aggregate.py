@@ -1,0 +1,184 @@
+"""One PR's builds → commit-status lines and the single PR comment.
+
+Each (target, variant) builder reports on its own; the PR comment needs all of them at
+once (speedups compare an accelerated variant with the software one). We collect every
+finished build's results and call ``report.markdown_report`` once: the formatting is the
+core's, only the collecting is here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
+from ..policy import Policy, Verdict, evaluate
+from ..report import markdown_report
+from .publisher import REPORT_MARKER
+
+GITHUB_COMMENT_LIMIT = 65536
+RESULTS_PROPERTY = "bsdkm_results"  # model.to_json document of the build's runs
+
+# Buildbot result codes (buildbot.process.results) without importing Buildbot here.
+SUCCESS, WARNINGS, FAILURE, SKIPPED, EXCEPTION, RETRY, CANCELLED = range(7)
+
+
+@dataclass
+class BuildFacts:
+    """What a reporter knows about one build of a PR builder."""
+
+    target: str
+    variant: str
+    results: int | None  # None: still running
+    url: str | None = None
+    properties: Mapping[str, Any] = field(default_factory=dict)  # name -> value
+
+    @property
+    def context(self) -> str:
+        return f"bsdkm/{self.target}/{self.variant}"
+
+
+def plain_properties(props: Mapping[str, Any]) -> dict[str, Any]:
+    """Buildbot's ``{name: (value, source)}`` → ``{name: value}``."""
+    return {k: (v[0] if isinstance(v, list | tuple) and len(v) == 2 else v) for k, v in props.items()}
+
+
+def runs_of(build: BuildFacts) -> list[RunResult]:
+    """The build's results; a build that never produced any still gets a run saying why."""
+    doc = build.properties.get(RESULTS_PROPERTY)
+    if doc:
+        try:
+            text = doc if isinstance(doc, str) else json.dumps(doc)
+            runs = from_json(text, f"{build.context} {RESULTS_PROPERTY}")
+            if runs:
+                return runs
+        except ModelError:
+            pass  # fall through: report the build from its properties
+    return [RunResult(variant=build.variant, target=build.target, failure=_failure(build))]
+
+
+def _failure(build: BuildFacts) -> StageFailure | None:
+    recorded = build.properties.get("bsdkm_failure")
+    if isinstance(recorded, Mapping) and recorded.get("stage"):
+        try:
+            category = FailureCategory(recorded.get("category", "real"))
+        except ValueError:
+            category = FailureCategory.REAL
+        return StageFailure(
+            stage=str(recorded["stage"]),
+            message=str(recorded.get("message", "")),
+            category=category,
+            reason=recorded.get("reason"),
+        )
+    if build.results in (SUCCESS, WARNINGS, None):
+        return None
+    return StageFailure(
+        stage="build", message=f"build ended with result {build.results}", reason="ci-exception"
+    )
+
+
+def retries_of(build: BuildFacts) -> list[dict[str, Any]]:
+    """Infrastructure attempts before this build's final one, as rows for the report."""
+    attempts = build.properties.get("bsdkm_attempts")
+    if not isinstance(attempts, list):
+        return []
+    rows = []
+    for a in attempts:
+        if isinstance(a, Mapping) and not a.get("passed") and a.get("category") == "infrastructure":
+            rows.append(
+                {
+                    "builder": build.context,
+                    "attempt": a.get("number", "?"),
+                    "worker": a.get("worker") or "",
+                    "stage": a.get("stage") or "",
+                    "reason": a.get("reason") or "",
+                    "message": a.get("message") or "",
+                }
+            )
+    return rows
+
+
+def _retry_note(build: BuildFacts) -> str:
+    rows = retries_of(build)
+    if not rows:
+        return ""
+    reasons = ", ".join(sorted({str(r["reason"]) or "unknown" for r in rows}))
+    return f"retried {len(rows)}× ({reasons})"
+
+
+def _failed_selftests(runs: Sequence[RunResult]) -> list[str]:
+    return [t.name for run in runs for t in run.tests if not t.passed]
+
+
+def commit_status(build: BuildFacts) -> tuple[str, str]:
+    """(state, one-line reason) for the build's commit status."""
+    retry = _retry_note(build)
+    if build.results is None:
+        return "pending", "building" + (f", {retry}" if retry else "")
+    if build.results == RETRY:
+        failure = _failure(build)
+        why = failure.reason or failure.stage if failure else "infrastructure"
+        return "pending", f"retrying after an infrastructure failure ({why})"
+    if build.results == CANCELLED:
+        return "error", "cancelled (superseded by a newer push or stopped by hand)"
+    runs = runs_of(build)
+    regressions = build.properties.get("bsdkm_regressions") or []
+    failed_tests = _failed_selftests(runs)
+    failure = _failure(build)
+    if build.results in (SUCCESS, WARNINGS, SKIPPED):
+        text = "passed"
+        selftest = build.properties.get("bsdkm_selftest")
+        if isinstance(selftest, str) and selftest:
+            text += f": {selftest}"
+        return "success", _with(text, retry)
+    if failed_tests:
+        return "failure", _with(f"self-test failed: {', '.join(failed_tests)}", retry)
+    if regressions:
+        n = len(regressions)
+        names = ", ".join(str(r) for r in regressions[:2])
+        return "failure", _with(f"{n} regression{'s' if n != 1 else ''}: {names}", retry)
+    if failure is not None and failure.category == FailureCategory.INFRASTRUCTURE:
+        return "error", _with(f"infrastructure: {failure.reason or failure.stage}: {failure.message}", retry)
+    if failure is not None:
+        return "failure" if build.results == FAILURE else "error", _with(
+            f"{failure.stage} failed: {failure.reason or failure.message}", retry
+        )
+    return ("failure" if build.results == FAILURE else "error"), _with(f"result {build.results}", retry)
+
+
+def _with(text: str, retry: str) -> str:
+    return f"{text}; {retry}" if retry else text
+
+
+@dataclass
+class PrReport:
+    policy: Policy
+    baseline: list[RunResult] | None = None
+
+    def verdict(self, runs: list[RunResult]) -> Verdict:
+        return evaluate(runs, self.policy, self.baseline)
+
+    def body(self, builds: Sequence[BuildFacts], links: Mapping[str, str] | None = None) -> str:
+        """The whole comment: marker + ``markdown_report`` over every finished build."""
+        finished = [b for b in builds if b.results is not None and b.results != RETRY]
+        runs = [run for b in finished for run in runs_of(b)]
+        retries = [row for b in builds for row in retries_of(b)]
+        all_links: dict[str, str] = {}
+        for b in builds:
+            if b.url:
+                all_links[b.context] = b.url
+        all_links.update(links or {})
+        running = [b.context for b in builds if b.results is None or b.results == RETRY]
+        header = REPORT_MARKER + "\n"
+        if running:
+            header += f"_Still running: {', '.join(running)}; this comment is updated as builds finish._\n\n"
+        text = markdown_report(
+            runs,
+            self.verdict(runs),
+            retries=retries or None,
+            links=all_links or None,
+            max_chars=GITHUB_COMMENT_LIMIT - len(header),
+        )
+        return header + text

@@ -1,0 +1,117 @@
+"""Buildbot change hook for GitHub: strict HMAC-SHA256, then PR events go to the controller.
+
+Buildbot's stock ``GitHubEventHandler`` checks only ``X-Hub-Signature`` (SHA-1) and only when
+a signature is sent. This subclass refuses unsigned, mis-signed, malformed and oversized
+requests before parsing the body. Buildbot's change-hook resource answers every refusal
+(a ValueError) with HTTP 400 and our message as the reason; the log line names the
+delivery and the reason, never the secret.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from buildbot.process.properties import Properties
+from buildbot.www.hooks.github import GitHubEventHandler
+from twisted.internet import defer
+from twisted.python import log
+
+from .events import EventError, parse_body, parse_comment_event, parse_pull_request_event
+from .signature import DEFAULT_MAX_BODY_BYTES, SIGNATURE_HEADER, SignatureError, check_size, verify_signature
+
+if TYPE_CHECKING:
+    from twisted.web.server import Request
+
+    from .controller import PullRequestBuilds
+
+
+class WebhookRefused(ValueError):
+    """Why a webhook request was refused (Buildbot turns a ValueError into HTTP 400)."""
+
+
+def _header(request: Request, name: str) -> str | None:
+    value = request.getHeader(name)
+    if value is None:
+        return None
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
+def _read_body(request: Request, max_bytes: int) -> bytes:
+    declared = _header(request, "Content-Length")
+    if declared is not None and declared.isdigit():
+        check_size(int(declared), max_bytes)
+    content = request.content
+    if content is None:
+        return b""
+    content.seek(0, 2)
+    check_size(content.tell(), max_bytes)
+    content.seek(0)
+    return content.read()
+
+
+class BsdkmGitHubEventHandler(GitHubEventHandler):
+    """Pass as ``class`` in the ``github`` change-hook dialect (see ``services.github_services``)."""
+
+    def __init__(
+        self,
+        secret: Any,
+        strict: bool,
+        *,
+        controller: PullRequestBuilds,
+        max_payload_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        **kwargs: Any,
+    ) -> None:
+        if not secret:
+            raise ValueError("the bsdkm GitHub hook needs a webhook secret")
+        super().__init__(secret, True, **kwargs)  # always strict, whatever the dialect says
+        self.controller = controller
+        self.max_payload_bytes = max_payload_bytes
+        self.refused = 0
+
+    @defer.inlineCallbacks
+    def _render_secret(self) -> Any:
+        p = Properties()
+        p.master = self.master
+        secret = yield p.render(self._secret)
+        return secret
+
+    @defer.inlineCallbacks
+    def process(self, request: Request) -> Any:
+        received = time.monotonic()
+        event = _header(request, "X-GitHub-Event") or ""
+        delivery = _header(request, "X-GitHub-Delivery") or "?"
+        try:
+            secret = yield self._render_secret()
+            body = _read_body(request, self.max_payload_bytes)
+            verify_signature(
+                secret, body, _header(request, SIGNATURE_HEADER), max_bytes=self.max_payload_bytes
+            )
+            payload = parse_body(body, _header(request, "Content-Type"))
+        except (SignatureError, EventError) as e:
+            self.refused += 1
+            log.msg(f"bsdkm github: refused delivery {delivery} ({event or 'no event'}): {e}")
+            raise WebhookRefused(f"refused: {e}") from None
+        result = yield defer.ensureDeferred(self._dispatch(event, delivery, payload, received))
+        return result
+
+    async def _dispatch(
+        self, event: str, delivery: str, payload: dict[str, Any], received: float
+    ) -> tuple[list[dict[str, Any]], str]:
+        try:
+            if event == "pull_request":
+                outcome = await self.controller.on_pull_request(parse_pull_request_event(payload), received)
+            elif event == "issue_comment":
+                outcome = await self.controller.on_comment(parse_comment_event(payload), received)
+            elif event == "ping":
+                return [], "git"
+            elif event == "push":
+                return await defer.maybeDeferred(self.handle_push, payload, event)
+            else:
+                log.msg(f"bsdkm github: delivery {delivery}: event '{event}' is not used")
+                return [], "git"
+        except EventError as e:
+            log.msg(f"bsdkm github: refused delivery {delivery} ({event}): {e}")
+            raise WebhookRefused(f"refused: {e}") from None
+        log.msg(f"bsdkm github: delivery {delivery} ({event}): {outcome.action}: {outcome.reason}")
+        return [], "git"

@@ -1,0 +1,175 @@
+"""The ``github:`` section of ``bsdkm.yml`` → typed settings (secrets come from env or files).
+
+Example::
+
+    github:
+      repo: wolfSSL/wolfssl
+      token_env: GITHUB_TOKEN            # or token_file: /run/secrets/gh-token
+      webhook_secret_env: BSDKM_WEBHOOK_SECRET
+      trusted_users: [wolfSSL-Bot]
+      retest_phrases: ["retest this please", "test this please"]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .signature import DEFAULT_MAX_BODY_BYTES
+from .triggers import DEFAULT_APPROVE_PHRASES, DEFAULT_RETEST_PHRASES, TriggerConfig
+from .trust import TRUSTED_ASSOCIATIONS, TrustPolicy
+
+KNOWN_KEYS = frozenset(
+    {
+        "repo",
+        "api_url",
+        "clone_url",
+        "token_env",
+        "token_file",
+        "webhook_secret_env",
+        "webhook_secret_file",
+        "trusted_users",
+        "trusted_associations",
+        "retest_phrases",
+        "approve_phrases",
+        "max_payload_bytes",
+        "outbox",
+        "reply_window_s",
+        "resend_interval_s",
+        "statuses",
+        "comment",
+        "dialect",
+    }
+)
+ASSOCIATIONS = frozenset(
+    {
+        "OWNER",
+        "MEMBER",
+        "COLLABORATOR",
+        "CONTRIBUTOR",
+        "FIRST_TIME_CONTRIBUTOR",
+        "FIRST_TIMER",
+        "MANNEQUIN",
+        "NONE",
+    }
+)
+
+
+class GitHubConfigError(ValueError):
+    """The ``github:`` section is wrong; the message names the key."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"github.{key}: {problem}")
+        self.key = key
+
+
+@dataclass(frozen=True)
+class GitHubSettings:
+    repo: str
+    token: str = field(repr=False)
+    webhook_secret: str = field(repr=False)
+    api_url: str = "https://api.github.com"
+    clone_url: str = ""
+    trust: TrustPolicy = field(default_factory=TrustPolicy)
+    triggers: TriggerConfig = field(default_factory=TriggerConfig)
+    max_payload_bytes: int = DEFAULT_MAX_BODY_BYTES
+    outbox: str = "github-outbox.json"
+    reply_window_s: float = 3600.0
+    resend_interval_s: float = 60.0
+    statuses: bool = True
+    comment: bool = True
+    dialect: str = "github"
+
+
+def _strings(section: Mapping[str, Any], key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    value = section.get(key, list(default))
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise GitHubConfigError(key, "must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _number(section: Mapping[str, Any], key: str, default: float) -> float:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise GitHubConfigError(key, f"must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _flag(section: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = section.get(key, default)
+    if not isinstance(value, bool):
+        raise GitHubConfigError(key, f"must be true or false, not {value!r}")
+    return value
+
+
+def _secret(section: Mapping[str, Any], name: str, default_env: str, env: Mapping[str, str]) -> str:
+    file_key, env_key = f"{name}_file", f"{name}_env"
+    if file_key in section:
+        path = Path(str(section[file_key]))
+        try:
+            value = path.read_text(encoding="utf-8").strip()
+        except OSError as e:
+            raise GitHubConfigError(file_key, f"cannot read {path}: {e.strerror}") from None
+        if not value:
+            raise GitHubConfigError(file_key, f"{path} is empty")
+        return value
+    variable = str(section.get(env_key, default_env))
+    value = env.get(variable, "").strip()
+    if not value:
+        raise GitHubConfigError(env_key, f"environment variable ${variable} is not set or empty")
+    return value
+
+
+def parse_settings(
+    section: Mapping[str, Any] | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    variants: frozenset[str] = frozenset(),
+    targets: frozenset[str] = frozenset(),
+) -> GitHubSettings:
+    env = os.environ if env is None else env
+    if not isinstance(section, Mapping) or not section:
+        raise GitHubConfigError("repo", "the github section is missing (need at least github.repo)")
+    unknown = sorted(set(section) - KNOWN_KEYS)
+    if unknown:
+        raise GitHubConfigError(unknown[0], f"unknown key (known: {', '.join(sorted(KNOWN_KEYS))})")
+    repo = section.get("repo")
+    if not isinstance(repo, str) or repo.count("/") != 1 or not all(repo.split("/")):
+        raise GitHubConfigError("repo", f"must be owner/name, not {repo!r}")
+    associations = _strings(section, "trusted_associations", tuple(sorted(TRUSTED_ASSOCIATIONS)))
+    bad = sorted({a.upper() for a in associations} - ASSOCIATIONS)
+    if bad:
+        raise GitHubConfigError("trusted_associations", f"unknown author_association {bad[0]!r}")
+    try:
+        triggers = TriggerConfig(
+            retest_phrases=_strings(section, "retest_phrases", DEFAULT_RETEST_PHRASES),
+            approve_phrases=_strings(section, "approve_phrases", DEFAULT_APPROVE_PHRASES),
+            known_variants=variants,
+            known_targets=targets,
+        )
+    except ValueError as e:
+        raise GitHubConfigError("retest_phrases", str(e)) from None
+    api_url = str(section.get("api_url", "https://api.github.com")).rstrip("/")
+    if not api_url.startswith(("http://", "https://")):
+        raise GitHubConfigError("api_url", f"must be an http(s) URL, not {api_url!r}")
+    return GitHubSettings(
+        repo=repo,
+        token=_secret(section, "token", "GITHUB_TOKEN", env),
+        webhook_secret=_secret(section, "webhook_secret", "BSDKM_WEBHOOK_SECRET", env),
+        api_url=api_url,
+        clone_url=str(section.get("clone_url") or f"https://github.com/{repo}.git"),
+        trust=TrustPolicy.build(_strings(section, "trusted_users", ()), associations),
+        triggers=triggers,
+        max_payload_bytes=int(_number(section, "max_payload_bytes", DEFAULT_MAX_BODY_BYTES)),
+        outbox=str(section.get("outbox", "github-outbox.json")),
+        reply_window_s=_number(section, "reply_window_s", 3600.0),
+        resend_interval_s=_number(section, "resend_interval_s", 60.0),
+        statuses=_flag(section, "statuses", True),
+        comment=_flag(section, "comment", True),
+        dialect=str(section.get("dialect", "github")),
+    )
