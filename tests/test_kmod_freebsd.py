@@ -558,8 +558,11 @@ def test_module_already_loaded_before_the_run_is_an_infrastructure_error(tmp_pat
 # --------------------------------------------------------------------------- lint
 
 
+WORKER_SETUP = KMOD_DIR.parents[1] / "workers" / "freebsd" / "setup.sh"
+
+
 def shell_files() -> list[Path]:
-    return sorted(KMOD_DIR.glob("*.sh")) + sorted(BIN.iterdir())
+    return sorted(KMOD_DIR.glob("*.sh")) + sorted(BIN.iterdir()) + [WORKER_SETUP]
 
 
 def test_scripts_pass_shellcheck_as_posix_sh() -> None:
@@ -583,3 +586,63 @@ def test_scenario_json_is_valid_for_the_double() -> None:
     for name in scenario_names():
         doc = json.loads((SCENARIOS / f"{name}.json").read_text())
         assert {"kldload", "kldunload", "boot_log", "sysctl", "modules"} <= set(doc), name
+
+
+# --------------------------------------------------------------------------- worker setup
+
+
+def fake_freebsd_tools(tmp_path: Path) -> dict[str, str]:
+    tools = tmp_path / "fbsd-tools"
+    tools.mkdir()
+    (tools / "uname").write_text('#!/bin/sh\ncase "$1" in -m) echo amd64 ;; *) echo FreeBSD ;; esac\n')
+    (tools / "freebsd-version").write_text("#!/bin/sh\necho 14.1-RELEASE-p5\n")
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    return dict(os.environ, PATH=f"{tools}:{os.environ['PATH']}", DRY_RUN="1")
+
+
+def test_worker_setup_plan_installs_tools_sources_sudo_rule_and_keeps_the_password_secret(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "password"
+    secret.write_text("s3cr3t-worker-pw\n")
+    r = subprocess.run(
+        [SH, str(WORKER_SETUP), "master.example:9989", "fbsd-14", str(secret)],
+        env=fake_freebsd_tools(tmp_path), capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    plan = r.stderr
+    assert "pkg install -y python3 git autoconf automake libtool gmake sudo" in plan
+    assert "https://download.freebsd.org/releases/amd64/14.1-RELEASE/src.txz" in plan
+    assert "/bin/sh /home/buildbot/worker/*/kmod/freebsd/load.sh *" in plan
+    assert "create-worker /home/buildbot/worker master.example:9989 fbsd-14 <password from" in plan
+    assert "s3cr3t-worker-pw" not in plan + r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["master-without-port", "w", "{pw}"], "MASTER must be HOST:PORT"),
+        (["m:1", "w", "{missing}"], "cannot read password file"),
+        (["m:1"], "usage: setup.sh"),
+    ],
+)
+def test_worker_setup_rejects_bad_arguments(tmp_path: Path, args: list[str], message: str) -> None:
+    pw = tmp_path / "pw"
+    pw.write_text("x")
+    argv = [a.format(pw=pw, missing=tmp_path / "nope") for a in args]
+    r = subprocess.run(
+        [SH, str(WORKER_SETUP), *argv],
+        env=fake_freebsd_tools(tmp_path), capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 2
+    assert message in r.stderr
+
+
+def test_worker_setup_refuses_to_run_on_linux(tmp_path: Path) -> None:
+    pw = tmp_path / "pw"
+    pw.write_text("x")
+    argv = [SH, str(WORKER_SETUP), "m:1", "w", str(pw)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "this is Linux, not FreeBSD" in r.stderr
