@@ -90,6 +90,8 @@ def test_cache_key_follows_flags_cflags_and_source_edits(tmp_path: Path) -> None
     assert linuxkm.module_cache_key(src, asm) == key
     assert linuxkm.module_cache_key(src, linuxkm.LinuxModuleSpec(("--disable-asm",))) != key
     assert linuxkm.module_cache_key(src, linuxkm.LinuxModuleSpec(("--enable-intelasm",), "-DX")) != key
+    (src / "wolfcrypt" / "src" / "aes.o").write_bytes(b"\x7fELF")  # someone's in-tree build
+    assert linuxkm.module_cache_key(src, asm) == key
     aes.write_text("int x = 1;\n")
     assert linuxkm.module_cache_key(src, asm) != key
 

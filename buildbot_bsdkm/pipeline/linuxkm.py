@@ -187,12 +187,21 @@ def build_linux_module(source: Path, build_dir: Path, spec: LinuxModuleSpec, *, 
     return BuiltModule(ko, log, time.monotonic() - started, False, "", args)
 
 
+SOURCE_SUFFIXES = frozenset({".c", ".h", ".S", ".s", ".asm", ".i"})
+SOURCE_NAMES = frozenset({"configure", "Makefile", "Kbuild", "Makefile.am"})
+
+
+def _is_module_input(path: Path) -> bool:
+    # Objects and dependency files from someone else's in-tree build must not change the key.
+    return path.is_file() and (path.suffix in SOURCE_SUFFIXES or path.name in SOURCE_NAMES)
+
+
 def _source_fingerprint(source: Path) -> str:
     """Cheap identity of a tree's contents: names, sizes and mtimes of what goes into the module."""
     digest = hashlib.sha256(str(source.resolve()).encode())
     for sub in ("configure", "wolfcrypt/src", "wolfssl", "linuxkm"):
         root = source / sub
-        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if _is_module_input(p))
         for p in paths:
             st = p.stat()
             digest.update(f"{p.relative_to(source)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
