@@ -211,3 +211,8 @@ def test_host_timeout_before_init_is_a_boot_timeout(tmp_path: Path) -> None:
     outcome = linuxkm.outcome_from_console(console, qemu_rc=124, wall_s=30.0)
     assert outcome.timed_out and outcome.timed_out_stage == "boot"
     assert outcome.notes == ["VM killed by the host timeout during boot"]
+
+
+def test_command_line_names_a_missing_module(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert linuxkm.main([str(tmp_path / "gone.ko"), str(tmp_path / "w")]) == 2
+    assert capsys.readouterr().err == f"linuxkm: kernel module not found: {tmp_path / 'gone.ko'}\n"

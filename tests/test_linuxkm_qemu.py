@@ -6,6 +6,7 @@ modules are cached under the bsdkm-ci cache so reruns skip the builds.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,3 +184,12 @@ def test_wolfssl_module_build_is_cached(wolfssl_tree: Path, wolfssl_run: Wolfssl
     assert again.cached and again.ko == wolfssl_run.built.ko and again.key == wolfssl_run.built.key
     assert again.configure_args == wolfssl_run.built.configure_args
     assert linuxkm.module_vermagic_version(again.ko) == linuxkm.default_kernel_version()
+
+
+def test_command_line_prints_the_outcome(test_modules: dict[str, Path], tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    rc = linuxkm.main([str(test_modules["bsdkm_initfail"]), str(tmp_path), "--timeout", "60"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    assert (doc["load_rc"], doc["load_errno"], doc["timed_out"]) == (1, ECANCELED, False)
+    assert doc["kernel_log"] == str(tmp_path / "console.log")

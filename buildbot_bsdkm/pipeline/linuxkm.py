@@ -560,3 +560,47 @@ def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version
     return outcome_from_console(console, qemu_rc=rc, wall_s=wall,
                                 qemu_stderr=qemu_log.read_text(errors="replace"),
                                 extra_logs={"console": console, "qemu": qemu_log})
+
+
+# --------------------------------------------------------------------------- by hand
+
+
+def outcome_as_dict(outcome: ModuleLoadOutcome) -> dict[str, object]:
+    out = {k: v for k, v in vars(outcome).items() if k not in ("kernel_log", "extra_logs")}
+    out["kernel_log"] = str(outcome.kernel_log)
+    out["extra_logs"] = {k: str(v) for k, v in outcome.extra_logs.items()}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m buildbot_bsdkm.pipeline.linuxkm KO WORK_DIR [--timeout S] [--cpu C]``: one VM run.
+
+    Prints the outcome as JSON; exit 0 when load and unload both succeeded, 1 when not,
+    2 when the inputs or the worker are unusable (reason on stderr).
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m buildbot_bsdkm.pipeline.linuxkm")
+    parser.add_argument("ko", type=Path)
+    parser.add_argument("work_dir", type=Path)
+    parser.add_argument("--timeout", type=int, default=600, help="whole-VM limit in seconds")
+    parser.add_argument("--load-timeout", type=int, default=None, help="guest watchdog for the load")
+    parser.add_argument("--cpu", default="max", help='QEMU -cpu model, e.g. "max,-adx,-bmi2"')
+    parser.add_argument("--kernel", default=None, help="kernel version (default: the module's vermagic)")
+    args = parser.parse_args(argv)
+    from .errors import StageError
+
+    try:
+        outcome = run_linux_module(args.ko, args.work_dir, timeout_s=args.timeout,
+                                   load_timeout_s=args.load_timeout, kernel_version=args.kernel,
+                                   options=VmOptions(cpu=args.cpu))
+    except StageError as e:
+        print(f"linuxkm: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(outcome_as_dict(outcome), indent=2))
+    return 0 if outcome.load_rc == 0 and outcome.unload_rc == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
