@@ -18,12 +18,13 @@ from . import wolfcrypt as wc
 from .lifecycle import SAVE_VECTOR_FAILED, match_lifecycle, unmatched_bsd_error
 from .openssl import OpenSSLParser
 from .records import ParseSummary, Record
-from .text import MAX_LINE_CHARS, decode_line, fold_spaces, is_integral, strip_escapes, strip_kernel_prefix
+from .text import MAX_LINE_CHARS, fold_spaces, strip_escapes, strip_kernel_prefix
 from .wolfcsv import CSV_INTRO, CsvTable
 
 MAX_PROBLEMS = 200  # beyond this, garbage is counted, not itemised
 MAX_TSC_SAMPLES = 4096
 MAX_MARKERS = 200
+MAX_UNCLOSED = 5  # reasons kept for a log that is cut off again and again
 MIN_ITEMS_FOR_CLOCK = 5
 TSC_TOLERANCE = 0.10  # log-formats §9: healthy items sit within 10 % of the run's median
 # A console log repeats error lines: printed live, then again in the dmesg dump.
@@ -64,6 +65,7 @@ class LogParser:
         self.sections_started = 0
         self.benchmarks_completed = 0
         self.unclosed: list[str] = []
+        self.unclosed_count = 0
         self.selftest_ok = False
         self.selftest_failed = False
         self.lifecycle_events = 0
@@ -76,16 +78,19 @@ class LogParser:
 
     # ------------------------------------------------------------------ input
     def feed(self, raw: str | bytes) -> list[Record]:
+        # Hot path: a clean text line costs a handful of C-level checks before dispatch.
         self.lineno += 1
         n = self.lineno
         out: list[Record] = []
-        if isinstance(raw, bytes):
-            line, valid = decode_line(raw)
-            if not valid:
+        if raw.__class__ is bytes:
+            try:
+                line = raw.decode("utf-8")  # type: ignore[union-attr]
+            except UnicodeDecodeError:
+                line = raw.decode("utf-8", errors="replace")  # type: ignore[union-attr]
                 self.binary_lines += 1
                 self._problem(out, f"line {n}: invalid UTF-8 (bad bytes replaced)", n, "warning")
         else:
-            line = raw
+            line = raw  # type: ignore[assignment]
         if len(line) > MAX_LINE_CHARS:
             self._problem(
                 out,
@@ -95,29 +100,28 @@ class LogParser:
             )
             line = line[:MAX_LINE_CHARS]
         line = line.rstrip("\r\n")
-        if "\x00" in line:
-            self.binary_lines += 1
-            self._problem(out, f"line {n}: NUL bytes (binary data?) removed", n, "warning")
-            line = line.replace("\x00", "")
-        if "\x1b" in line:
-            line = strip_escapes(line)
-        if "\r" in line:  # console output overwritten in place: keep what was printed last
-            line = line.rsplit("\r", 1)[-1] or line.replace("\r", "")
-        if not line.strip():
+        if "\x00" in line or "\x1b" in line or "\r" in line:
+            line = self._sanitise(line, n, out)
+        if not line or line.isspace():
             return out
-        stamped = line
-        line, had_ts = strip_kernel_prefix(line)
-        if had_ts and self._seen_recently(stamped):
-            # Same line again (live console, then the dmesg dump): keep its effect on
-            # sections, drop the records it would repeat.
-            replay: list[Record] = []
-            self._dispatch(line.removeprefix("###, ").removeprefix("!!!, "), n, replay)
-            out.extend(r for r in replay if getattr(r, "line", None) != n)
-            return out
+        first = line[0]
+        if first in "[<wl":
+            stamped = line
+            line, had_ts = strip_kernel_prefix(line)
+            if not line:
+                return out
+            if had_ts and self._seen_recently(stamped):
+                # Same line again (live console, then the dmesg dump): keep its effect on
+                # sections, drop the records it would repeat.
+                replay: list[Record] = []
+                self._dispatch(line.removeprefix("###, ").removeprefix("!!!, "), n, replay)
+                out.extend(r for r in replay if getattr(r, "line", None) != n)
+                return out
+            first = line[0]
         if "### LKM-CI:" in line:
             self._marker(line)
             return out
-        if line.startswith(("###, ", "!!!, ")):
+        if first in "#!" and line.startswith(("###, ", "!!!, ")):
             line = line[5:]
         if self.openssl is not None:
             records, meaningful = self.openssl.feed(line, n)
@@ -127,6 +131,17 @@ class LogParser:
             return out
         self._dispatch(line, n, out)
         return out
+
+    def _sanitise(self, line: str, n: int, out: list[Record]) -> str:
+        if "\x00" in line:
+            self.binary_lines += 1
+            self._problem(out, f"line {n}: NUL bytes (binary data?) removed", n, "warning")
+            line = line.replace("\x00", "")
+        if "\x1b" in line:
+            line = strip_escapes(line)
+        if "\r" in line:  # console output overwritten in place: keep what was printed last
+            line = line.rsplit("\r", 1)[-1] or line.replace("\r", "")
+        return line
 
     def _seen_recently(self, stamped: str) -> bool:
         recent = self.recent_kernel_lines
@@ -394,8 +409,9 @@ class LogParser:
     def _measure(self, bench: Benchmark) -> None:
         if bench.error is not None:
             return
-        if bench.seconds:
-            if is_integral(bench.seconds):
+        seconds = bench.seconds
+        if seconds:
+            if abs(seconds - round(seconds)) < 0.0005:
                 self.integral_durations += 1
             else:
                 self.fractional_durations += 1
@@ -409,7 +425,7 @@ class LogParser:
 
     def _open_bench(self, n: int, out: list[Record]) -> None:
         if self.bench_open is not None:
-            self.unclosed.append(
+            self._note_unclosed(
                 f"benchmark started at line {self.bench_open} has no 'Benchmark complete' "
                 f"line (another began at line {n})"
             )
@@ -422,7 +438,7 @@ class LogParser:
         self.recognised += 1
         if self.bench_open is not None:
             self._flush_bench(out)
-            self.unclosed.append(
+            self._note_unclosed(
                 f"benchmark started at line {self.bench_open} has no 'Benchmark complete' "
                 f"line (self-test output followed at line {test.line})"
             )
@@ -452,11 +468,16 @@ class LogParser:
 
     def _unclosed_test(self, out: list[Record]) -> None:
         self._flush_test(out)
-        self.unclosed.append(
+        self._note_unclosed(
             f"self-test started at line {self.test_open} has no end marker "
             "('Test complete', 'Exiting main with return code', or a self-test summary)"
         )
         self.test_open = None
+
+    def _note_unclosed(self, reason: str) -> None:
+        self.unclosed_count += 1
+        if len(self.unclosed) < MAX_UNCLOSED:
+            self.unclosed.append(reason)
 
     def _lifecycle(self, event: LifecycleEvent, out: list[Record]) -> None:
         self.recognised += 1
@@ -510,6 +531,12 @@ class LogParser:
         out.append(self._summary(reasons))
         return out
 
+    def _reason_text(self, reasons: list[str]) -> str | None:
+        if not reasons:
+            return None
+        more = self.unclosed_count - len(self.unclosed)
+        return "; ".join(reasons[:MAX_UNCLOSED]) + (f"; and {more} more sections cut off" if more > 0 else "")
+
     def _clock_quantised(self) -> bool:
         """Whole-second benchmark clock (FreeBSD module, log-formats §5/§9).
 
@@ -536,7 +563,7 @@ class LogParser:
         return ParseSummary(
             format=self.format,
             complete=not reasons,
-            incomplete_reason="; ".join(reasons[:5]) if reasons else None,
+            incomplete_reason=self._reason_text(reasons),
             selftest_summary=selftest,
             benchmark_complete=self.benchmarks_completed > 0
             and self.bench_open is None
