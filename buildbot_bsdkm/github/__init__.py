@@ -3,3 +3,20 @@
 Pure rules live in ``signature``, ``events``, ``triggers``, ``trust`` and ``coalesce`` (the
 GitHub Action uses them too); Buildbot glue lives in ``hook``, ``reporters`` and ``services``.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+
+def github_services(config: Config, **kwargs: Any) -> dict[str, Any]:
+    """What ``master.cfg`` adds for GitHub; see ``services.github_services``.
+
+    Imported lazily so the pure modules (used by the GitHub Action) don't pull in Buildbot.
+    """
+    from .services import github_services as build
+
+    return build(config, **kwargs)

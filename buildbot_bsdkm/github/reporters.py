@@ -1,0 +1,141 @@
+"""Buildbot reporter: a commit status per (target, variant) build, and the PR's one comment.
+
+Built on Buildbot's ``ReporterBase`` with its ``BuildStartEndStatusGenerator`` (build
+started / finished events with properties); delivery goes through our ``Publisher`` so
+rate limits and outages are retried and nothing is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from buildbot.data import resultspec
+from buildbot.reporters.base import ReporterBase
+from buildbot.reporters.generators.build import BuildStartEndStatusGenerator
+from buildbot.reporters.message import MessageFormatterRenderable
+from twisted.internet import defer
+from twisted.python import log
+
+from .aggregate import BuildFacts, PrReport, commit_status, plain_properties
+from .controller import PROP_HEAD, PROP_PR, PROP_REPO, PrBuilder
+from .publisher import Publisher
+
+
+class GitHubPrReporter(ReporterBase):
+    name = "bsdkm-github-reporter"
+
+    def __init__(
+        self,
+        publisher: Publisher,
+        builders: list[PrBuilder],
+        report: PrReport | None,
+        statuses: bool = True,
+        resend_interval_s: float = 60.0,
+        **kwargs: Any,
+    ) -> None:
+        self.publisher = publisher
+        self.pr_builders = {b.name: b for b in builders}
+        self.report = report
+        self.statuses = statuses
+        self.resend_interval_s = resend_interval_s
+        self._resend_call: Any = None
+        super().__init__(**kwargs)
+
+    def checkConfig(self, *args: Any, **kwargs: Any) -> None:
+        super().checkConfig(generators=self._generators())
+
+    @defer.inlineCallbacks
+    def reconfigService(self, *args: Any, **kwargs: Any) -> Any:
+        yield super().reconfigService(generators=self._generators())
+
+    def _generators(self) -> list[Any]:
+        return [
+            BuildStartEndStatusGenerator(
+                builders=list(self.pr_builders) or None,
+                start_formatter=MessageFormatterRenderable("started"),
+                end_formatter=MessageFormatterRenderable("finished"),
+            )
+        ]
+
+    @defer.inlineCallbacks
+    def startService(self) -> Any:
+        yield super().startService()
+        from twisted.internet import task
+
+        # Re-send whatever GitHub did not accept earlier (outage, long rate limit, restart).
+        self._resend_call = task.LoopingCall(lambda: defer.ensureDeferred(self._resend()))
+        self._resend_call.clock = self.master.reactor
+        self._resend_call.start(self.resend_interval_s, now=True)
+
+    @defer.inlineCallbacks
+    def stopService(self) -> Any:
+        if self._resend_call is not None and self._resend_call.running:
+            self._resend_call.stop()
+        yield super().stopService()
+
+    async def _resend(self) -> None:
+        if self.publisher.outbox.pending():
+            sent = await self.publisher.resend_pending()
+            log.msg(f"bsdkm github: re-sent {sent} kept report(s)")
+
+    def sendMessage(self, reports: list[dict[str, Any]]) -> defer.Deferred[None]:
+        return defer.ensureDeferred(self._send(reports))
+
+    async def _send(self, reports: list[dict[str, Any]]) -> None:
+        for report in reports:
+            for build in report.get("builds", []):
+                try:
+                    await self._report_build(build)
+                except Exception as e:  # one bad build must not stop the others' reports
+                    log.err(e, "bsdkm github: reporting a build failed")
+
+    def _facts(self, build: dict[str, Any]) -> BuildFacts | None:
+        builder = self.pr_builders.get(build.get("builder", {}).get("name", ""))
+        if builder is None:
+            return None
+        props = plain_properties(build.get("properties") or {})
+        results = build.get("results") if build.get("complete") else None
+        return BuildFacts(builder.target, builder.variant, results, build.get("url"), props)
+
+    async def _report_build(self, build: dict[str, Any]) -> None:
+        facts = self._facts(build)
+        if facts is None or PROP_PR not in facts.properties:
+            return  # not a PR build (nightly, forced, branch push)
+        repo = str(facts.properties[PROP_REPO])
+        number = int(facts.properties[PROP_PR])
+        head = str(facts.properties[PROP_HEAD])
+        if self.statuses:
+            state, text = commit_status(facts)
+            await self.publisher.post_status(repo, head, facts.context, state, text, facts.url)
+        if self.report is not None and facts.results is not None:
+            builds = await self._builds_of_buildset(build)
+            await self.publisher.upsert_report(repo, number, self.report.body(builds))
+
+    async def _builds_of_buildset(self, build: dict[str, Any]) -> list[BuildFacts]:
+        """Every builder's latest build for this PR head (one buildset per head)."""
+        bsid = build.get("buildset", {}).get("bsid")
+        requests = await self.master.data.get(
+            ("buildrequests",), filters=[resultspec.Filter("buildsetid", "eq", [bsid])]
+        )
+        out: list[BuildFacts] = []
+        for request in requests:
+            builds = await self.master.data.get(
+                ("buildrequests", request["buildrequestid"], "builds"),
+            )
+            if not builds:
+                continue
+            latest = max(builds, key=lambda b: b["buildid"])
+            props = await self.master.data.get(("builds", latest["buildid"], "properties"))
+            builder = await self.master.data.get(("builders", latest["builderid"]))
+            latest = dict(latest, properties=props or {}, builder=builder or {})
+            latest["url"] = self._build_url(latest)
+            facts = self._facts(latest)
+            if facts is not None:
+                out.append(facts)
+        return sorted(out, key=lambda f: f.context)
+
+    def _build_url(self, build: dict[str, Any]) -> str | None:
+        base = getattr(self.master.config, "buildbotURL", None)
+        if not base:
+            return None
+        return f"{base}#/builders/{build['builderid']}/builds/{build['number']}"

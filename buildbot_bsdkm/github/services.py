@@ -1,0 +1,90 @@
+"""``github_services(config)``: what ``master.cfg`` adds for GitHub (issue 5).
+
+Returns ``{"change_hook_dialects": {...}, "services": [...], "secretsProviders": []}``:
+the ``github`` change hook (strict HMAC-SHA256, PR/comment rules), the service that turns
+accepted events into buildsets, and the reporter (statuses + one edited PR comment).
+Without a ``github:`` section in ``bsdkm.yml`` it returns an empty mapping.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+from twisted.python import log
+
+from ..config import Config
+from ..model import from_json
+from ..policy import load_policy
+from .aggregate import PrReport
+from .client import GitHubClient
+from .controller import PrBuilder, PullRequestBuilds
+from .hook import BsdkmGitHubEventHandler
+from .outbox import Outbox
+from .publisher import Publisher
+from .reporters import GitHubPrReporter
+from .settings import GitHubSettings, parse_settings
+
+
+def builder_name(target: str, variant: str) -> str:
+    """Must match ``buildbot_bsdkm.buildbot.master_config.builder_name``."""
+    try:
+        from ..buildbot.master_config import builder_name as theirs
+    except ImportError:
+        return f"{target}/{variant}"
+    return theirs(target, variant)
+
+
+def pr_builders(config: Config) -> list[PrBuilder]:
+    return [PrBuilder(t, v, builder_name(t, v)) for t, v in config.pairs()]
+
+
+def _pr_report(config: Config) -> PrReport | None:
+    try:
+        policy = load_policy(config.policy)
+        baseline = (
+            from_json(Path(config.baseline).read_text(encoding="utf-8"), str(config.baseline))
+            if (config.baseline and Path(config.baseline).exists())
+            else None
+        )
+    except (ValueError, OSError) as e:
+        log.msg(f"bsdkm github: PR comment disabled: {e}")
+        return None
+    return PrReport(policy, baseline)
+
+
+def github_services(
+    config: Config, *, env: dict[str, str] | None = None, basedir: str | None = None
+) -> dict[str, Any]:
+    if not config.github:
+        return {}
+    settings: GitHubSettings = parse_settings(
+        config.github,
+        env=env if env is not None else dict(os.environ),
+        variants=frozenset(config.variants),
+        targets=frozenset(config.targets),
+    )
+    builders = pr_builders(config)
+    outbox_path = Path(settings.outbox)
+    if not outbox_path.is_absolute():
+        outbox_path = Path(basedir or os.getcwd()) / outbox_path
+    publisher = Publisher(GitHubClient(settings.api_url, settings.token), Outbox(outbox_path))
+    controller = PullRequestBuilds(settings, builders, publisher)
+    reporter = GitHubPrReporter(
+        publisher,
+        builders,
+        _pr_report(config) if settings.comment else None,
+        statuses=settings.statuses,
+        resend_interval_s=settings.resend_interval_s,
+    )
+    handler = functools.partial(
+        BsdkmGitHubEventHandler, controller=controller, max_payload_bytes=settings.max_payload_bytes
+    )
+    dialect = {"class": handler, "secret": settings.webhook_secret, "strict": True}
+    return {
+        "change_hook_dialects": {settings.dialect: dialect},
+        "services": [controller, reporter],
+        "secretsProviders": [],
+    }

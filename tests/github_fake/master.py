@@ -1,0 +1,134 @@
+"""A real Buildbot master (scripts/master.sh's code) wired to the loopback GitHub, for tests and bench."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from buildbot_bsdkm.buildbot import control
+
+from .server import FakeGitHub
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN_ENV = "BSDKM_TEST_GITHUB_TOKEN"
+SECRET_ENV = "BSDKM_TEST_WEBHOOK_SECRET"
+WEBHOOK_SECRET = "loopback webhook secret"
+
+
+def write_config(
+    path: Path, github_url: str, *, variants: tuple[str, ...] = ("intelasm", "noasm"), **github: Any
+) -> Path:
+    """The repository's bsdkm.yml, userspace only, with a github section pointing at the fake."""
+    doc = yaml.safe_load((ROOT / "bsdkm.yml").read_text(encoding="utf-8"))
+    doc["policy"] = str(ROOT / "policies" / "default.yml")
+    doc["variants"] = {
+        name: dict(spec, targets=["userspace"], enabled=True)
+        for name, spec in doc["variants"].items()
+        if name in variants
+    }
+    doc["github"] = {
+        "repo": "Codertocat/Hello-World",
+        "api_url": github_url,
+        "token_env": TOKEN_ENV,
+        "webhook_secret_env": SECRET_ENV,
+        "resend_interval_s": 2,
+        **github,
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@dataclass
+class Master:
+    base: Path
+    github: FakeGitHub
+    layout: control.Layout = field(init=False)
+    workers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.layout = control.Layout(self.base)
+
+    def start(self, config: Path, *, with_worker: bool) -> Master:
+        os.environ[TOKEN_ENV] = self.github.token
+        os.environ[SECRET_ENV] = WEBHOOK_SECRET
+        control.create(self.layout, config_path=config)
+        control.start_master(self.layout)
+        if with_worker:
+            for name in self.layout.worker_names():
+                control.start_worker(self.layout, name)
+            self.rest.wait_workers(self.layout.worker_names(), timeout=60)
+            self.workers = tuple(self.layout.worker_names())
+        return self
+
+    def stop(self) -> None:
+        for name in self.workers:
+            control.stop_worker(self.layout, name)
+        control.stop_master(self.layout)
+
+    @property
+    def url(self) -> str:
+        return self.layout.www_url()
+
+    @property
+    def hook_url(self) -> str:
+        return self.url + "change_hook/github"
+
+    @property
+    def rest(self) -> control.Rest:
+        return control.Rest(self.url)
+
+    def log(self) -> str:
+        return (self.layout.master / "twistd.log").read_text(encoding="utf-8", errors="replace")
+
+    def buildsets_for(self, number: int) -> list[dict[str, Any]]:
+        out = []
+        for bs in self.rest.get("buildsets"):
+            stamps = bs.get("sourcestamps") or []
+            if any(s.get("branch") == f"refs/pull/{number}/head" for s in stamps):
+                out.append(bs)
+        return out
+
+    def requests_of(self, bsid: int) -> list[dict[str, Any]]:
+        return self.rest.get("buildrequests", buildsetid=bsid)
+
+
+def sign(body: bytes, secret: str = WEBHOOK_SECRET) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def deliver(
+    session: requests.Session | None,
+    hook_url: str,
+    event: str,
+    payload: dict[str, Any] | bytes,
+    *,
+    signature: str | None = "auto",
+    content_type: str = "application/json",
+    timeout: float = 30.0,
+) -> tuple[requests.Response, float]:
+    """POST one webhook like GitHub does; returns the response and its round-trip seconds."""
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    headers = {
+        "Content-Type": content_type,
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "User-Agent": "GitHub-Hookshot/loopback",
+    }
+    if signature == "auto":
+        headers["X-Hub-Signature-256"] = sign(body)
+    elif signature is not None:
+        headers["X-Hub-Signature-256"] = signature
+    poster = session or requests
+    started = time.monotonic()
+    response = poster.post(hook_url, data=body, headers=headers, timeout=timeout)
+    return response, time.monotonic() - started
