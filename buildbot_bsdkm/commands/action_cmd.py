@@ -312,16 +312,17 @@ def load_outcome(req: ResultsRequest) -> RunOutcome:
         raise UsageError(str(e)) from None
     stored = None if req.rejudge else stored_verdict(text, path)
     verdict = stored or _judge(req, runs)
-    report = _report_for(req, runs, verdict)
-    markdown = report.read_text(encoding="utf-8")
-    return RunOutcome(runs, verdict, markdown, report, _junit_for(req, runs, verdict))
+    # Files the run wrote describe its stored verdict; one judged here gets files of its own.
+    reuse = stored is not None
+    report = _report_for(req, runs, verdict, reuse=reuse)
+    markdown = _read_text(report, "report")
+    return RunOutcome(runs, verdict, markdown, report, _junit_for(req, runs, verdict, reuse=reuse))
 
 
 def _unusable_outcome(req: ResultsRequest, why: str) -> RunOutcome:
     markdown = f"## bsdkm-ci: no results\n\n{why}. See the job log; nothing was measured.\n"
-    req.out.mkdir(parents=True, exist_ok=True)
     report = req.out / REPORT_MD
-    report.write_text(markdown, encoding="utf-8")
+    _write(report, markdown)
     return RunOutcome([], Verdict(), markdown, report, [], unusable=why)
 
 
@@ -388,29 +389,38 @@ def _baseline_for(req: ResultsRequest) -> list[RunResult] | None:
         raise UsageError(f"baseline: {e}") from None
 
 
-def _report_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict) -> Path:
-    """The run's ``report.md``; written here from the core's report when the run left none."""
+def _report_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool) -> Path:
+    """``report.md``: the run's own when its stored verdict is the one published, else written anew."""
     report = req.out / REPORT_MD
-    if report.is_file():
+    if reuse and report.is_file():
         return report
     from ..report import markdown_report
 
-    req.out.mkdir(parents=True, exist_ok=True)
-    report.write_text(markdown_report(runs, verdict), encoding="utf-8")
+    _write(report, markdown_report(runs, verdict))
     return report
 
 
-def _junit_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict) -> list[Path]:
+def _junit_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool) -> list[Path]:
+    """JUnit file(s) matching the published verdict (the run's own when they come from it)."""
     top = req.out / JUNIT_XML
-    if top.is_file():
-        return [top]
-    per_run = sorted(req.out.glob(f"*/*/{JUNIT_XML}"))
-    if per_run:
-        return per_run
-    from ..junit import write_junit
+    if reuse:
+        if top.is_file():
+            return [top]
+        per_run = sorted(req.out.glob(f"*/*/{JUNIT_XML}"))
+        if per_run:
+            return per_run
+    from ..junit import junit_xml
 
-    write_junit(runs, verdict, top)
+    _write(top, junit_xml(runs, verdict))
     return [top]
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
 
 
 def run_outputs(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
