@@ -102,6 +102,7 @@ class VariantConfig:
     # starve the self-test for real.
     run_prefix: str | None = None
     cflags: tuple[str, ...] = ()
+    enabled: bool = True  # False: runs only when asked for by name (--variant)
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ class Config:
                 )
         out = []
         for vname, var in self.variants.items():
-            if variants and vname not in variants:
+            if (variants and vname not in variants) or (not variants and not var.enabled):
                 continue
             for t in var.targets:
                 if targets and t not in targets:
@@ -392,7 +393,7 @@ def _variants(at: _At, targets: dict[str, TargetConfig]) -> dict[str, VariantCon
     for name, v in at.mapping().items():
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             raise v.error("variant names may use letters, digits, '.', '_' and '-' only")
-        m = v.mapping(("flags", "targets", "run_prefix", "cflags"))
+        m = v.mapping(("flags", "targets", "run_prefix", "cflags", "enabled"))
         flags = _opt(m, "flags", _At.strings, ())
         bad = [f for f in flags if not f.startswith("--")]
         if bad:
@@ -413,6 +414,7 @@ def _variants(at: _At, targets: dict[str, TargetConfig]) -> dict[str, VariantCon
             targets=vt,
             run_prefix=_opt(m, "run_prefix", _At.string, None),
             cflags=_opt(m, "cflags", _At.strings, ()),
+            enabled=_opt(m, "enabled", _At.boolean, True),
         )
     if not out:
         raise at.error("no variants")

@@ -1,0 +1,232 @@
+"""configure + make for one (target, variant), logged, timed, classified.
+
+Userspace builds are out of tree (wolfSSL's automake tree supports VPATH), so the
+cached autogen'd source is never written to. A build directory is keyed by
+everything that goes into it (source identity, target, flags, CFLAGS), so a rerun
+of the same inputs finds config.status and objects in place; ccache covers the
+rest when present.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..classify import Patterns, classify
+from ..config import Config
+from .errors import StageError, infra_error
+
+Progress = Callable[[str], None]
+KERNEL_FLAG_WORDS = ("linuxkm", "freebsdkm", "kernel", "linux-source")
+
+
+@dataclass
+class CommandResult:
+    exit_code: int | None  # None: killed at the time limit
+    seconds: float
+    timed_out: bool
+
+
+def run_logged(
+    cmd: list[str],
+    *,
+    cwd: Path,
+    log: Path,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    shell_prefix: str | None = None,
+    header: bool = True,
+) -> CommandResult:
+    """Run ``cmd`` appending stdout+stderr to ``log``; on timeout the whole process group is killed."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    argv = cmd
+    if shell_prefix:
+        quoted = " ".join(shlex.quote(a) for a in cmd)
+        argv = ["/bin/sh", "-c", f"{shell_prefix} exec {quoted}"]
+    started = time.monotonic()
+    with open(log, "ab") as out:
+        if header:  # program logs stay exactly what the program printed, for the parsers
+            out.write(f"$ {' '.join(argv)}\n".encode())
+            out.flush()
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        except OSError as e:
+            out.write(f"cannot start: {e}\n".encode())
+            return CommandResult(127, time.monotonic() - started, False)
+        try:
+            rc: int | None = proc.wait(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            rc, timed_out = None, True
+            if header:
+                out.write(f"\n*** killed after {timeout_s:g} s time limit\n".encode())
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    return CommandResult(rc, time.monotonic() - started, timed_out)
+
+
+def userspace_flags(config: Config, variant: str) -> list[str]:
+    """The target's flags and the variant's, without anything only a kernel build understands."""
+    flags = config.configure_flags("userspace", variant)
+    return [f for f in flags if not any(w in f for w in KERNEL_FLAG_WORDS)]
+
+
+def compiler_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(base or os.environ)
+    env.setdefault("LC_ALL", "C")  # error lines in English, whatever the worker's locale
+    if shutil.which("ccache") and "CC" not in env:
+        env["CC"] = "ccache gcc"
+        # Different build directories must still share cache entries (-g would otherwise hash the cwd).
+        env.setdefault("CCACHE_NOHASHDIR", "true")
+    return env
+
+
+@dataclass
+class UserspaceBuild:
+    """One out-of-tree userspace build of wolfSSL."""
+
+    source: Path
+    build_dir: Path
+    configure_args: list[str]
+    jobs: int
+    env: dict[str, str] = field(default_factory=compiler_env)
+
+    @property
+    def stamp(self) -> Path:
+        return self.build_dir / ".bsdkm-configure.json"
+
+    def configured(self) -> bool:
+        """Same arguments as the last successful configure, and configure itself unchanged."""
+        if not (self.stamp.is_file() and (self.build_dir / "Makefile").is_file()):
+            return False
+        try:
+            done = json.loads(self.stamp.read_text())
+        except ValueError:
+            return False
+        return (
+            done.get("args") == self.configure_args and done.get("configure_mtime") == self._configure_mtime()
+        )
+
+    def _configure_mtime(self) -> int:
+        return (self.source / "configure").stat().st_mtime_ns
+
+    def configure(self, log: Path, timeout_s: float, patterns: Patterns | None = None) -> CommandResult:
+        if self.configured():
+            with open(log, "a") as out:
+                out.write(f"# configure skipped: {self.build_dir} is configured with the same arguments\n")
+            return CommandResult(0, 0.0, False)
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        self.stamp.unlink(missing_ok=True)
+        cc = ["CC=" + self.env["CC"]] if "CC" in self.env else []
+        res = run_logged(
+            [str(self.source / "configure"), *self.configure_args, *cc],
+            cwd=self.build_dir,
+            log=log,
+            timeout_s=timeout_s,
+            env=self.env,
+        )
+        if res.exit_code != 0:
+            raise StageError(
+                classify(
+                    "configure",
+                    exit_code=res.exit_code,
+                    output=_read(log),
+                    timed_out=res.timed_out,
+                    timeout_s=timeout_s,
+                    patterns=patterns,
+                    evidence=[str(log)],
+                )
+            )
+        self.stamp.write_text(
+            json.dumps({"args": self.configure_args, "configure_mtime": self._configure_mtime()})
+        )
+        return res
+
+    def make(self, log: Path, timeout_s: float, patterns: Patterns | None = None) -> CommandResult:
+        res = run_logged(
+            ["make", f"-j{self.jobs}"], cwd=self.build_dir, log=log, timeout_s=timeout_s, env=self.env
+        )
+        if res.exit_code != 0:
+            raise StageError(
+                classify(
+                    "build",
+                    exit_code=res.exit_code,
+                    output=_read(log),
+                    timed_out=res.timed_out,
+                    timeout_s=timeout_s,
+                    patterns=patterns,
+                    evidence=[str(log)],
+                )
+            )
+        for prog in self.programs().values():
+            if not prog.is_file():
+                raise StageError(
+                    classify(
+                        "build",
+                        exit_code=0,
+                        output=f"make succeeded but {prog} is missing",
+                        patterns=patterns,
+                        evidence=[str(log)],
+                    )
+                )
+        return res
+
+    def programs(self) -> dict[str, Path]:
+        return {
+            "testwolfcrypt": self.build_dir / "wolfcrypt" / "test" / "testwolfcrypt",
+            "benchmark": self.build_dir / "wolfcrypt" / "benchmark" / "benchmark",
+        }
+
+
+def _read(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def build_key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).hexdigest()[:16]
+
+
+def userspace_build(
+    config: Config, variant: str, source: Path, source_id: str, cache: Path, jobs: int
+) -> UserspaceBuild:
+    cflags = " ".join(config.cflags("userspace", variant))
+    args = [*userspace_flags(config, variant), f"--enable-jobserver={jobs}"]
+    if cflags:
+        args.append(f"CFLAGS={cflags}")
+    key = build_key(source, source_id, "userspace", args)
+    return UserspaceBuild(
+        source=source,
+        build_dir=cache / "build" / f"userspace-{variant}-{key}",
+        configure_args=args,
+        jobs=jobs,
+    )
+
+
+def require_freebsd(target: str) -> None:
+    if os.uname().sysname != "FreeBSD":
+        raise infra_error(
+            "build",
+            "target-unavailable",
+            f"target not available: {target} needs a FreeBSD worker (this is {os.uname().sysname})",
+        )

@@ -1,0 +1,77 @@
+"""Gate runs with the policy and write the output layout (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..model import RunResult, from_json, run_to_dict
+from ..policy import Verdict, evaluate, load_policy
+
+
+class BaselineError(ValueError):
+    """The configured baseline cannot be read; the message names the file."""
+
+
+def load_baseline(path: Path | None) -> list[RunResult] | None:
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: baseline file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BaselineError(f"{path}: cannot read baseline: {e}") from None
+    try:
+        return from_json(text, str(path))
+    except ValueError as e:
+        raise BaselineError(str(e)) from None
+
+
+def gate_runs(config: Config, runs: list[RunResult]) -> Verdict:
+    """Policy (default when the config names none) over ``runs``, against the baseline if any."""
+    policy = load_policy(config.policy)
+    return evaluate(runs, policy, load_baseline(config.baseline))
+
+
+def write_run_outputs(run_dir: Path, run: RunResult, verdict: Verdict) -> Path:
+    from ..junit import write_junit
+
+    path = run_dir / "junit.xml"
+    write_junit([run], verdict, path)
+    return path
+
+
+def write_combined(
+    out_dir: Path,
+    runs: list[RunResult],
+    verdict: Verdict,
+    *,
+    retries: Sequence[Mapping[str, Any]] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Path]:
+    """summary.json, report.md, report.html, speedup.svg and a combined junit.xml."""
+    from ..junit import write_junit
+    from ..report import html_report, markdown_report, speedup_svg
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        name: out_dir / name
+        for name in ("summary.json", "report.md", "report.html", "speedup.svg", "junit.xml")
+    }
+    summary = {
+        "schema": 1,
+        "runs": [run_to_dict(r) for r in runs],
+        "verdict": verdict.to_dict(),
+        "retries": list(retries or []),
+        **dict(extra or {}),
+    }
+    paths["summary.json"].write_text(json.dumps(summary, indent=2, default=str))
+    paths["report.md"].write_text(markdown_report(runs, verdict, retries=retries))
+    paths["report.html"].write_text(html_report(runs, verdict, retries=retries))
+    paths["speedup.svg"].write_text(speedup_svg(verdict.checks))
+    write_junit(runs, verdict, paths["junit.xml"])
+    return paths

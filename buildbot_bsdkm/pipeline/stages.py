@@ -1,0 +1,314 @@
+"""The stages of one (target, variant) run, each resumable from ``state.json``.
+
+``bsdkm-ci stage <name>`` runs one of these per Buildbot step; ``run_matrix`` runs
+them all. State between stages lives in ``<out>/<target>/<variant>/state.json`` so
+a stage can run in a fresh process (or after a worker restart).
+
+userspace: load = run testwolfcrypt + benchmark; unload = nothing to do.
+kernel targets: load = the loader's load+unload cycle; unload = judge its unload part.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..classify import Patterns
+from ..config import Config
+from ..model import FailureCategory, LogResult, RunResult, StageFailure, from_json, to_json
+from . import build as buildmod
+from . import kernel, userspace
+from .errors import StageError
+from .source import SourceTree, cache_root, fetch_source
+
+STAGES = ("fetch", "configure", "build", "load", "collect", "unload", "gate")
+Progress = Callable[[str], None]
+
+# Benchmarks measure the machine: never run one while another build or benchmark
+# shares the cores. Builds may overlap each other; loads take this lock.
+MEASURE_LOCK = threading.Lock()
+
+
+def stderr_progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class StageSkipped(Exception):
+    """An earlier stage failed or has not run; the message says which."""
+
+
+@dataclass
+class Job:
+    config: Config
+    target: str
+    variant: str
+    out_root: Path
+    jobs: int = 2
+    progress: Progress = stderr_progress
+    started: float = field(default_factory=time.monotonic)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.state_path.is_file():
+            try:
+                self.state = json.loads(self.state_path.read_text())
+            except ValueError:
+                self.state = {}
+        self.state.setdefault("target", self.target)
+        self.state.setdefault("variant", self.variant)
+        self.state.setdefault("stages", {})
+
+    @property
+    def dir(self) -> Path:
+        return self.out_root / self.target / self.variant
+
+    @property
+    def state_path(self) -> Path:
+        return self.dir / "state.json"
+
+    @property
+    def label(self) -> str:
+        return f"{self.target}/{self.variant}"
+
+    @property
+    def patterns(self) -> Patterns:
+        r = self.config.retry
+        return Patterns.with_extra(r.infra_patterns, r.real_patterns)
+
+    @property
+    def build_log(self) -> Path:
+        return self.dir / "build.log"
+
+    @property
+    def failure(self) -> StageFailure | None:
+        f = self.state.get("failure")
+        if not f:
+            return None
+        return StageFailure(**{**f, "category": FailureCategory(f["category"])})
+
+    def save(self) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=2, default=str))
+        tmp.replace(self.state_path)
+
+    def say(self, message: str) -> None:
+        self.progress(f"[{time.monotonic() - self.started:7.1f}s] {self.label}: {message}")
+
+    def need(self, key: str, stage: str) -> Any:
+        if key not in self.state:
+            raise StageSkipped(f"{self.label}: run stage '{stage}' first (no {key} in {self.state_path})")
+        return self.state[key]
+
+
+def run_stage(job: Job, stage: str) -> StageFailure | None:
+    """Run one stage; its failure (if any) is recorded in the state and returned, never raised."""
+    if stage not in STAGE_FUNCS:
+        raise ValueError(f"unknown stage {stage!r} (stages: {', '.join(STAGES)})")
+    earlier = job.failure
+    if earlier is not None and stage not in ("collect", "gate"):
+        raise StageSkipped(f"{job.label}: skipped, stage '{earlier.stage}' failed: {earlier.message}")
+    job.say(f"{stage} ...")
+    begun = time.monotonic()
+    failure = None
+    try:
+        STAGE_FUNCS[stage](job)
+    except StageError as e:
+        failure = e.failure
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as e:
+        # Our side broke (disk, a loader's bug): infrastructure, named, never a traceback to the user.
+        failure = StageFailure(
+            stage,
+            f"{stage}: internal error {type(e).__name__}: {e}",
+            FailureCategory.INFRASTRUCTURE,
+            "ci-exception",
+            [str(job.state_path)],
+        )
+    if failure is not None:
+        job.state["failure"] = {**failure.__dict__, "category": str(failure.category)}
+    took = time.monotonic() - begun
+    job.state["stages"][stage] = round(took, 3)
+    job.save()
+    status = "ok" if failure is None else f"FAILED ({failure.category}): {failure.message}"
+    job.say(f"{stage} {status} ({took:.1f} s)")
+    return failure
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def stage_fetch(job: Job, tree: SourceTree | None = None) -> None:
+    if tree is None:
+        tree = fetch_source(
+            job.config.source,
+            cache=cache_root(job.config),
+            timeout_s=job.config.timeout("fetch"),
+            progress=job.say,
+        )
+    job.state["source"] = tree.as_dict()
+
+
+def _source(job: Job) -> tuple[Path, str]:
+    src = job.need("source", "fetch")
+    return Path(src["path"]), str(src.get("sha256") or src.get("commit") or src["path"])
+
+
+def _userspace_build(job: Job) -> buildmod.UserspaceBuild:
+    path, ident = _source(job)
+    return buildmod.userspace_build(job.config, job.variant, path, ident, cache_root(job.config), job.jobs)
+
+
+def stage_configure(job: Job) -> None:
+    if job.target == "userspace":
+        b = _userspace_build(job)
+        job.state["build_dir"] = str(b.build_dir)
+        job.state["configure_args"] = b.configure_args
+        b.configure(job.build_log, job.config.timeout("configure"), job.patterns)
+        return
+    # The kernel module builders configure and make in one go (and cache the .ko); here
+    # only check that the target can run on this worker at all.
+    mod = kernel.loader(job.target)
+    if job.target == "linux-kmod-qemu":
+        mod.linux_source_dir(job.config.targets[job.target].options.get("kernel_version"))
+    job.state["configure_args"] = job.config.configure_flags(job.target, job.variant)
+
+
+def stage_build(job: Job) -> None:
+    if job.target == "userspace":
+        b = _userspace_build(job)
+        if not b.configured():
+            b.configure(job.build_log, job.config.timeout("configure"), job.patterns)
+        b.make(job.build_log, job.config.timeout("build"), job.patterns)
+        job.state["programs"] = {k: str(v) for k, v in b.programs().items()}
+        return
+    path, _ = _source(job)
+    ko = kernel.build_module(
+        job.config, job.target, job.variant, path, cache_root(job.config), job.jobs, job.build_log
+    )
+    job.state["ko"] = str(ko)
+
+
+def _timeouts(job: Job) -> dict[str, float]:
+    return {"testwolfcrypt": job.config.timeout("selftest"), "benchmark": job.config.timeout("benchmark")}
+
+
+def stage_load(job: Job) -> None:
+    with MEASURE_LOCK:
+        if job.target == "userspace":
+            programs = {k: Path(v) for k, v in job.need("programs", "build").items()}
+            out = userspace.run_programs(
+                programs,
+                job.dir,
+                bench_args=list(job.config.benchmark.userspace_args),
+                timeouts=_timeouts(job),
+                run_prefix=job.config.variants[job.variant].run_prefix,
+            )
+            job.state["programs_run"] = out.record()
+        else:
+            ko = Path(job.need("ko", "build"))
+            outcome = kernel.load_module(job.config, job.target, ko, job.dir / "vm")
+            job.state["outcome"] = kernel.outcome_record(outcome)
+    run, failure = collect(job)
+    if failure is not None and failure.stage != "unload":
+        raise StageError(failure)
+
+
+def stage_unload(job: Job) -> None:
+    if job.target == "userspace":
+        return
+    _, failure = collect(job)
+    if failure is not None and failure.stage == "unload":
+        raise StageError(failure)
+
+
+def stage_collect(job: Job) -> None:
+    collect(job)
+
+
+def stage_gate(job: Job) -> None:
+    """Per-run gate (policy on this run alone + baseline); run_matrix gates all runs together instead."""
+    from .report_out import gate_runs, write_run_outputs
+
+    run = read_run(job)
+    verdict = gate_runs(job.config, [run])
+    write_run_outputs(job.dir, run, verdict)
+    job.state["verdict"] = {"passed": verdict.passed, "summary": verdict.summary()}
+    if not verdict.passed:
+        job.state["gate_failed"] = verdict.summary()
+
+
+STAGE_FUNCS: dict[str, Callable[[Job], None]] = {
+    "fetch": stage_fetch,
+    "configure": stage_configure,
+    "build": stage_build,
+    "load": stage_load,
+    "collect": stage_collect,
+    "unload": stage_unload,
+    "gate": stage_gate,
+}
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
+    if job.target == "userspace":
+        runs = [userspace.ProgramRun.from_record(r) for r in job.state.get("programs_run", [])]
+        ran = [r for r in runs if not r.skipped]
+        logs = [userspace.parse_program_log(r) for r in ran]
+        outcome = userspace.UserspaceOutcome(ran)
+        return logs, userspace.judge(outcome, logs, _timeouts(job), job.patterns) if ran else None
+    if "outcome" not in job.state:
+        return [], None
+    outcome = kernel.outcome_from_record(job.state["outcome"])
+    kept = job.dir / kernel.LOG_NAMES[job.target]
+    if outcome.kernel_log.is_file() and outcome.kernel_log.resolve() != kept.resolve():
+        kept.write_bytes(outcome.kernel_log.read_bytes())
+    log = kernel.parse_kernel_log(job.target, kept if kept.is_file() else outcome.kernel_log)
+    return [log], kernel.judge_outcome(outcome, log, job.config.timeout("load"), job.patterns)
+
+
+def collect(job: Job) -> tuple[RunResult, StageFailure | None]:
+    """Parse what the run left, write ``results.json``; returns the run and its load/unload failure."""
+    logs, failure = _logs(job)
+    run = RunResult(
+        variant=job.variant,
+        target=job.target,
+        logs=logs,
+        failure=job.failure or failure,
+        stages=dict(job.state.get("stages", {})),
+        metadata=_metadata(job),
+    )
+    (job.dir / "results.json").write_text(to_json([run]))
+    return run, failure
+
+
+def _metadata(job: Job) -> dict[str, Any]:
+    src = job.state.get("source") or {}
+    return {
+        "source": src.get("origin"),
+        "wolfssl_version": src.get("version"),
+        "source_sha256": src.get("sha256"),
+        "source_commit": src.get("commit"),
+        "configure_args": job.state.get("configure_args"),
+        "cflags": job.config.cflags(job.target, job.variant),
+        "bench_args": list(job.config.benchmark.userspace_args) if job.target == "userspace" else None,
+    }
+
+
+def read_run(job: Job) -> RunResult:
+    path = job.dir / "results.json"
+    if path.is_file():
+        runs = from_json(path.read_text(), str(path))
+        if runs:
+            run = runs[0]
+            run.failure = job.failure or run.failure
+            run.stages = dict(job.state.get("stages", {}))
+            return run
+    return collect(job)[0]
