@@ -1,0 +1,285 @@
+"""Signed GitHub webhooks into a real Buildbot master (no worker: requests stay queued).
+
+GitHub's example payloads (npm @octokit/webhooks-examples) with associations, drafts, forks,
+heads and comment bodies varied; GitHub's side is the OpenAPI-validated loopback fake.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import requests
+from github_fake import payloads
+from github_fake.master import Master, deliver, write_config
+from github_fake.server import FakeGitHub
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub().start()
+    yield fake
+    fake.stop()
+    assert fake.invalid == [], "a request did not follow GitHub's OpenAPI description"
+
+
+@pytest.fixture(scope="module")
+def master(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Master]:
+    base = tmp_path_factory.mktemp("gh-master")
+    config = write_config(
+        base / "bsdkm.yml", github.url, max_payload_bytes=262144, trusted_users=["wolfssl-bot"]
+    )
+    running = Master(base, github).start(config, with_worker=False)
+    yield running
+    running.stop()
+    assert github.token not in running.log()
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def pr_event(github: FakeGitHub, number: int, action: str = "opened", **kw: Any) -> dict[str, Any]:
+    payload = payloads.pull_request(action, number=number, **kw)
+    github.add_pull(payload)  # what GET /pulls/{n} answers from now on
+    return payload
+
+
+def builders_of(master: Master, bsid: int) -> list[str]:
+    names = master.rest.builder_names()
+    return sorted(names[r["builderid"]] for r in master.requests_of(bsid))
+
+
+# --- signatures over HTTP ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("signature", "reason"),
+    [
+        (None, "request is not signed"),
+        ("sha1=0123456789abcdef0123456789abcdef01234567", "malformed X-Hub-Signature-256"),
+        ("sha256=" + "0" * 64, "does not match the payload"),
+    ],
+)
+def test_bad_signatures_are_refused(
+    master: Master, github: FakeGitHub, signature: str | None, reason: str
+) -> None:
+    response, _ = deliver(None, master.hook_url, "pull_request", pr_event(github, 101), signature=signature)
+    assert response.status_code == 400 and reason in response.text
+    assert master.buildsets_for(101) == []
+    assert "refused delivery" in master.log() and reason in master.log()
+    assert "loopback webhook secret" not in master.log()
+
+
+def test_oversized_and_malformed_bodies_are_refused(master: Master) -> None:
+    big = b'{"pad": "' + b"x" * 300000 + b'"}'
+    response, _ = deliver(None, master.hook_url, "pull_request", big)
+    assert response.status_code == 400 and "exceeds the 262144-byte limit" in response.text
+    garbage = b"{not json"
+    response, _ = deliver(None, master.hook_url, "pull_request", garbage)
+    assert response.status_code == 400 and "not JSON" in response.text
+    wrong_shape = b'{"action": "opened"}'
+    response, _ = deliver(None, master.hook_url, "pull_request", wrong_shape)
+    assert response.status_code == 400 and "no 'repository.full_name'" in response.text
+
+
+def test_form_encoded_signed_delivery_builds(master: Master, github: FakeGitHub) -> None:
+    from urllib.parse import urlencode
+
+    body = urlencode({"payload": payloads.encode(pr_event(github, 102)).decode()}).encode()
+    response, _ = deliver(
+        None, master.hook_url, "pull_request", body, content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code in (200, 202), response.text
+    assert len(master.buildsets_for(102)) == 1
+
+
+# --- pull_request events ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", ["opened", "synchronize", "reopened", "ready_for_review"])
+def test_building_actions_start_both_variants(master: Master, github: FakeGitHub, action: str) -> None:
+    number = {"opened": 110, "synchronize": 111, "reopened": 112, "ready_for_review": 113}[action]
+    payload = pr_event(github, number, action)
+    response, _ = deliver(None, master.hook_url, "pull_request", payload)
+    assert response.status_code in (200, 202)
+    (buildset,) = master.buildsets_for(number)
+    assert builders_of(master, buildset["bsid"]) == ["userspace/intelasm", "userspace/noasm"]
+    head = payload["pull_request"]["head"]["sha"]
+    statuses = wait_for(
+        lambda: len(github.latest_statuses(head)) >= 2 and github.latest_statuses(head), "statuses"
+    )
+    assert {"bsdkm/userspace/intelasm", "bsdkm/userspace/noasm"} <= set(statuses)
+
+
+def test_draft_and_closed_do_not_build(master: Master, github: FakeGitHub) -> None:
+    deliver(None, master.hook_url, "pull_request", pr_event(github, 120, draft=True))
+    deliver(None, master.hook_url, "pull_request", pr_event(github, 120, "closed"))
+    time.sleep(0.5)
+    assert master.buildsets_for(120) == []
+
+
+def test_push_supersedes_queued_builds(master: Master, github: FakeGitHub) -> None:
+    deliver(None, master.hook_url, "pull_request", pr_event(github, 130, head_sha="1" * 40))
+    (first,) = master.buildsets_for(130)
+    deliver(None, master.hook_url, "pull_request", pr_event(github, 130, "synchronize", head_sha="2" * 40))
+    wait_for(lambda: len(master.buildsets_for(130)) == 2, "second buildset")
+    cancelled = wait_for(
+        lambda: (
+            all(r["complete"] for r in master.requests_of(first["bsid"]))
+            and master.requests_of(first["bsid"])
+        ),
+        "old requests cancelled",
+    )
+    assert {r["results"] for r in cancelled} == {6}  # CANCELLED
+    second = [b for b in master.buildsets_for(130) if b["bsid"] != first["bsid"]][0]
+    assert not any(r["complete"] for r in master.requests_of(second["bsid"]))
+
+
+# --- trust -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("association", "login", "builds"),
+    [
+        ("OWNER", "Codertocat", True),
+        ("MEMBER", "Codertocat", True),
+        ("COLLABORATOR", "Codertocat", True),
+        ("CONTRIBUTOR", "Codertocat", False),
+        ("FIRST_TIME_CONTRIBUTOR", "Codertocat", False),
+        ("FIRST_TIMER", "Codertocat", False),
+        ("NONE", "wolfSSL-Bot", True),  # allow-listed
+    ],
+)
+def test_pr_author_trust(
+    master: Master, github: FakeGitHub, association: str, login: str, builds: bool
+) -> None:
+    number = 140 + [
+        "OWNER",
+        "MEMBER",
+        "COLLABORATOR",
+        "CONTRIBUTOR",
+        "FIRST_TIME_CONTRIBUTOR",
+        "FIRST_TIMER",
+        "NONE",
+    ].index(association)
+    deliver(
+        None, master.hook_url, "pull_request", pr_event(github, number, association=association, login=login)
+    )
+    assert len(master.buildsets_for(number)) == (1 if builds else 0)
+    if not builds:
+        reply = wait_for(lambda: github.comments_on(number), "approval request")
+        assert "ok to test" in reply[0]["body"] and f"@{login}" in reply[0]["body"]
+
+
+def test_fork_needs_ok_to_test_and_a_push_needs_a_new_one(master: Master, github: FakeGitHub) -> None:
+    n = 150
+    fork = dict(association="FIRST_TIME_CONTRIBUTOR", login="newcomer", fork=True)
+    deliver(None, master.hook_url, "pull_request", pr_event(github, n, head_sha="a" * 40, **fork))
+    assert master.buildsets_for(n) == []
+    # The author cannot approve themselves; a member can.
+    deliver(
+        None,
+        master.hook_url,
+        "issue_comment",
+        payloads.issue_comment("ok to test", association="CONTRIBUTOR", login="newcomer", number=n),
+    )
+    assert master.buildsets_for(n) == []
+    deliver(
+        None,
+        master.hook_url,
+        "issue_comment",
+        payloads.issue_comment("OK to test", association="MEMBER", login="maintainer", number=n),
+    )
+    (approved,) = master.buildsets_for(n)
+    assert approved["sourcestamps"][0]["revision"] == "a" * 40
+    # A push: no build, the approved head's queued builds are superseded, retests are refused.
+    deliver(
+        None, master.hook_url, "pull_request", pr_event(github, n, "synchronize", head_sha="b" * 40, **fork)
+    )
+    assert len(master.buildsets_for(n)) == 1
+    deliver(
+        None,
+        master.hook_url,
+        "issue_comment",
+        payloads.issue_comment("retest this please", association="MEMBER", login="maintainer", number=n),
+    )
+    assert len(master.buildsets_for(n)) == 1
+    wait_for(lambda: any("not approved" in c["body"] for c in github.comments_on(n)), "explanation")
+    deliver(
+        None,
+        master.hook_url,
+        "issue_comment",
+        payloads.issue_comment("ok to test", association="MEMBER", login="maintainer", number=n),
+    )
+    heads = sorted(b["sourcestamps"][0]["revision"] for b in master.buildsets_for(n))
+    assert heads == ["a" * 40, "b" * 40]
+
+
+# --- comments ---------------------------------------------------------------------------------
+
+
+def test_plain_issue_edited_and_deleted_comments_trigger_nothing(master: Master, github: FakeGitHub) -> None:
+    pr_event(github, 160)
+    for payload in (
+        payloads.issue_comment("retest this please", on_pull_request=False, number=160),
+        payloads.issue_comment("retest this please", action="edited", number=160),
+        payloads.issue_comment("retest this please", action="deleted", number=160),
+        payloads.issue_comment("You are totally right! I'll get this fixed right away.", number=160),
+    ):
+        response, _ = deliver(None, master.hook_url, "issue_comment", payload)
+        assert response.status_code in (200, 202)
+    assert master.buildsets_for(160) == []
+
+
+def test_per_variant_retest_builds_only_that_variant(master: Master, github: FakeGitHub) -> None:
+    pr_event(github, 170)
+    deliver(
+        None,
+        master.hook_url,
+        "issue_comment",
+        payloads.issue_comment("Retest bsdkm/noasm please", number=170),
+    )
+    (buildset,) = master.buildsets_for(170)
+    assert builders_of(master, buildset["bsid"]) == ["userspace/noasm"]
+
+
+def test_untrusted_trigger_gets_one_polite_reply(master: Master, github: FakeGitHub) -> None:
+    pr_event(github, 180)
+    for _ in range(3):
+        deliver(
+            None,
+            master.hook_url,
+            "issue_comment",
+            payloads.issue_comment("retest this please", association="NONE", login="drive-by", number=180),
+        )
+    replies = wait_for(lambda: github.comments_on(180), "reply")
+    time.sleep(1.0)
+    replies = github.comments_on(180)
+    assert len(replies) == 1 and "@drive-by" in replies[0]["body"] and "nothing ran" in replies[0]["body"]
+    assert master.buildsets_for(180) == []
+
+
+def test_hundred_identical_triggers_make_one_build(master: Master, github: FakeGitHub) -> None:
+    pr_event(github, 190)
+    comment = payloads.issue_comment("retest this please", association="COLLABORATOR", number=190)
+    with requests.Session() as session, ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(
+            pool.map(
+                lambda _: deliver(session, master.hook_url, "issue_comment", comment)[0].status_code,
+                range(100),
+            )
+        )
+    assert all(code in (200, 202) for code in results)
+    assert len(master.buildsets_for(190)) == 1
