@@ -146,22 +146,42 @@ def create(
     return settings
 
 
+def running(directory: Path) -> bool:
+    """A twistd pid file whose process is alive (a stale file after a crash does not count)."""
+    try:
+        pid = int((directory / "twistd.pid").read_text().strip())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        (directory / "twistd.pid").unlink(missing_ok=True)
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def start_master(layout: Layout) -> None:
+    if running(layout.master):
+        return
     _run([str(VENV_BIN / "buildbot"), "upgrade-master", "-q", str(layout.master)], "buildbot upgrade-master")
     _run([str(VENV_BIN / "buildbot"), "start", str(layout.master)], "buildbot start", timeout=180)
 
 
 def stop_master(layout: Layout) -> None:
-    if (layout.master / "twistd.pid").exists():
+    if running(layout.master):
         _run([str(VENV_BIN / "buildbot"), "stop", str(layout.master)], "buildbot stop", timeout=120)
 
 
 def start_worker(layout: Layout, name: str) -> None:
+    if running(layout.worker(name)):
+        return
     _run([str(VENV_BIN / "buildbot-worker"), "start", str(layout.worker(name))], f"worker {name} start")
 
 
 def stop_worker(layout: Layout, name: str) -> None:
-    if (layout.worker(name) / "twistd.pid").exists():
+    if running(layout.worker(name)):
         _run([str(VENV_BIN / "buildbot-worker"), "stop", str(layout.worker(name))], f"worker {name} stop")
 
 
@@ -345,11 +365,10 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     layout = Layout(Path(args.dir))
-    running = (layout.master / "twistd.pid").exists()
-    print(f"master {layout.master}: {'running' if running else 'stopped'}; web UI {layout.www_url()}")
+    state = "running" if running(layout.master) else "stopped"
+    print(f"master {layout.master}: {state}; web UI {layout.www_url()}")
     for name in layout.worker_names():
-        up = (layout.worker(name) / "twistd.pid").exists()
-        print(f"worker {name}: {'running' if up else 'stopped'}")
+        print(f"worker {name}: {'running' if running(layout.worker(name)) else 'stopped'}")
     return 0
 
 

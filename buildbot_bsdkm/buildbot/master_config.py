@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from buildbot.plugins import schedulers, util, worker
+from buildbot.plugins import schedulers, secrets, util, worker
 from twisted.python import log
 
 from ..config import Config
@@ -110,7 +110,7 @@ def make_builders(
 ) -> tuple[list[Any], list[str]]:
     """Builders, and the (target/variant) pairs no configured worker can run."""
     builders, orphans = [], []
-    for target, variant in config.pairs():
+    for target, variant in config.pairs(variants=list(config.variants)):  # disabled ones too: force/nightly
         names = [s.name for s in specs if s.can_run(target)]
         name = builder_name(target, variant)
         if not names:
@@ -129,9 +129,10 @@ def make_builders(
     return builders, orphans
 
 
-def make_schedulers(builder_names: list[str]) -> list[Any]:
+def make_schedulers(builder_names: list[str], on_change: list[str]) -> list[Any]:
+    """PR/branch changes build the enabled variants; force and the nightly RC run cover the full matrix."""
     return [
-        schedulers.AnyBranchScheduler(name="changes", builderNames=builder_names, treeStableTimer=None),
+        schedulers.AnyBranchScheduler(name="changes", builderNames=on_change, treeStableTimer=None),
         schedulers.ForceScheduler(name="force", builderNames=builder_names),
         schedulers.Nightly(name="nightly-rc", builderNames=builder_names, hour=NIGHTLY_HOUR, minute=0,
                            onlyIfChanged=False, properties={"bsdkm_run": "release-candidate"}),
@@ -174,6 +175,8 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     if not builders:
         raise WorkerConfigError(f"no worker can run any of: {', '.join(orphans)}")
     names = [b.name for b in builders]
+    enabled = {builder_name(t, v) for t, v in config.pairs()}
+    on_change = [n for n in names if n in enabled] or names
     c: dict[str, Any] = {
         "title": settings.title,
         "titleURL": f"http://127.0.0.1:{settings.www_port}/",
@@ -181,7 +184,7 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
         "workers": make_workers(remote, settings),
         "protocols": {"pb": {"port": _endpoint(settings.pb_port, settings.pb_interface)}},
         "builders": builders,
-        "schedulers": make_schedulers(names),
+        "schedulers": make_schedulers(names, on_change),
         "db": {"db_url": settings.db_url},
         "www": {
             "port": f"tcp:{settings.www_port}:interface=127.0.0.1",
@@ -192,7 +195,7 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
         "buildbotNetUsageData": None,
     }
     if settings.secrets_dir:
-        c["secretsProviders"].append(util.SecretInAFile(dirname=settings.secrets_dir))
+        c["secretsProviders"].append(secrets.SecretInAFile(dirname=settings.secrets_dir))
     if orphans:
         log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
     apply_github(c, config)

@@ -16,7 +16,7 @@ with open(os.path.join(basedir, "worker.json"), encoding="utf-8") as f:
 with open(os.path.join(basedir, "password"), encoding="utf-8") as f:
     password = f.read().strip()
 
-application = service.Application("buildbot-worker")
+application = service.Application('buildbot-worker')  # buildbot-worker checks this spelling
 logfile = LogFile.fromFullPath(
     os.path.join(basedir, "twistd.log"), rotateLength=10_000_000, maxRotatedFiles=3
 )
