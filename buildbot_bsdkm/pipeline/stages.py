@@ -238,7 +238,7 @@ def stage_gate(job: Job) -> None:
     run = read_run(job)
     verdict = gate_runs(job.config, [run])
     write_run_outputs(job.dir, run, verdict)
-    job.state["verdict"] = {"passed": verdict.passed, "summary": verdict.summary()}
+    job.state["verdict"] = verdict.to_dict()  # passed, summary and every check (Buildbot shows regressions)
     if not verdict.passed:
         job.state["gate_failed"] = verdict.summary()
 
