@@ -311,6 +311,32 @@ def test_snapshot_alignment_copes_with_a_first_line_cut_by_the_ring(tmp_path: Pa
     assert out.read_text() == "lost everything\nnew two\n"
 
 
+def bwk_awk_env(tmp_path: Path, base: dict[str, str]) -> dict[str, str]:
+    """PATH with `awk` = the one-true-awk, the awk FreeBSD ships (Debian: original-awk)."""
+    original = shutil.which("original-awk")
+    if original is None:
+        pytest.fail("original-awk is not installed: add Debian package 'original-awk' to bootstrap.sh")
+    shim = tmp_path / "bwk"
+    shim.mkdir()
+    (shim / "awk").symlink_to(original)
+    return dict(base, PATH=f"{shim}:{base['PATH']}")
+
+
+def test_scripts_work_with_freebsds_awk(tmp_path: Path) -> None:
+    w = Worker(tmp_path, "console-not-logged")  # exercises both slicing programs
+    env = bwk_awk_env(tmp_path, w.double.env())
+    assert w.sh("load.sh", str(w.ko), "5", str(w.logs), env=env).returncode == 0
+    assert w.log_lines() == kernel_lines("console-not-logged", "kldload")
+    assert w.sh("unload.sh", "libwolfssl", str(w.logs), env=env).returncode == 0
+    assert w.log_lines("unload.kernel.log") == ["info: libwolfssl unloaded"]
+
+    marker_run = Worker(tmp_path / "m", "success")
+    env = bwk_awk_env(tmp_path / "m", marker_run.double.env())
+    assert marker_run.sh("load.sh", str(marker_run.ko), "5", str(marker_run.logs), env=env).returncode == 0
+    assert marker_run.status()["slice_method"] == "marker"
+    assert marker_run.log_lines() == kernel_lines("success", "kldload")
+
+
 def test_second_load_of_a_loaded_module_is_refused(tmp_path: Path) -> None:
     w = Worker(tmp_path, "success")
     assert w.load().returncode == 0
