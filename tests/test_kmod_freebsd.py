@@ -559,6 +559,28 @@ def test_module_outcome_notes_a_wrapped_buffer(tmp_path: Path) -> None:
     assert any("message buffer wrapped" in n for n in o.notes)
 
 
+def test_module_script_that_never_returns_is_killed_with_its_process_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import buildbot_bsdkm.pipeline.freebsd as freebsd
+
+    stuck = tmp_path / "kmod"
+    shutil.copytree(KMOD_DIR, stuck)
+    token = f"stuck-{tmp_path.name}"
+    # A grandchild whose command line carries the token: it must die with the script's group.
+    (stuck / "load.sh").write_text(f"#!/bin/sh\nsh -c 'sleep 300; :' {token}\n")
+    monkeypatch.setattr(freebsd, "SCRIPT_SLACK_S", 1)
+    w = Worker(tmp_path, "success")
+    started = time.monotonic()
+    o = run_freebsd_module(w.ko, w.logs, timeout_s=1, kmod_dir=stuck, privilege=[], env=w.double.env())
+    assert time.monotonic() - started < 15
+    assert (o.timed_out, o.timed_out_stage, o.load_rc) == (True, "load", None)
+    assert "load.sh did not return within 2 s and was killed" in o.notes
+    assert "no kernel log could be read from the worker" in o.notes
+    time.sleep(0.5)
+    assert processes_mentioning(token) == []
+
+
 def test_module_errors_name_the_problem(tmp_path: Path) -> None:
     w = Worker(tmp_path, "success")
     with pytest.raises(StageError, match="does not exist"):
