@@ -13,7 +13,7 @@
 #       22 make failed; 23 make succeeded but no bsdkm/libwolfssl.ko.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=_common.sh
+# shellcheck source=SCRIPTDIR/_common.sh
 . "$here/_common.sh"
 
 [ $# -ge 1 ] || die_usage "usage: build.sh SRC_DIR [configure flags...]"

@@ -9,7 +9,7 @@
 # Exit: 0 done; 2 usage (LOGDIR missing or holds no load.sh output).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=_common.sh
+# shellcheck source=SCRIPTDIR/_common.sh
 . "$here/_common.sh"
 
 [ $# -eq 1 ] || die_usage "usage: collect.sh LOGDIR"

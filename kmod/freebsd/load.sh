@@ -14,7 +14,7 @@
 #       4 kldload succeeded but kldstat does not list the module.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=_common.sh
+# shellcheck source=SCRIPTDIR/_common.sh
 . "$here/_common.sh"
 
 usage="usage: load.sh KO [TIMEOUT_S] LOGDIR"

@@ -13,7 +13,7 @@
 #       is still listed; 5 unloaded but no cleanup line in the kernel log.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=_common.sh
+# shellcheck source=SCRIPTDIR/_common.sh
 . "$here/_common.sh"
 
 [ $# -eq 2 ] || [ $# -eq 3 ] || die_usage "usage: unload.sh NAME LOGDIR [TIMEOUT_S]"
