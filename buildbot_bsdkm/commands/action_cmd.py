@@ -828,13 +828,16 @@ def decide_trigger(ctx: ApiContext, event_path: Path, *, min_permission: str) ->
     if event.repo != ctx.repo:
         raise UsageError(f"event is for {event.repo}, but the API context is {ctx.repo}")
 
-    async def ask(client: Any) -> tuple[str, str]:
+    async def ask(client: Any) -> tuple[str, str | None]:
         perm = await client.request("GET", f"/repos/{ctx.repo}/collaborators/{event.author}/permission")
+        permission = _permission_of(perm.data, event.author)
+        if PERMISSION_RANK.get(permission, 0) < PERMISSION_RANK[min_permission]:
+            return permission, None  # not allowed: nothing about the PR is looked up
         pull = await client.get_pull(ctx.repo, event.issue_number)
-        return _permission_of(perm.data, event.author), _head_sha_of(pull.data, event.issue_number)
+        return permission, _head_sha_of(pull.data, event.issue_number)
 
     permission, head_sha = with_github(ctx, ask)
-    if PERMISSION_RANK.get(permission, 0) < PERMISSION_RANK[min_permission]:
+    if head_sha is None:
         return TriggerDecision(False, f"refused: @{event.author} has {permission!r} permission, "
                                       f"{min_permission!r} needed", pr=event.issue_number)
     variants = tuple(dict.fromkeys(s.variant for s in trigger.selectors))
