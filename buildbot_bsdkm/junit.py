@@ -6,20 +6,23 @@ self-test algorithm plus one per log's completeness / failed stage) and
 the message of every gate that failed on it, plus one per gate not tied to a single
 item: required, geomean regression, crossover family).
 
-junit-xml 1.9 cannot attach properties to a testcase, so the report is built with it and
-then each benchmark testcase gets a ``<properties>`` child (value, unit, baseline,
-delta_pct, threshold, metric) by editing the tree with ElementTree; JUnit's schema used by
-Jenkins/GitLab/junitparser allows ``<properties>`` inside ``<testcase>``.
+junit-xml 1.9 cannot attach properties to a testcase, so each suite's element is built by
+junit-xml (``TestSuite.build_xml_doc``) and each benchmark testcase then gets a
+``<properties>`` child (value, unit, baseline, delta_pct, threshold, metric, and per gate
+kind e.g. speedup / speedup_threshold) before the one serialisation; the JUnit schema used
+by Jenkins/GitLab/junitparser allows ``<properties>`` inside ``<testcase>``. No suite-level
+properties: xunitparser merges all suites' properties and rejects repeated names.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from junit_xml import TestCase, TestSuite, to_xml_report_string
+from junit_xml import TestCase, TestSuite
 
 from .model import Benchmark, RunResult
 from .policy import KIND_COMPLETE, KIND_SELFTEST, Check, Verdict, fmt_num
@@ -89,25 +92,30 @@ def _prop_text(value: object) -> str:
 
 
 def _benchmark_cases(run: RunResult, checks: list[Check]) -> list[_Case]:
-    gates = [c for c in checks if c.kind not in _SELFTEST_KINDS]
-    cases: dict[str, _Case] = {}
+    """A case per benchmark item (repeated names get " #2", " #3"), then one per run-wide gate."""
+    by_item: list[_Case] = []
+    by_name: dict[str, _Case] = {}
+    seen: dict[str, int] = {}
     for b in run.benchmarks:
-        name = b.name if b.name not in cases else _unique(b.name, cases)
-        cases[name] = _Case(name, seconds=b.seconds, properties=_benchmark_properties(b))
-    for c in gates:
-        case = cases.setdefault(c.name, _Case(c.name))
+        seen[b.name] = seen.get(b.name, 0) + 1
+        name = b.name if seen[b.name] == 1 else f"{b.name} #{seen[b.name]}"
+        case = _Case(name, seconds=b.seconds, properties=_benchmark_properties(b))
+        by_item.append(case)
+        by_name.setdefault(name, case)
+    extra: list[_Case] = []
+    for c in checks:
+        if c.kind in _SELFTEST_KINDS:
+            continue
+        if c.item is not None and c.item < len(by_item):
+            case = by_item[c.item]
+        elif c.name in by_name:
+            case = by_name[c.name]
+        else:
+            case = by_name[c.name] = _Case(c.name)
+            extra.append(case)
         case.checks.append(c)
-    for case in cases.values():
-        for c in case.checks:
-            case.properties.update(_check_properties(c))
-    return list(cases.values())
-
-
-def _unique(name: str, taken: dict[str, _Case]) -> str:
-    n = 2
-    while f"{name} #{n}" in taken:
-        n += 1
-    return f"{name} #{n}"
+        case.properties.update(_check_properties(c))
+    return by_item + extra
 
 
 def _suites(runs: Iterable[RunResult], verdict: Verdict) -> tuple[list[TestSuite], dict[tuple[str, str],
@@ -128,9 +136,14 @@ def _suites(runs: Iterable[RunResult], verdict: Verdict) -> tuple[list[TestSuite
     return suites, props
 
 
-def _add_testcase_properties(xml_text: str, props: dict[tuple[str, str], dict[str, str]]) -> str:
-    root = ET.fromstring(xml_text)
-    for tc in root.iter("testcase"):
+# Characters XML 1.0 cannot carry at all (a log may contain any byte); removed, as junit-xml does.
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _with_properties(suite: TestSuite, props: dict[tuple[str, str], dict[str, str]]) -> ET.Element:
+    """The suite's element as junit-xml builds it, each testcase given its <properties> first."""
+    element = suite.build_xml_doc()
+    for tc in element.iter("testcase"):
         values = props.get((tc.get("classname", ""), tc.get("name", "")))
         if not values:
             continue
@@ -138,14 +151,31 @@ def _add_testcase_properties(xml_text: str, props: dict[tuple[str, str], dict[st
         for key, value in values.items():
             ET.SubElement(holder, "property", name=key, value=value)
         tc.insert(0, holder)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return element
+
+
+def _report(suites: list[TestSuite], props: dict[tuple[str, str], dict[str, str]]) -> str:
+    # the <testsuites> totals junit-xml's to_xml_report_string writes, built from the same elements
+    root = ET.Element("testsuites")
+    totals = {"disabled": 0, "errors": 0, "failures": 0, "tests": 0}
+    seconds = 0.0
+    for suite in suites:
+        element = _with_properties(suite, props)
+        for key in totals:
+            totals[key] += int(element.get(key, 0))
+        seconds += float(element.get("time", 0))
+        root.append(element)
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("time", str(seconds))
+    text = _ILLEGAL_XML.sub("", ET.tostring(root, encoding="unicode"))
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + text + "\n"
 
 
 def junit_xml(runs: list[RunResult], verdict: Verdict) -> str:
     """The JUnit report of ``runs`` as gated by ``verdict``."""
     suites, props = _suites(runs, verdict)
-    return _add_testcase_properties(to_xml_report_string(suites, prettyprint=False), props)
+    return _report(suites, props)
 
 
 def write_junit(runs: list[RunResult], verdict: Verdict, path: str | Path) -> None:

@@ -160,6 +160,7 @@ class Check:
     error: bool = False  # the input was unusable (incomplete log, lost stage), not a measured failure
     metric: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    item: int | None = None  # index into the run's ``benchmarks`` when the check is about one item
 
     @property
     def run_label(self) -> str:
@@ -466,6 +467,7 @@ class _Item:
 
     bench: Benchmark
     block: int | None
+    index: int  # position in RunResult.benchmarks
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -473,7 +475,8 @@ class _Item:
 
 
 def _items(run: RunResult) -> list[_Item]:
-    return [_Item(b, _block_of(b, log)) for log in run.logs for b in log.benchmarks]
+    pairs = [(b, log) for log in run.logs for b in log.benchmarks]
+    return [_Item(b, _block_of(b, log), i) for i, (b, log) in enumerate(pairs)]
 
 
 def _block_of(b: Benchmark, log: LogResult) -> int | None:
@@ -627,9 +630,9 @@ class _Evaluation:
                          f"{log.source}: wolfCrypt self-test passed (summary line only)")
 
     def _benchmark_errors(self, run: RunResult) -> None:
-        for b in run.benchmarks:
+        for i, b in enumerate(run.benchmarks):
             if b.failed:
-                self.add(run, b.name, KIND_BENCHMARK, False, f"{b.name}: {b.error}")
+                self.add(run, b.name, KIND_BENCHMARK, False, f"{b.name}: {b.error}", item=i)
 
     # -- per-run gates -----------------------------------------------------
 
@@ -650,23 +653,24 @@ class _Evaluation:
         for rule in self.policy.floors:
             if not rule.scope.covers(run):
                 continue
-            for b in run.benchmarks:
+            for i, b in enumerate(run.benchmarks):
                 if matches(b.name, rule.pattern) and not b.failed:
-                    self._floor(run, rule, b)
+                    self._floor(run, rule, b, i)
 
-    def _floor(self, run: RunResult, rule: FloorRule, b: Benchmark) -> None:
+    def _floor(self, run: RunResult, rule: FloorRule, b: Benchmark, index: int) -> None:
         if rule.max_cycles is not None:
             v = measure(b, CYCLES)
             unit = display_unit(b, CYCLES)
             if v is None:
                 self.add(run, b.name, KIND_FLOOR, False, f"{b.name} has no cycles value to compare with "
-                         f"the limit {fmt_num(rule.max_cycles)} {unit}", threshold=rule.max_cycles, unit=unit)
+                         f"the limit {fmt_num(rule.max_cycles)} {unit}", threshold=rule.max_cycles, unit=unit,
+                         item=index)
                 return
             ok = v <= rule.max_cycles
             word = "within" if ok else "above"
             self.add(run, b.name, KIND_FLOOR, ok,
                      f"{b.name} {fmt_num(v)} {unit} is {word} the limit {fmt_num(rule.max_cycles)} {unit}",
-                     value=v, unit=unit, threshold=rule.max_cycles, metric=CYCLES)
+                     value=v, unit=unit, threshold=rule.max_cycles, metric=CYCLES, item=index)
             return
         assert rule.min_value is not None and rule.unit is not None
         rate = measure(b, PER_SECOND)
@@ -679,7 +683,7 @@ class _Evaluation:
                  f"{b.name} {fmt_num(v)} {rule.unit} is {'at or above' if ok else 'below'} the floor "
                  f"{fmt_num(rule.min_value)} {rule.unit}"
                  + (" (throughput of a clock-quantised run under-reports)" if note else ""),
-                 value=v, unit=rule.unit, threshold=rule.min_value, metric=PER_SECOND)
+                 value=v, unit=rule.unit, threshold=rule.min_value, metric=PER_SECOND, item=index)
 
     # -- regressions against a baseline --------------------------------------
 
@@ -697,19 +701,23 @@ class _Evaluation:
                 if rule.aggregate == "geomean" and rule.scope.covers(run):
                     self._geomean_regression(run, rule, base)
 
-    def _item_regressions(self, run: RunResult, base: dict[tuple[str, int | None], list[Benchmark]]) -> None:
+    def _item_regressions(self, run: RunResult, base: _Baseline) -> None:
         item_rules = [r for r in self.policy.regressions if r.aggregate == "item" and r.scope.covers(run)]
+        rule_of: dict[str, RegressionRule | None] = {}  # pattern matching once per distinct name
         for item in _items(run):
-            rule = next((r for r in item_rules if matches(item.bench.name, r.pattern)), None)
-            if rule is None or item.bench.failed or item.key not in base:
+            name = item.bench.name
+            if name not in rule_of:
+                rule_of[name] = next((r for r in item_rules if matches(name, r.pattern)), None)
+            rule = rule_of[name]
+            if rule is None or item.bench.failed or not base.has(item.key):
                 continue
-            self._item_regression(run, rule, item.bench, base[item.key])
+            self._item_regression(run, rule, item, base)
 
-    def _item_regression(self, run: RunResult, rule: RegressionRule, b: Benchmark,
-                         base: list[Benchmark]) -> None:
+    def _item_regression(self, run: RunResult, rule: RegressionRule, item: _Item, base: _Baseline) -> None:
         metric = _metric_for(rule.metric, self.policy, run)
+        b = item.bench
         head = measure(b, metric)
-        before = _median([measure(x, metric) for x in base])
+        before = base.median(item.key, metric)
         if head is None or before is None:
             return
         delta = (head - before) / before * 100.0
@@ -722,17 +730,16 @@ class _Evaluation:
                f"(limit {rule.max_pct:g}%{_metric_note(metric, run)})")
         self.add(run, b.name, KIND_REGRESSION, ok, msg, value=shown(b, metric, head), unit=unit,
                  baseline=shown(b, metric, before), delta_pct=round(delta, 2), threshold=rule.max_pct,
-                 metric=metric)
+                 metric=metric, item=item.index)
 
-    def _geomean_regression(self, run: RunResult, rule: RegressionRule,
-                            base: dict[tuple[str, int | None], list[Benchmark]]) -> None:
+    def _geomean_regression(self, run: RunResult, rule: RegressionRule, base: _Baseline) -> None:
         metric = _metric_for(rule.metric, self.policy, run)
         logs = []
         for item in _items(run):
-            if not matches(item.bench.name, rule.pattern) or item.key not in base:
+            if not matches(item.bench.name, rule.pattern) or not base.has(item.key):
                 continue
             head = measure(item.bench, metric)
-            before = _median([measure(x, metric) for x in base[item.key]])
+            before = base.median(item.key, metric)
             if head is not None and before is not None:
                 logs.append(math.log(head / before))
         if not logs:
@@ -768,13 +775,14 @@ class _Evaluation:
             compared = 0
             for item in _items(acc):
                 if matches(item.bench.name, rule.pattern) and item.key in soft:
-                    compared += self._speedup_check(rule, acc, sw, metric, item.bench, soft[item.key])
+                    compared += self._speedup_check(rule, acc, sw, metric, item, soft[item.key])
             if not compared:
                 self.note(f"{acc.target}: no benchmark matching {rule.pattern!r} in both "
                           f"{rule.accelerated} and {rule.software}")
 
     def _speedup_check(self, rule: SpeedupRule, acc: RunResult, sw: RunResult, metric: str,
-                       fast: Benchmark, slow: Benchmark) -> int:
+                       item: _Item, slow: Benchmark) -> int:
+        fast = item.bench
         a, s = measure(fast, metric), measure(slow, metric)
         if a is None or s is None:
             return 0
@@ -786,7 +794,8 @@ class _Evaluation:
         self.add(acc, fast.name, KIND_SPEEDUP, ok, msg, value=round(ratio, 3), unit="x",
                  threshold=rule.min_ratio, metric=metric,
                  detail={"software": rule.software, "accelerated_value": shown(fast, metric, a),
-                         "software_value": shown(slow, metric, s), "value_unit": display_unit(fast, metric)})
+                         "software_value": shown(slow, metric, s), "value_unit": display_unit(fast, metric)},
+                 item=item.index)
         return 1
 
     def _crossover(self, rule: CrossoverRule) -> None:
@@ -819,17 +828,29 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def _baseline_values(baseline: list[RunResult], run: RunResult) -> dict[tuple[str, int | None],
-                                                                          list[Benchmark]] | None:
-    """Baseline items for the same (target, variant); repeats of one item are kept for a median."""
+class _Baseline:
+    """Baseline items of one (target, variant); repeats of an item are reduced to their median."""
+
+    def __init__(self, runs: list[RunResult]) -> None:
+        self._items: dict[tuple[str, int | None], list[Benchmark]] = {}
+        for r in runs:
+            for item in _items(r):
+                self._items.setdefault(item.key, []).append(item.bench)
+        self._medians: dict[tuple[tuple[str, int | None], str], float | None] = {}
+
+    def has(self, key: tuple[str, int | None]) -> bool:
+        return key in self._items
+
+    def median(self, key: tuple[str, int | None], metric: str) -> float | None:
+        cached = (key, metric)
+        if cached not in self._medians:
+            self._medians[cached] = _median([measure(b, metric) for b in self._items[key]])
+        return self._medians[cached]
+
+
+def _baseline_values(baseline: list[RunResult], run: RunResult) -> _Baseline | None:
     same = [r for r in baseline if r.target == run.target and r.variant == run.variant]
-    if not same:
-        return None
-    out: dict[tuple[str, int | None], list[Benchmark]] = {}
-    for r in same:
-        for item in _items(r):
-            out.setdefault(item.key, []).append(item.bench)
-    return out
+    return _Baseline(same) if same else None
 
 
 _BLOCK_SUFFIX = re.compile(r"@\d+$")

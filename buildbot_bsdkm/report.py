@@ -105,13 +105,14 @@ def _selftest_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]
 
 
 def _benchmark_table(run: RunResult, verdict: Verdict) -> Table:
-    gates: dict[str, Check] = {}
+    gates: dict[int, Check] = {}
     for c in verdict.checks:
-        if c.kind == KIND_REGRESSION and c.variant == run.variant and c.target == run.target:
-            gates.setdefault(c.name, c)
+        if c.kind == KIND_REGRESSION and c.item is not None and c.variant == run.variant \
+                and c.target == run.target:
+            gates[c.item] = c
     table = Table(["benchmark", "value", "cycles", "baseline", "delta", "limit", "status"])
-    for b in run.benchmarks:
-        gate = gates.get(b.name)
+    for i, b in enumerate(run.benchmarks):
+        gate = gates.get(i)
         rate = measure(b, "per_second")
         value = f"{fmt_num(b.value)} {b.unit}" if rate is not None else (b.error or "failed")
         cycles = f"{fmt_cycles(b.cycles)} {b.cycles_unit}" if b.cycles is not None else ""
