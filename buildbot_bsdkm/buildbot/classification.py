@@ -7,6 +7,7 @@ command out) and hands it over.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..model import FailureCategory, LogResult, StageFailure
@@ -22,6 +23,37 @@ def _log_results(output: str, stage: str) -> list[LogResult]:
         return [parse_text(output, f"{stage}-stdio")]
     except Exception:  # noqa: BLE001 - unparseable output is simply no evidence
         return []
+
+
+# What ``bsdkm-ci stage`` prints when the core classified the failure on the worker, where the
+# logs are: "FAILED load category=real reason=selftest: self-test failed: ECC (error -216)".
+WORKER_VERDICT = re.compile(
+    r"^FAILED (?P<stage>\S+) category=(?P<category>\S+) reason=(?P<reason>\S+): (?P<message>.*)$",
+    re.MULTILINE,
+)
+EVIDENCE = re.compile(r"^  evidence: (?P<path>.+)$", re.MULTILINE)
+SKIPPED = re.compile(r": skipped, stage '(?P<stage>[^']+)' failed")
+
+
+def worker_reported_failure(output: str) -> StageFailure | None:
+    """The classification ``bsdkm-ci stage`` made on the worker, if it printed one."""
+    m = WORKER_VERDICT.search(output)
+    if m is None:
+        return None
+    try:
+        category = FailureCategory(m["category"])
+    except ValueError:
+        return None
+    reason = None if m["reason"] == "None" else m["reason"]
+    evidence = [e["path"].strip() for e in EVIDENCE.finditer(output)]
+    return StageFailure(stage=m["stage"], message=m["message"].strip(), category=category, reason=reason,
+                        evidence=evidence)
+
+
+def skipped_after(output: str) -> str | None:
+    """The earlier stage whose failure made ``bsdkm-ci stage`` refuse to run this one."""
+    m = SKIPPED.search(output)
+    return m["stage"] if m else None
 
 
 def patterns_of(retry_config: Any) -> Any:
@@ -40,7 +72,11 @@ def classify_stage(
     stage: str, *, exit_code: int | None, output: str, timed_out: bool, patterns: Any = None,
     timeout_s: float | None = None,
 ) -> StageFailure:
-    """The core's classification; conservative (real, never retried) if the core cannot say."""
+    """The core's classification: the worker's own when it printed one (it had the logs), else
+    ``classify`` on what the master saw; conservative (real, never retried) if neither can say."""
+    reported = worker_reported_failure(output)
+    if reported is not None and not timed_out:
+        return reported
     try:
         from ..classify import classify
     except ImportError as e:

@@ -13,12 +13,12 @@ import json
 from typing import Any, ClassVar
 
 from buildbot.process import buildstep
-from buildbot.process.results import FAILURE, RETRY, SUCCESS
+from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
 
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
 from . import summaries
-from .classification import classify_stage, failure_to_dict, missing_results
+from .classification import classify_stage, failure_to_dict, missing_results, skipped_after
 
 PROPERTY_SOURCE = "bsdkm"
 FAILURE_PROPERTY = "bsdkm_failure"
@@ -80,6 +80,10 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         if rc == 0:
             self.stage_summary = await self.describe_success(output)
             return SUCCESS
+        earlier = skipped_after(output) if rc == 1 else None
+        if earlier:
+            self.stage_summary = f"{self.stage}: skipped ({earlier} failed)"
+            return SKIPPED
         return await self.fail_with(self.classify(rc, output))
 
     def classify(self, rc: int | None, output: str) -> StageFailure:
@@ -87,8 +91,12 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
                               patterns=self.patterns, timeout_s=self.maxTime)
 
     async def describe_success(self, output: str) -> str:
+        """The stage's own last line, without the state-file path it appends for people debugging."""
         last = [line.strip() for line in output.splitlines() if line.strip()]
-        return f"{self.stage}: {last[-1]}" if last else f"{self.stage}: done"
+        if not last:
+            return f"{self.stage}: done"
+        line = last[-1].split(" (state: ", 1)[0]
+        return line if line.startswith(self.stage) else f"{self.stage}: {line}"
 
     async def fail_with(self, failure: StageFailure) -> int:
         """Record why this stage failed for the retry policy; RETRY only for infrastructure."""
@@ -111,14 +119,6 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
 
     # -- reading files back
 
-    async def attach_reports(self) -> None:
-        """JUnit and the Markdown report as step logs, when the worker wrote them."""
-        reports = (("junit.xml", f"{self.run_dir()}/junit.xml"), ("report.md", f"{self.out_dir}/report.md"))
-        for name, path in reports:
-            text = await self.read_worker_text(path)
-            if text is not None:
-                await self.addCompleteLog(name, text)
-
     async def read_worker_text(self, path: str) -> str | None:
         content = await self.getFileContentFromWorker(path)
         if content is None:
@@ -127,7 +127,13 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
 
 
 class FetchSource(BsdkmStageStep):
+    """Starts the build from an empty output directory: ``state.json`` must not outlive a build."""
+
     stage = "fetch"
+
+    async def run(self) -> int:
+        await self.runRmdir(f"{self.workdir}/{self.out_dir}", abandonOnFailure=False)
+        return await super().run()
 
 
 class Configure(BsdkmStageStep):
@@ -151,9 +157,13 @@ class UnloadModule(BsdkmStageStep):
 
 
 class CollectResults(BsdkmStageStep):
-    """Reads the results back: Buildbot test results, JUnit and Markdown logs, summary."""
+    """Reads the results back: Buildbot test results, JUnit and Markdown logs, summary.
+
+    Runs after a failed load too: a failing self-test is exactly what people need to see.
+    """
 
     stage = "collect"
+    alwaysRun = True
 
     async def evaluate(self, rc: int | None, output: str) -> int:
         if rc not in (0, 1):  # 1 is "a test failed": the results are still there to show
@@ -188,7 +198,6 @@ class CollectResults(BsdkmStageStep):
             if selftest:
                 self.setProperty("bsdkm_selftest", selftest, PROPERTY_SOURCE)
             self.setProperty("bsdkm_benchmarks", len(run.benchmarks), PROPERTY_SOURCE)
-        await self.attach_reports()
 
     async def add_selftests(self, run: RunResult) -> None:
         rows = summaries.selftest_rows(run)
@@ -206,10 +215,10 @@ class CollectResults(BsdkmStageStep):
 
 
 class Gate(BsdkmStageStep):
-    """Applies the policy; the verdict and regressions become build properties."""
+    """Applies the policy; the verdict and regressions become build properties, the report a log."""
 
     stage = "gate"
-    verdict_files: ClassVar[tuple[str, ...]] = ("summary.json",)
+    alwaysRun = True  # a failed load still has a verdict worth showing
 
     async def evaluate(self, rc: int | None, output: str) -> int:
         verdict = await self.read_verdict() if rc in (0, 1) else None
@@ -217,29 +226,49 @@ class Gate(BsdkmStageStep):
             passed = bool(verdict.get("passed")) and rc == 0
             self.setProperty("bsdkm_verdict", "passed" if passed else "failed", PROPERTY_SOURCE)
             self.setProperty("bsdkm_regressions", summaries.regression_labels(verdict), PROPERTY_SOURCE)
-            await self.attach_reports()
+            await self.attach_report(verdict)
         if rc == 0:
             self.stage_summary = summaries.verdict_summary(verdict) if verdict else "gate passed"
             return SUCCESS
+        if rc == 1 and skipped_after(output):
+            return await super().evaluate(rc, output)
         result = await self.fail_with(self.classify(rc, output))
         if verdict is not None:
             self.stage_summary = summaries.verdict_summary(verdict)
         return result
 
     async def read_verdict(self) -> dict[str, Any] | None:
-        for name in self.verdict_files:
-            text = await self.read_worker_text(f"{self.out_dir}/{name}")
-            if text is None:
-                continue
-            try:
-                doc = json.loads(text)
-            except json.JSONDecodeError as e:
-                await self.addCompleteLog("verdict-error", f"{self.out_dir}/{name}: not JSON: {e}")
-                continue
-            verdict = doc.get("verdict") if isinstance(doc, dict) else None
-            if isinstance(verdict, dict):
-                return verdict
-        return None
+        """``verdict`` from the run's state.json, where ``bsdkm-ci stage gate`` keeps it."""
+        path = f"{self.run_dir()}/state.json"
+        text = await self.read_worker_text(path)
+        if text is None:
+            return None
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            await self.addCompleteLog("verdict-error", f"{path}: not JSON: {e}")
+            return None
+        verdict = doc.get("verdict") if isinstance(doc, dict) else None
+        if not isinstance(verdict, dict):
+            await self.addCompleteLog("verdict-error", f"{path}: no verdict recorded")
+            return None
+        return verdict
+
+    async def attach_report(self, verdict: dict[str, Any]) -> None:
+        """JUnit from the worker; the Markdown report rendered by the core from results + verdict."""
+        junit = await self.read_worker_text(f"{self.run_dir()}/junit.xml")
+        if junit is not None:
+            await self.addCompleteLog("junit.xml", junit)
+        text = await self.read_worker_text(f"{self.run_dir()}/results.json")
+        if text is None:
+            return
+        try:
+            runs = from_json(text, f"{self.run_dir()}/results.json")
+            report = summaries.markdown_from(runs, verdict)
+        except (ModelError, TypeError, ValueError, KeyError) as e:
+            await self.addCompleteLog("report-error", f"cannot render the report: {e}")
+            return
+        await self.addCompleteLog("report.md", report)
 
 
 STAGE_STEPS: tuple[type[BsdkmStageStep], ...] = (

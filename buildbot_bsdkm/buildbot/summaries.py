@@ -123,3 +123,18 @@ def verdict_summary(verdict: Mapping[str, Any]) -> str:
         more = f" and {len(failures) - 1} more" if len(failures) > 1 else ""
         return f"gate FAILED: {first.get('message') or first.get('name')}{more}"
     return f"gate FAILED: {verdict.get('summary', 'no checks passed')}"
+
+
+def verdict_from_dict(d: Mapping[str, Any]) -> Any:
+    """``policy.Verdict.to_dict()`` back into the core's object, for the core's report writer."""
+    from ..policy import Check, Verdict
+
+    checks = [Check(**c) for c in d.get("checks", []) or []]
+    return Verdict(checks=checks, notes=list(d.get("notes", []) or []),
+                   policy_source=str(d.get("policy", "<default>")))
+
+
+def markdown_from(runs: Sequence[RunResult], verdict: Mapping[str, Any]) -> str:
+    from ..report import markdown_report
+
+    return markdown_report(list(runs), verdict_from_dict(verdict))
