@@ -15,9 +15,16 @@ if [ "${BSDKM_IN_VM:-}" = true ]; then
     { echo "bsdkm-ci: could not install bsdkm-ci in the VM" >&2; exit 1; }
 fi
 
+config="${BSDKM_CONFIG:-}"
+if [ -n "${BSDKM_SOURCE:-}" ]; then
+  # The config's own source is replaced by the checked-out tree (a copy; the original is untouched).
+  bsdkm-ci action config --config "$config" --source "$BSDKM_SOURCE" --write "$out/bsdkm.action.yml" ||
+    { echo 2 > "$out/run.exit-code"; exit 0; }
+  config="$out/bsdkm.action.yml"
+fi
+
 args=(--out "$out")
-[ -n "${BSDKM_CONFIG:-}" ] && args+=(--config "$BSDKM_CONFIG")
-[ -n "${BSDKM_SOURCE:-}" ] && args+=(--source "$BSDKM_SOURCE")
+[ -n "$config" ] && args+=(--config "$config")
 for v in ${BSDKM_VARIANTS//,/ }; do args+=(--variant "$v"); done
 for t in ${BSDKM_TARGETS//,/ }; do args+=(--target "$t"); done
 

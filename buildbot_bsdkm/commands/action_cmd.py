@@ -73,6 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _register_trigger(asub)
     _register_vm_check(asub)
     _register_merge(asub)
+    _register_config(asub)
 
 
 def optional_path(text: str) -> Path | None:
@@ -159,6 +160,14 @@ def _register_merge(asub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="where the merged summary.json goes")
     p.add_argument("sources", nargs="+", type=Path, help="directories holding summary.json (searched deeply)")
     p.set_defaults(func=run_merge)
+
+
+def _register_config(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("config", help="write a copy of bsdkm.yml that builds the given wolfSSL tree")
+    p.add_argument("--config", type=optional_path, help="bsdkm.yml to start from (default: bsdkm-ci's own)")
+    p.add_argument("--source", type=Path, required=True, help="wolfSSL source tree (the workspace)")
+    p.add_argument("--write", type=Path, required=True, help="where the derived bsdkm.yml goes")
+    p.set_defaults(func=run_config)
 
 
 # =========================================================================== results of a run
@@ -487,6 +496,48 @@ def run_merge(args: argparse.Namespace) -> int:
     (args.out / SUMMARY_JSON).write_text(to_json(runs, merged_from=sources), encoding="utf-8")
     print(f"bsdkm-ci: merged {len(runs)} run(s) from {len(sources)} source(s) into {args.out / SUMMARY_JSON}",
           file=sys.stderr)
+    return EXIT_OK
+
+
+# Top-level keys holding paths relative to the config file; the copy lives elsewhere.
+CONFIG_PATH_KEYS = ("policy", "baseline", "cache_dir")
+
+
+def config_with_source(config: Path, source: Path) -> str:
+    """``config``'s text with ``source: {local: SOURCE}`` and its relative paths made absolute."""
+    import yaml
+
+    from ..config import ConfigError, parse_config
+
+    text = _read_text(config, "config")
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise UsageError(f"config {config} is not YAML: {e}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"config {config} is not a mapping of settings")
+    if not source.is_dir():
+        raise UsageError(f"source {source} is not a directory")
+    base = config.resolve().parent
+    doc["source"] = {"local": str(source.resolve())}
+    for key in CONFIG_PATH_KEYS:
+        value = doc.get(key)
+        if isinstance(value, str) and not Path(value).expanduser().is_absolute():
+            doc[key] = str(base / value)
+    derived = yaml.safe_dump(doc, sort_keys=False)
+    try:
+        parse_config(derived, f"{config} with source {source}", base)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    return derived
+
+
+def run_config(args: argparse.Namespace) -> int:
+    from ..config import default_config_path
+
+    derived = config_with_source(args.config or default_config_path(), args.source)
+    _write(args.write, derived)
+    print(f"bsdkm-ci: {args.write}: builds {args.source.resolve()}", file=sys.stderr)
     return EXIT_OK
 
 
