@@ -211,7 +211,9 @@ def userspace_build(
     config: Config, variant: str, source: Path, source_id: str, cache: Path, jobs: int
 ) -> UserspaceBuild:
     cflags = " ".join(config.cflags("userspace", variant))
-    args = [*userspace_flags(config, variant), f"--enable-jobserver={jobs}"]
+    # make -jN is given by us, per run; configure's own jobserver would bake a -j into the
+    # Makefile (and into the build's identity, defeating reuse across --jobs values).
+    args = [*userspace_flags(config, variant), "--enable-jobserver=no"]
     if cflags:
         args.append(f"CFLAGS={cflags}")
     key = build_key(source, source_id, "userspace", args)

@@ -31,6 +31,12 @@ def load_baseline(path: Path | None) -> list[RunResult] | None:
         raise BaselineError(str(e)) from None
 
 
+def check_gate_inputs(config: Config) -> None:
+    """Read the policy and baseline up front, so a typo fails in a second, not after the builds."""
+    load_policy(config.policy)
+    load_baseline(config.baseline)
+
+
 def gate_runs(config: Config, runs: list[RunResult]) -> Verdict:
     """Policy (default when the config names none) over ``runs``, against the baseline if any."""
     policy = load_policy(config.policy)

@@ -12,7 +12,7 @@ from ..config import Config
 from ..model import RunResult
 from ..policy import Verdict
 from .errors import StageError
-from .report_out import gate_runs, write_combined, write_run_outputs
+from .report_out import check_gate_inputs, gate_runs, write_combined, write_run_outputs
 from .source import SourceTree, cache_root, fetch_source
 from .stages import Job, Progress, collect, run_stage, stage_fetch, stderr_progress
 
@@ -70,6 +70,7 @@ def run_matrix(
     """All (target, variant) pairs (or the named subset) into ``out_dir``; never raises StageError."""
     started = time.monotonic()
     pairs = config.pairs(variants, targets)
+    check_gate_inputs(config)
     if jobs is not None:
         config = _with_jobs(config, jobs)
     parallel, per_build = _concurrency(config, len(pairs))

@@ -1,0 +1,70 @@
+"""``bsdkm-ci stage STAGE --variant V --target T --out DIR``: one pipeline stage, for one Buildbot step.
+
+State between stages is kept in ``DIR/<target>/<variant>/state.json``. For userspace, ``load``
+runs testwolfcrypt and the benchmark. A failed stage prints its category (infrastructure or
+real) and reason; later stages then refuse to run, except ``collect`` and ``gate``.
+Exit 0 the stage passed, 1 it failed (or was skipped), 2 unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..cli import EXIT_FAILED, EXIT_OK, UsageError
+from ..config import ConfigError
+from ..pipeline.report_out import BaselineError
+from ..pipeline.stages import STAGES, Job, StageSkipped, run_stage
+from ..policy import PolicyError
+from .run_cmd import config_path, read_config
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "stage", help="run one pipeline stage (one Buildbot step)", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("stage", choices=STAGES)
+    p.add_argument("--variant", required=True, metavar="V")
+    p.add_argument("--target", required=True, metavar="T")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--config", metavar="FILE", help="bsdkm.yml (default: ./bsdkm.yml, else the repo's)")
+    p.add_argument("--jobs", type=int, metavar="N", help="make -j (default: the config's jobs)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = read_config(config_path(args.config))
+    try:
+        config.pairs([args.variant], [args.target])
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    if args.target not in config.variants[args.variant].targets:
+        raise UsageError(
+            f"variant {args.variant!r} does not run on {args.target!r} "
+            f"(its targets: {', '.join(config.variants[args.variant].targets)})"
+        )
+    try:
+        job = Job(config, args.target, args.variant, Path(args.out), jobs=args.jobs or config.jobs)
+        failure = run_stage(job, args.stage)
+    except StageSkipped as e:
+        print(f"bsdkm-ci stage {args.stage}: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    except (PolicyError, BaselineError) as e:
+        raise UsageError(f"{args.stage}: {e}") from None
+    except OSError as e:
+        raise UsageError(f"{args.out}: {e.strerror or e}") from None
+    if failure is not None:
+        print(
+            f"FAILED {failure.stage} category={failure.category} reason={failure.reason}: {failure.message}"
+        )
+        for path in failure.evidence:
+            print(f"  evidence: {path}")
+        return EXIT_FAILED
+    if args.stage == "gate":
+        verdict = job.state.get("verdict", {})
+        print(verdict.get("summary", ""))
+        print(f"JUnit: {job.dir / 'junit.xml'}")
+        return EXIT_OK if verdict.get("passed") else EXIT_FAILED
+    print(f"{args.stage} ok: {job.label} (state: {job.state_path})")
+    return EXIT_OK
