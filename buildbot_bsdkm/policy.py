@@ -232,7 +232,7 @@ class _Reader:
         known = set(allowed)
         out: dict[str, yaml.Node] = {}
         for k, v in node.value:
-            name = self._constructor.construct_object(k, deep=True)
+            name = self.construct(k, key)
             if not isinstance(name, str):
                 raise self.fail(k, key, f"keys must be strings, not {name!r}")
             path = f"{key}.{name}" if key else name
@@ -251,7 +251,14 @@ class _Reader:
     def scalar(self, node: yaml.Node, key: str) -> Any:
         if not isinstance(node, yaml.ScalarNode):
             raise self.fail(node, key, f"must be a single value, not {_node_kind(node)}")
-        return self._constructor.construct_object(node, deep=True)
+        return self.construct(node, key)
+
+    def construct(self, node: yaml.Node, key: str) -> Any:
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as e:  # e.g. a !!python/object tag the safe loader refuses
+            problem = getattr(e, "problem", None) or e
+            raise self.fail(node, key or "(top level)", f"unusable value: {problem}") from None
 
     def string(self, node: yaml.Node, key: str) -> str:
         value = self.scalar(node, key)
@@ -427,6 +434,8 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
         raise PolicyError(source, None, "yaml", str(e)) from None
     if root is None:
         return Policy(source=source)
+    if not isinstance(root, yaml.MappingNode):
+        raise r.fail(root, "(top level)", f"a policy must be a mapping of keys, not {_node_kind(root)}")
     fields = r.mapping(root, "", _TOP_KEYS)
     if "version" in fields and r.scalar(fields["version"], "version") != 1:
         raise r.fail(fields["version"], "version", "only version 1 is understood")

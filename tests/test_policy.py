@@ -99,6 +99,12 @@ def test_default_policy_loads_and_documents_noise_limits() -> None:
         ("floors: [\n  {pattern: x\n", 3, "yaml", ""),
         ("crossovers:\n  - {pattern: 'x', accelerated: a, software: b, max_block: 1.5}\n", 2,
          "crossovers[0].max_block", "whole number"),
+        ("- floors\n- speedups\n", 1, "(top level)", "must be a mapping of keys, not a list"),
+        ("metric: auto\nmetric: cycles\n", 2, "metric", "given twice"),
+        ("required:\n  - !!python/object:os.system x\n", 2, "required[0]", "unusable value"),
+        ("floors:\n  - {pattern: 'SHA-*]', max_cycles: 3}\n", 2, "floors[0].pattern", "no opening '['"),
+        ("floors:\n  - {pattern: 'SHA-*', max_cycles: 3, min: 1, unit: MiB/s}\n", 2, "floors[0]",
+         "exactly one of"),
     ],
 )
 def test_malformed_policy_names_file_line_and_key(text: str, line: int, key: str, words: str) -> None:
