@@ -1,0 +1,306 @@
+"""A real Buildbot master and two real ``buildbot-worker`` processes on loopback, building real
+wolfSSL (the ``userspace`` target) through every step; results read back through the REST API.
+
+Fault tests kill a worker for real (SIGKILL to the worker and everything it started, like a
+machine losing power) while a chosen stage runs. To hit that stage reliably the workers run
+``bsdkm-ci`` through a small wrapper that, only when the test drops a ``pause-<stage>`` file,
+waits before starting the stage; nothing else about the stage is changed.
+
+The last test runs the master once against a real PostgreSQL server this module starts.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from buildbot_bsdkm.buildbot.control import (
+    VENV_BIN,
+    Layout,
+    Rest,
+    create,
+    free_port,
+    kill_tree,
+    start_master,
+    stop_master,
+    worker_process,
+)
+from buildbot_bsdkm.model import from_json
+
+pytestmark = pytest.mark.slow
+
+BUILDER = "userspace/noasm"
+BUILDER_DIR = "userspace_noasm"  # Buildbot's directory name for the builder
+WORKERS = ("local-a", "local-b")
+BUILD_TIMEOUT = 2400.0
+SUCCESS, FAILURE, RETRY = 0, 2, 5
+STAGES = ["fetch", "configure", "build", "load", "collect", "unload", "gate"]
+
+WRAPPER = """#!/bin/sh
+# bsdkm-ci as the test's workers run it: pauses before STAGE while CTL/pause-STAGE exists.
+if [ -e "{ctl}/pause-$2" ]; then
+  echo "$PWD" >> "{ctl}/paused-$2"
+  sleep 600
+fi
+exec "{bsdkm_ci}" "$@"
+"""
+
+
+def test_config(dest: Path) -> Path:
+    """The repository's bsdkm.yml with short retry backoff and the policy path made absolute."""
+    text = (ROOT / "bsdkm.yml").read_text()
+    text = text.replace("backoff_s: [30, 120]", "backoff_s: [1, 2]")
+    text = text.replace("policy: policies/default.yml", f"policy: {ROOT / 'policies/default.yml'}")
+    assert "backoff_s: [1, 2]" in text
+    dest.write_text(text)
+    return dest
+
+
+@dataclass
+class Cluster:
+    layout: Layout
+    rest: Rest
+    ctl: Path
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def start_worker(self, name: str) -> None:
+        self.procs[name] = worker_process(self.layout, name)
+
+    def kill_worker(self, name: str) -> None:
+        kill_tree(self.procs[name].pid)
+        self.procs[name].wait(timeout=30)
+
+    def ensure_workers(self) -> None:
+        for name in WORKERS:
+            if name not in self.procs or self.procs[name].poll() is not None:
+                self.start_worker(name)
+        self.rest.wait_workers(list(WORKERS), timeout=120)
+
+    def worker_of(self, path_line: str) -> str:
+        for name in WORKERS:
+            if str(self.layout.worker(name)) in path_line:
+                return name
+        raise AssertionError(f"paused stage ran in no known worker: {path_line}")
+
+    def wait_paused(self, stage: str, count: int, timeout: float = BUILD_TIMEOUT) -> list[str]:
+        path = self.ctl / f"paused-{stage}"
+
+        def lines() -> list[str] | None:
+            got = path.read_text().splitlines() if path.exists() else []
+            return got if len(got) >= count else None
+        return self.rest.wait(lines, f"{count} paused {stage} stage(s)", timeout, interval=0.5)
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                kill_tree(p.pid)
+                p.wait(timeout=30)
+        stop_master(self.layout)
+
+
+def start_cluster(base: Path, db_url: str = "sqlite:///state.sqlite") -> Cluster:
+    ctl = base / "ctl"
+    ctl.mkdir(parents=True)
+    wrapper = base / "bsdkm-ci-wrapper"
+    wrapper.write_text(WRAPPER.format(ctl=ctl, bsdkm_ci=VENV_BIN / "bsdkm-ci"))
+    wrapper.chmod(0o755)
+    layout = Layout(base / "bb")
+    create(layout, config_path=test_config(base / "bsdkm.yml"), db_url=db_url, workers=WORKERS,
+           bsdkm_ci=str(wrapper))
+    start_master(layout)
+    cluster = Cluster(layout, Rest(layout.www_url()), ctl)
+    try:
+        cluster.ensure_workers()
+    except Exception:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = start_cluster(tmp_path_factory.mktemp("bbmaster"))
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def run_build(c: Cluster) -> tuple[list[dict], dict]:
+    bsid = c.rest.force([BUILDER], "integration test")
+    c.rest.wait_buildset(bsid, timeout=BUILD_TIMEOUT)
+    builds = c.rest.builds_of_buildset(bsid)
+    assert builds, "the build request never started a build"
+    return builds, c.rest.properties(builds[-1]["buildid"])
+
+
+def step_summary(c: Cluster, buildid: int) -> list[tuple[str, int | None, str]]:
+    return [(s["name"], s["results"], s["state_string"]) for s in c.rest.get(f"builds/{buildid}/steps")]
+
+
+def log_text(c: Cluster, buildid: int, step: str, name: str) -> str:
+    logs = {lg["name"]: lg for lg in c.rest.get(f"builds/{buildid}/steps/{step}/logs")}
+    assert name in logs, f"step {step} has logs {sorted(logs)}, not {name}"
+    return "".join(chunk["content"] for chunk in c.rest.get(f"logs/{logs[name]['logid']}/contents"))
+
+
+# --------------------------------------------------------------------------- a real build
+
+
+def test_userspace_build_through_every_step_reads_back_through_rest(cluster: Cluster):
+    builds, props = run_build(cluster)
+    assert len(builds) == 1, [b["state_string"] for b in builds]
+    build = builds[0]
+    steps = step_summary(cluster, build["buildid"])
+    assert [s[0] for s in steps] == ["worker_preparation", *STAGES], steps
+    assert build["results"] == SUCCESS, steps
+
+    # What the worker wrote, read straight from its disk, is what Buildbot's test-result API holds.
+    worker = props["workername"]
+    results = cluster.layout.worker(worker) / BUILDER_DIR / "build/bsdkm-out/userspace/noasm/results.json"
+    run = from_json(results.read_text(), str(results))[0]
+    sets = {s["description"] + "|" + s["value_unit"]: s
+            for s in cluster.rest.get(f"builds/{build['buildid']}/test_result_sets")}
+    selftest = sets["self-test userspace/noasm|boolean"]
+    assert selftest["category"] == "pass_fail" and selftest["complete"]
+    assert selftest["tests_passed"] == len(run.tests) > 50 and selftest["tests_failed"] == 0
+    rows = cluster.rest.get(f"test_result_sets/{selftest['test_result_setid']}/results")
+    assert sorted(r["test_name"] for r in rows) == sorted(t.name for t in run.tests)
+    assert {r["value"] for r in rows} == {"1"}
+    units = {b.unit for b in run.benchmarks}
+    assert {k.split("|")[1] for k in sets if k.startswith("benchmark")} == units
+    perf = sets["benchmark userspace/noasm|MiB/s"]
+    assert perf["category"] == "performance"
+    perf_rows = {r["test_name"]: r["value"]
+                 for r in cluster.rest.get(f"test_result_sets/{perf['test_result_setid']}/results")}
+    for b in run.benchmarks:
+        if b.unit == "MiB/s" and not b.failed:
+            assert perf_rows[b.name] == f"{b.value:g}"
+
+    # Properties: verdict, regressions, retry history; summaries say what happened.
+    assert props["bsdkm_verdict"] == "passed"
+    assert props["bsdkm_regressions"] == []
+    assert props["bsdkm_selftest"] == f"self-test: {len(run.tests)}/{len(run.tests)} passed"
+    assert [a["passed"] for a in props["bsdkm_attempts"]] == [True]
+    assert props["bsdkm_retry"] == "passed"
+    collect = next(s for s in steps if s[0] == "collect")
+    assert collect[2].startswith(f"self-test: {len(run.tests)}/{len(run.tests)} passed")
+    assert "<testsuite" in log_text(cluster, build["buildid"], "gate", "junit.xml")
+    assert "noasm" in log_text(cluster, build["buildid"], "gate", "report.md")
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def test_worker_killed_during_fetch_is_retried_on_the_other_worker_and_goes_green(cluster: Cluster):
+    cluster.ensure_workers()
+    (cluster.ctl / "pause-fetch").touch()
+    bsid = cluster.rest.force([BUILDER], "fault: kill during fetch")
+    paused = cluster.wait_paused("fetch", 1)
+    (cluster.ctl / "pause-fetch").unlink()  # the retry must not pause
+    victim = cluster.worker_of(paused[0])
+    cluster.kill_worker(victim)
+    cluster.rest.wait_buildset(bsid, timeout=BUILD_TIMEOUT)
+    builds = cluster.rest.builds_of_buildset(bsid)
+    first = cluster.rest.properties(builds[0]["buildid"])
+    last = cluster.rest.properties(builds[-1]["buildid"])
+    assert [b["results"] for b in builds] == [RETRY, SUCCESS], [b["state_string"] for b in builds]
+    assert first["bsdkm_attempt_record"]["reason"] == "worker-lost"
+    assert first["bsdkm_attempt_record"]["stage"] == "fetch"
+    assert last["workername"] != victim  # retried on the other worker
+    assert last["bsdkm_retry"] == "passed after 1 infrastructure retry (worker-lost)"
+    assert [a["passed"] for a in last["bsdkm_attempts"]] == [False, True]
+    assert builds[-1]["state_string"] == "passed after 1 infrastructure retry (worker-lost)"
+    (cluster.ctl / "paused-fetch").unlink()
+
+
+def test_worker_killed_during_module_load_is_a_failure_with_evidence_not_a_loop(cluster: Cluster):
+    cluster.ensure_workers()
+    (cluster.ctl / "pause-load").touch()
+    bsid = cluster.rest.force([BUILDER], "fault: kill during load")
+    try:
+        first = cluster.wait_paused("load", 1)
+        cluster.kill_worker(cluster.worker_of(first[0]))
+        # One reproducibility run on the other worker: it goes down while loading too.
+        second = cluster.wait_paused("load", 2)
+        cluster.kill_worker(cluster.worker_of(second[1]))
+        cluster.rest.wait_buildset(bsid, timeout=600)
+    finally:
+        (cluster.ctl / "pause-load").unlink()
+    time.sleep(5)  # a looping request would have started a third build by now
+    builds = cluster.rest.builds_of_buildset(bsid)
+    assert [b["results"] for b in builds] == [RETRY, FAILURE], [b["state_string"] for b in builds]
+    props = cluster.rest.properties(builds[-1]["buildid"])
+    assert props["bsdkm_verdict"] == "failed"
+    assert props["bsdkm_retry"].startswith("failed twice: panic at load")
+    history = props["bsdkm_attempts"]
+    assert [(a["stage"], a["category"], a["reason"]) for a in history] == [("load", "real", "panic")] * 2
+    assert len({a["worker"] for a in history}) == 2
+    assert builds[-1]["state_string"].startswith("failed twice")
+    request = cluster.rest.get("buildrequests", buildsetid=bsid)[0]
+    assert request["complete"] and request["results"] == FAILURE
+    cluster.ensure_workers()
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+@dataclass
+class Postgres:
+    data: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/bsdkm"
+
+    def pg(self, *args: str, check: bool = True) -> str:
+        done = subprocess.run(["runuser", "-u", "postgres", "--", *args], check=check, capture_output=True,
+                              text=True, timeout=120)
+        return done.stdout
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Postgres]:
+    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
+        pytest.fail("PostgreSQL (Debian package postgresql) is not installed: initdb/pg_ctl not found")
+    data = Path(tempfile.mkdtemp(prefix="bsdkm-pg-"))
+    shutil.chown(data, "postgres", "postgres")
+    pg = Postgres(data / "db", free_port())
+    pg.pg("initdb", "-D", str(pg.data), "-A", "trust", "-U", "postgres")
+    pg.pg("pg_ctl", "-D", str(pg.data), "-w", "-l", str(data / "pg.log"), "-o",
+          f"-p {pg.port} -k {data} -c listen_addresses=127.0.0.1", "start")
+    try:
+        pg.pg("createdb", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "bsdkm")
+        yield pg
+    finally:
+        pg.pg("pg_ctl", "-D", str(pg.data), "-m", "fast", "stop", check=False)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def test_master_on_postgresql_runs_the_build_and_stores_results(postgres: Postgres, cluster: Cluster,
+                                                                tmp_path: Path):
+    cluster.stop()  # one master at a time on this shared machine
+    c = start_cluster(tmp_path, db_url=postgres.url)
+    try:
+        builds, props = run_build(c)
+        assert builds[-1]["results"] == SUCCESS, step_summary(c, builds[-1]["buildid"])
+        sets = c.rest.get(f"builds/{builds[-1]['buildid']}/test_result_sets")
+        assert any(s["description"] == "self-test userspace/noasm" and s["tests_passed"] > 50 for s in sets)
+        assert props["bsdkm_verdict"] == "passed"
+    finally:
+        c.stop()
+    # The rows really are in PostgreSQL, not in a stray sqlite file.
+    out = postgres.pg("psql", "-h", "127.0.0.1", "-p", str(postgres.port), "-d", "bsdkm", "-Atc",
+                      "select count(*) from test_results")
+    assert int(out.strip()) > 50
+    assert not (c.layout.master / "state.sqlite").exists()
+
