@@ -12,7 +12,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # Packages by purpose; test.sh wants all of them, main.sh only what the run needs.
 pkgs_main=(python3 python3-venv python3-dev gcc make autoconf automake libtool xz-utils curl ca-certificates
            git ccache qemu-system-x86 linux-image-amd64 linux-headers-amd64 busybox-static cpio kmod)
-pkgs_test=(postgresql shellcheck dash)
+pkgs_test=(postgresql shellcheck dash original-awk)
 
 missing=()
 want=("${pkgs_main[@]}")
