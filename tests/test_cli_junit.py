@@ -110,6 +110,14 @@ def test_unusable_inputs_exit_2_with_the_reason(tmp_path: Path) -> None:
     p = cli("compare", not_json, not_json)
     assert p.returncode == 2 and "x.json: not JSON" in p.stderr
 
+    doc = results_json(tmp_path, "doc.json", "noasm", "noise/noasm_r01.txt")
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(doc.read_text(encoding="utf-8").replace('"cycles": 7.93', '"cycles": "7.93"', 1),
+                     encoding="utf-8")
+    p = cli("compare", doc, wrong)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "wrong.json: runs[0].logs[0].benchmarks[0].cycles has the wrong type: '7.93'" in p.stderr
+
     p = cli("junit", log, "-o", tmp_path / "j.xml", "--baseline", tmp_path / "none.json")
     assert p.returncode == 2 and "none.json: no such file" in p.stderr
 
