@@ -212,8 +212,9 @@ _constructor = SafeConstructor()
 class _At:
     """A YAML node with the file and dotted key it came from, for precise errors."""
 
-    def __init__(self, node: Node, key: str, file: str) -> None:
+    def __init__(self, node: Node, key: str, file: str, key_node: Node | None = None) -> None:
         self.node, self.key, self.file = node, key, file
+        self.key_node = key_node  # where the key itself was written, for errors about the name
 
     @property
     def line(self) -> int:
@@ -221,6 +222,10 @@ class _At:
 
     def error(self, problem: str) -> ConfigError:
         return ConfigError(self.file, self.line, self.key, problem)
+
+    def name_error(self, problem: str) -> ConfigError:
+        line = self.key_node.start_mark.line + 1 if self.key_node is not None else self.line
+        return ConfigError(self.file, line, self.key, problem)
 
     def child(self, node: Node, name: str) -> _At:
         return _At(node, f"{self.key}.{name}" if self.key else name, self.file)
@@ -243,6 +248,7 @@ class _At:
                 raise _At(knode, self.key, self.file).error("keys must be plain names")
             name = str(knode.value)
             at = self.child(vnode, name)
+            at.key_node = knode
             if name in out:
                 raise _At(knode, at.key, self.file).error("key given twice")
             if allowed is not None and name not in allowed:
@@ -376,7 +382,7 @@ def _targets(at: _At) -> dict[str, TargetConfig]:
     out = {}
     for name, t in at.mapping().items():
         if name not in KNOWN_TARGETS:
-            raise t.error(f"unknown target (known: {', '.join(KNOWN_TARGETS)})")
+            raise t.name_error(f"unknown target (known: {', '.join(KNOWN_TARGETS)})")
         if t.is_null():
             out[name] = TargetConfig(name=name, flags=())
             continue
@@ -392,14 +398,14 @@ def _variants(at: _At, targets: dict[str, TargetConfig]) -> dict[str, VariantCon
     out = {}
     for name, v in at.mapping().items():
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-            raise v.error("variant names may use letters, digits, '.', '_' and '-' only")
+            raise v.name_error("variant names may use letters, digits, '.', '_' and '-' only")
         m = v.mapping(("flags", "targets", "run_prefix", "cflags", "enabled"))
         flags = _opt(m, "flags", _At.strings, ())
         bad = [f for f in flags if not f.startswith("--")]
         if bad:
             raise m["flags"].error(f"configure flags start with '--': {bad[0]!r}")
         if "targets" not in m:
-            raise v.error("missing key 'targets' (where this variant runs)")
+            raise v.name_error("missing key 'targets' (where this variant runs)")
         vt = m["targets"].strings()
         if not vt:
             raise m["targets"].error("needs at least one target")

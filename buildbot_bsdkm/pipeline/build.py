@@ -10,6 +10,7 @@ rest when present.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -18,7 +19,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,7 +129,23 @@ class UserspaceBuild:
     def _configure_mtime(self) -> int:
         return (self.source / "configure").stat().st_mtime_ns
 
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One configure/make at a time per build directory (runs and test sessions share them)."""
+        lock = self.build_dir.with_name(self.build_dir.name + ".lock")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
     def configure(self, log: Path, timeout_s: float, patterns: Patterns | None = None) -> CommandResult:
+        with self.locked():
+            return self._configure(log, timeout_s, patterns)
+
+    def _configure(self, log: Path, timeout_s: float, patterns: Patterns | None = None) -> CommandResult:
         if self.configured():
             with open(log, "a") as out:
                 out.write(f"# configure skipped: {self.build_dir} is configured with the same arguments\n")
@@ -161,6 +178,12 @@ class UserspaceBuild:
         return res
 
     def make(self, log: Path, timeout_s: float, patterns: Patterns | None = None) -> CommandResult:
+        with self.locked():
+            if not self.configured():
+                self._configure(log, timeout_s, patterns)
+            return self._make(log, timeout_s, patterns)
+
+    def _make(self, log: Path, timeout_s: float, patterns: Patterns | None = None) -> CommandResult:
         res = run_logged(
             ["make", f"-j{self.jobs}"], cwd=self.build_dir, log=log, timeout_s=timeout_s, env=self.env
         )

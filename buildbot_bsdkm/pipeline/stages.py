@@ -182,8 +182,6 @@ def stage_configure(job: Job) -> None:
 def stage_build(job: Job) -> None:
     if job.target == "userspace":
         b = _userspace_build(job)
-        if not b.configured():
-            b.configure(job.build_log, job.config.timeout("configure"), job.patterns)
         b.make(job.build_log, job.config.timeout("build"), job.patterns)
         job.state["programs"] = {k: str(v) for k, v in b.programs().items()}
         return

@@ -1,0 +1,166 @@
+"""bsdkm.yml loading: the repository's default, and every bad input named by file, line and key."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from buildbot_bsdkm.config import (
+    ConfigError,
+    DebianSource,
+    GitSource,
+    LocalSource,
+    TarballSource,
+    default_config_path,
+    load_config,
+    parse_config,
+)
+
+MINIMAL = """\
+targets:
+  userspace:
+    flags: [--enable-cryptonly]
+variants:
+  noasm:
+    flags: [--disable-asm]
+    targets: [userspace]
+"""
+
+
+def parse(text: str, base: Path | None = None):
+    return parse_config(textwrap.dedent(text), "test.yml", base or Path("/cfg"))
+
+
+def error_of(text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse(text)
+    return info.value
+
+
+def test_repository_default_is_the_main_job() -> None:
+    cfg = load_config(default_config_path())
+    assert cfg.source == DebianSource(suite="sid", package="wolfssl", version="5.9.2")
+    assert cfg.pairs() == [
+        ("userspace", "intelasm"), ("linux-kmod-qemu", "intelasm"),
+        ("userspace", "noasm"), ("linux-kmod-qemu", "noasm"),
+    ]
+    # Variants switched off by default still run when asked for by name.
+    assert cfg.pairs(["aesni-avx"]) == [("userspace", "aesni-avx")]
+    assert cfg.configure_flags("userspace", "noasm") == [
+        "--enable-cryptonly", "--enable-crypttests", "--enable-all-crypto", "--disable-asm", "--disable-ecc",
+    ]
+    assert cfg.cflags("userspace", "noasm") == [
+        "-DBENCH_EMBEDDED", "-DBENCH_MIN_RUNTIME_SEC=0.01", "-DBENCH_NTIMES=1", "-DBENCH_AGREETIMES=1",
+    ]
+    assert cfg.policy is not None and cfg.policy.is_file()
+    assert cfg.retry.max_infra_retries == 2 and cfg.retry.backoff_s == (30, 120)
+
+
+def test_sources_of_every_kind_and_relative_paths() -> None:
+    base = Path("/cfg")
+    git = parse(MINIMAL + "source: {git: {url: /srv/wolfssl.git, ref: refs/pull/12/merge}}\n")
+    assert git.source == GitSource("/srv/wolfssl.git", "refs/pull/12/merge")
+    tar = parse(MINIMAL + "source: {tarball: {path: w.tar.gz, sha256: " + "A" * 64 + "}}\n")
+    assert tar.source == TarballSource(str(base / "w.tar.gz"), "a" * 64)
+    assert parse(MINIMAL + "source: {local: ../wolfssl}\n").source == LocalSource(base / "../wolfssl")
+    url = parse(MINIMAL + "source: {tarball: {url: 'https://example.org/w.tgz'}}\n").source
+    assert isinstance(url, TarballSource) and url.is_url
+
+
+def test_target_flags_come_first_and_a_variant_flag_overrides_the_same_option() -> None:
+    cfg = parse("""\
+        targets:
+          userspace: {flags: [--enable-cryptonly, --enable-asm]}
+        variants:
+          noasm: {flags: [--disable-asm, --enable-asm=no], targets: [userspace]}
+        """)
+    expected = ["--enable-cryptonly", "--disable-asm", "--enable-asm=no"]
+    assert cfg.configure_flags("userspace", "noasm") == expected
+
+
+def test_retry_block_is_parsed_and_patterns_kept_whole() -> None:
+    cfg = parse(MINIMAL + """\
+retry:
+  max_infra_retries: 3
+  backoff_s: [5, 10, 20]
+  infra_patterns: "Connection reset by peer"
+  real_patterns: ["Segmentation fault", "error: .* undeclared"]
+""")
+    assert cfg.retry.max_infra_retries == 3
+    assert cfg.retry.backoff_s == (5, 10, 20)
+    assert cfg.retry.infra_patterns == ("Connection reset by peer",)
+    assert cfg.retry.real_patterns == ("Segmentation fault", "error: .* undeclared")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "words"),
+    [
+        (MINIMAL + "jobs: two\n", 8, "jobs", "expected an integer"),
+        (MINIMAL + "jobs: 0\n", 8, "jobs", "at least 1"),
+        (MINIMAL + "colour: red\n", 8, "colour", "unknown key"),
+        (MINIMAL.replace("[--disable-asm]", "[disable-asm]"), 6, "variants.noasm.flags", "start with '--'"),
+        (MINIMAL.replace("targets: [userspace]", "targets: [userspaec]"), 7, "variants.noasm.targets",
+         "'userspaec' is not in 'targets'"),
+        (MINIMAL.replace("  userspace:\n", "  windows:\n"), 2, "targets.windows", "unknown target"),
+        (MINIMAL + "timeouts: {load: -5}\n", 8, "timeouts.load", "at least 1"),
+        (MINIMAL + "timeouts: {boot: 5}\n", 8, "timeouts.boot", "unknown key"),
+        (MINIMAL + "retry: {infra_patterns: ['(unclosed']}\n", 8, "retry.infra_patterns",
+         "not a regular expression"),
+        (MINIMAL + "retry: {max_infra_retries: 1.5}\n", 8, "retry.max_infra_retries", "expected an integer"),
+        (MINIMAL + "source: {git: {ref: main}}\n", 8, "source.git", "missing key 'url'"),
+        (MINIMAL + "source: {git: {url: x, ref: 'a..b'}}\n", 8, "source.git.ref", "not a usable git ref"),
+        (MINIMAL + "source: {tarball: {path: a.tgz, sha256: abc}}\n", 8, "source.tarball.sha256",
+         "64 hex digits"),
+        (MINIMAL + "source: {debian: {suite: sid}, local: /x}\n", 8, "source", "exactly one"),
+        (MINIMAL + "source: {debian: {mirror: 'ftp.debian.org'}}\n", 8, "source.debian.mirror",
+         "not an http"),
+        (MINIMAL + "benchmark: {userspace_args: {a: 1}}\n", 8, "benchmark.userspace_args", "list of strings"),
+        (MINIMAL + "workers: [a, b]\n", 8, "workers", "expected a mapping"),
+        (MINIMAL + "jobs: 1\njobs: 2\n", 9, "jobs", "given twice"),
+        ("variants: {}\n", 1, "", "missing key 'targets'"),
+    ],
+)
+def test_each_bad_value_names_line_and_key(text: str, line: int, key: str, words: str) -> None:
+    err = error_of(text)
+    assert err.file == "test.yml"
+    assert err.line == line, str(err)
+    assert err.key == key, str(err)
+    assert words in str(err)
+    assert str(err).startswith(f"test.yml:{line}: ")
+
+
+def test_crypto_register_is_refused_outside_freebsd() -> None:
+    err = error_of("""\
+        targets: {userspace: {flags: []}, freebsd-kmod: {flags: []}}
+        variants:
+          crypto-register:
+            flags: [--enable-freebsdkm-crypto-register]
+            targets: [freebsd-kmod, userspace]
+        """)
+    assert err.key == "variants.crypto-register.targets" and err.line == 5
+    assert "freebsd-kmod" in err.problem
+
+
+def test_broken_yaml_empty_file_and_missing_file(tmp_path: Path) -> None:
+    err = error_of("targets: [a\nvariants: {}\n")
+    assert "not valid YAML" in str(err) and err.line is not None
+    empty = tmp_path / "empty.yml"
+    empty.write_text("")
+    with pytest.raises(ConfigError, match="empty.yml: <top>: the file is empty"):
+        load_config(empty)
+    with pytest.raises(ConfigError, match="nope.yml: <top>: file not found"):
+        load_config(tmp_path / "nope.yml")
+    binary = tmp_path / "bin.yml"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(binary)
+
+
+def test_unknown_names_in_a_selection_are_errors() -> None:
+    cfg = parse(MINIMAL)
+    with pytest.raises(ConfigError, match="no variant 'fast'.*have: noasm"):
+        cfg.pairs(["fast"])
+    with pytest.raises(ConfigError, match="no target 'linux-kmod-qemu'"):
+        cfg.pairs(None, ["linux-kmod-qemu"])
