@@ -403,3 +403,12 @@ def test_real_benchmark_failure_lines_fail_the_items() -> None:
     names = sorted(c.name for c in v.failures)
     assert names and all(c.kind == "benchmark" and "failed: -180" in c.message for c in v.failures)
     assert all(n.endswith("-custom") for n in names)
+
+
+def test_example_policy_with_every_key_loads() -> None:
+    p = load_policy(DEFAULT_POLICY_PATH.parent / "example-full.yml")
+    assert [r.pattern for r in p.required] == ["AES-128-GCM-enc", "ECDSA*"]
+    assert p.floors[0].min_value == 3000 and p.floors[0].unit == "MiB/s" and p.floors[1].max_cycles == 1.0
+    assert [(r.pattern, r.max_pct, r.aggregate) for r in p.regressions] == [
+        ("RSA *", 20.0, "item"), ("*", 15.0, "item"), ("*", 6.0, "geomean")]
+    assert p.crossovers[0].max_block == 64 and p.crossovers[1].max_block is None
