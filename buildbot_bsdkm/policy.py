@@ -810,10 +810,11 @@ class _Evaluation:
     def _crossover(self, rule: CrossoverRule) -> None:
         for acc, sw in self._pairs(rule.accelerated, rule.software, rule.targets):
             metric = _metric_for(rule.metric, self.policy, acc, sw)
-            series = _ratio_series(acc, sw, rule.pattern, metric)
+            # one block size says nothing about where the lines cross
+            series = {f: r for f, r in _ratio_series(acc, sw, rule.pattern, metric).items() if len(r) > 1}
             if not series:
-                self.note(f"{acc.target}: no block-size series matching {rule.pattern!r} in both "
-                          f"{rule.accelerated} and {rule.software}")
+                self.note(f"{acc.target}: no benchmark matching {rule.pattern!r} ran at two or more block "
+                          f"sizes in both {rule.accelerated} and {rule.software}")
             for family, ratios in sorted(series.items()):
                 self._crossover_check(rule, acc, metric, family, ratios)
 

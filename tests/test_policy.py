@@ -412,3 +412,20 @@ def test_example_policy_with_every_key_loads() -> None:
     assert [(r.pattern, r.max_pct, r.aggregate) for r in p.regressions] == [
         ("RSA *", 20.0, "item"), ("*", 15.0, "item"), ("*", 6.0, "geomean")]
     assert p.crossovers[0].max_block == 64 and p.crossovers[1].max_block is None
+
+
+def test_crossover_over_wolfcrypt_runs_at_three_block_sizes() -> None:
+    logs = ("bench_blocksize16.txt", "bench_blocksize4096_blocks10.txt", "bench_default.txt")
+    runs = [parsed(variant, "userspace", *(f"userspace/{d}/{log}" for log in logs))
+            for variant, d in (("aesni-avx", "accel"), ("noasm", "noasm"))]
+    v = evaluate(runs, parse_policy("crossovers:\n  - {pattern: 'AES-128-*', accelerated: aesni-avx, "
+                                    "software: noasm, max_block: 16}\n"))
+    # only items run at 16, 4096 and 1048576 bytes form a series (CBC, GCM, GCM-STREAM)
+    assert sorted(c.name for c in v.of_kind("crossover")) == [
+        "AES-128-CBC-dec", "AES-128-CBC-enc", "AES-128-GCM-STREAM-dec", "AES-128-GCM-STREAM-enc",
+        "AES-128-GCM-dec", "AES-128-GCM-enc"]
+    gcm = by_name(v, "crossover", "AES-128-GCM-enc")
+    assert gcm.passed and gcm.detail["crossover"] == 16
+    ratios = gcm.detail["ratios"]
+    assert ratios == {"16": pytest.approx(9.07, abs=0.01), "4096": pytest.approx(31.15, abs=0.01),
+                      "1048576": pytest.approx(27.10, abs=0.01)}
