@@ -37,25 +37,38 @@ def sid_index() -> Path:
 
 
 @pytest.fixture(scope="module")
+def sid_wolfssl(sid_index: Path) -> list:
+    return read_index(sid_index, "wolfssl")
+
+
+@pytest.fixture(scope="module")
 def wolfssl_tree() -> Path:
     return wolfssl_source()
 
 
-def test_real_sid_index_lists_wolfssl_592_with_its_checksum(sid_index: Path) -> None:
-    entries = read_index(sid_index, "wolfssl")
-    pkg = pick_package(entries, DebianSource(), "sid")
+def test_real_sid_index_lists_wolfssl_592_with_its_checksum(sid_wolfssl: list) -> None:
+    assert [e.package for e in sid_wolfssl] == ["wolfssl"]
+    pkg = pick_package(sid_wolfssl, DebianSource(), "sid")
     assert pkg.version == "5.9.2-1.2"
     assert pkg.directory == "pool/main/w/wolfssl"
     orig = pkg.orig_tarball()
     assert orig is not None
     assert (orig.name, orig.sha256, orig.size) == ("wolfssl_5.9.2.orig.tar.gz", ORIG_SHA256, 28078586)
-    assert read_index(sid_index, "no-such-package-here") == []
 
 
-def test_asking_for_a_version_the_suite_lacks_is_a_named_error(sid_index: Path) -> None:
-    entries = read_index(sid_index, "wolfssl")
+def test_asking_for_a_version_the_suite_lacks_is_a_named_error(sid_wolfssl: list) -> None:
     with pytest.raises(StageError, match=r"has wolfssl 5\.9\.2-1\.2, not 4\.0\.0"):
-        pick_package(entries, DebianSource(version="4.0.0"), "sid")
+        pick_package(sid_wolfssl, DebianSource(version="4.0.0"), "sid")
+    with pytest.raises(StageError, match="not-a-package is not in sid"):
+        pick_package([], DebianSource(package="not-a-package"), "sid")
+
+
+def test_a_corrupt_index_is_a_named_error_and_removed(tmp_path: Path) -> None:
+    bad = tmp_path / "Sources.xz"
+    bad.write_bytes(b"\xfd7zXZ\x00 truncated")
+    with pytest.raises(StageError, match="not a valid xz index"):
+        read_index(bad, "wolfssl")
+    assert not bad.exists()
 
 
 def test_wolfssl_source_is_autogend_592(wolfssl_tree: Path) -> None:

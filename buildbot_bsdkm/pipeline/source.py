@@ -187,17 +187,40 @@ def _paragraphs(lines: Iterable[str]) -> Iterator[dict[str, str]]:
 
 
 def parse_sources(lines: Iterable[str], package: str) -> list[SourcePackage]:
-    """Every entry for ``package`` in a ``Sources`` index."""
+    """Every entry for ``package`` in a ``Sources`` index.
+
+    The sid index is ~60 MB of text: only paragraphs of the wanted package are kept.
+    """
+    wanted = f"Package: {package}\n"
     out = []
-    for para in _paragraphs(lines):
-        if para.get("Package") != package:
-            continue
+    chunk: list[str] = []
+    keep = False
+    for line in lines:
+        if line.startswith("Package: "):
+            keep = line == wanted or line.rstrip() == wanted.rstrip()
+        if keep:
+            if line.strip():
+                chunk.append(line)
+                continue
+            out.extend(_entries(chunk))
+            chunk, keep = [], False
+    out.extend(_entries(chunk))
+    return out
+
+
+def _entries(chunk: list[str]) -> list[SourcePackage]:
+    out = []
+    for para in _paragraphs(chunk):
         files = []
         for row in para.get("Checksums-Sha256", "").splitlines():
             parts = row.split()
             if len(parts) == 3 and re.fullmatch(r"[0-9a-f]{64}", parts[0]):
                 files.append(ArchiveFile(name=parts[2], sha256=parts[0], size=int(parts[1])))
-        out.append(SourcePackage(package, para.get("Version", ""), para.get("Directory", ""), tuple(files)))
+        out.append(
+            SourcePackage(
+                para.get("Package", ""), para.get("Version", ""), para.get("Directory", ""), tuple(files)
+            )
+        )
     return out
 
 
