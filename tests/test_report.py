@@ -164,3 +164,17 @@ def test_speedup_svg_bars_follow_the_ratios(matrix) -> None:
     assert len(root.findall(f"{SVG}line")) == 18  # a minimum marker per bar
     titles = [r.find(f"{SVG}title").text for r in rects]
     assert titles[0] == checks[0].message
+
+
+def test_speedup_svg_shows_a_lost_speedup_below_1x(matrix) -> None:
+    # roles swapped on purpose: the portable C "accelerated" build is ~30x slower
+    text = ("speedups:\n  - {pattern: 'AES-128-GCM-enc', accelerated: noasm, software: aesni-avx, min: 1}\n"
+            "  - {pattern: 'SHA-256', accelerated: aesni-avx, software: noasm, min: 1}\n")
+    checks = evaluate(matrix, parse_policy(text)).of_kind("speedup")
+    root = ET.fromstring(speedup_svg(checks))
+    rects = root.findall(f"{SVG}rect")
+    assert [c.name for c in checks] == ["AES-128-GCM-enc", "SHA-256"]
+    assert [r.get("fill") for r in rects] == ["#cf222e", "#2da44e"]
+    gcm, sha = (float(r.get("width")) for r in rects)
+    assert 0 < gcm < sha  # 0.03x still gets a visible, shorter bar
+    assert "speedup (log scale from 0.025x)" in ET.tostring(root, encoding="unicode")
