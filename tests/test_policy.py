@@ -11,7 +11,10 @@ import itertools
 import json
 
 import pytest
+import yaml
 from conftest import FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from buildbot_bsdkm.model import (
     BenchKind,
@@ -429,3 +432,22 @@ def test_crossover_over_wolfcrypt_runs_at_three_block_sizes() -> None:
     ratios = gcm.detail["ratios"]
     assert ratios == {"16": pytest.approx(9.07, abs=0.01), "4096": pytest.approx(31.15, abs=0.01),
                       "1048576": pytest.approx(27.10, abs=0.01)}
+
+
+# any YAML-ish text: either a Policy or a PolicyError naming the source, never another exception
+_yaml_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["pattern", "max_pct", "min", "unit", "floors", "regressions", "speedups",
+                         "required", "crossovers", "metric", "aggregate", "accelerated", "software",
+                         "max_block", "max_cycles", "targets", "variants", "x"]), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=80), _yaml_values.map(lambda v: yaml.safe_dump(v))))
+def test_any_policy_text_loads_or_names_the_problem(text: str) -> None:
+    try:
+        parse_policy(text, "fuzz.yml")
+    except PolicyError as e:
+        assert str(e).startswith("fuzz.yml")
