@@ -728,6 +728,8 @@ class _Evaluation:
         head = measure(b, metric)
         before = base.median(item.key, metric)
         if head is None or before is None:
+            self.note(f"{run.target}/{run.variant}: {b.name} has no {metric} value in the run or the "
+                      "baseline; its regression gate was not evaluated")
             return
         delta = (head - before) / before * 100.0
         worse = -delta if metric == PER_SECOND else delta

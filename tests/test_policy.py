@@ -451,3 +451,12 @@ def test_any_policy_text_loads_or_names_the_problem(text: str) -> None:
         parse_policy(text, "fuzz.yml")
     except PolicyError as e:
         assert str(e).startswith("fuzz.yml")
+
+
+def test_quantised_run_without_cycles_says_it_was_not_gated() -> None:
+    base = [bench_run("noasm", [sym("AES-128-GCM-enc", 156.414, None)], target="freebsd-kmod", clock=1.0)]
+    head = [bench_run("noasm", [sym("AES-128-GCM-enc", 80.0, None)], target="freebsd-kmod", clock=1.0)]
+    v = evaluate(head, parse_policy("regressions:\n  - {pattern: '*', max_pct: 10}\n"), base)
+    assert not v.of_kind("regression")
+    assert ("freebsd-kmod/noasm: AES-128-GCM-enc has no cycles value in the run or the baseline; its "
+            "regression gate was not evaluated") in v.notes
