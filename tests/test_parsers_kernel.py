@@ -182,3 +182,13 @@ def test_freebsd_other_catalogue_lines() -> None:
     assert log.lifecycle[1].detail == {"error": -199}
     assert log.lifecycle[4].detail == {"crid": 4, "expected": 3}
     assert log.lifecycle[7].detail == {"module": "libwolfssl", "version": "5.9.2"}
+
+
+def test_kernel_log_without_a_selftest_verdict_is_incomplete() -> None:
+    """The module loaded (taint line) but init never printed its verdict: a hang, not a pass."""
+    text = (FIXTURES / "linuxkm" / "asm-full-bench.console.log").read_text(errors="replace")
+    hung = text[: text.index("wolfCrypt self-test passed.")]
+    log = parse_text(hung, "hung")
+    assert not log.complete and "no self-test verdict" in log.incomplete_reason
+    bsd = parse_text("info: wolfkmod_event: MOD_LOAD\n", "bsd-hung", LogFormat.FREEBSD_KERNEL_LOG)
+    assert not bsd.complete

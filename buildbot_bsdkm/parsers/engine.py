@@ -39,6 +39,23 @@ _SELFTEST_PASSED = re.compile(r"^(?:info: )?wolfCrypt self-test passed")
 _SELFTEST_FAILED = re.compile(
     r"^(?:ERROR|error): wolfcrypt (?:self-)?test failed(?: with return code|:) (?P<value>-?\d+)"
 )
+_KERNEL_FORMATS = (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG)
+# Lifecycle events that show the module's init ran to an end (or that the log is an unload log).
+_LOAD_OUTCOMES = frozenset(
+    {
+        "loaded",
+        "load_failed",
+        "module_register_error",
+        "kldload_error",
+        "crid_registered",
+        "fips_hash_mismatch",
+        "init_error",
+        "unloaded",
+        "cleanup_complete",
+        "crid_unregistered",
+        "panic",
+    }
+)
 _CSV_HEADER_START = ("Algorithm,", '"sym",', '"asym",')
 
 
@@ -69,6 +86,7 @@ class LogParser:
         self.selftest_ok = False
         self.selftest_failed = False
         self.lifecycle_events = 0
+        self.load_outcome = False
         self.integral_durations = 0
         self.fractional_durations = 0
         self.tsc_samples: list[float] = []
@@ -482,6 +500,8 @@ class LogParser:
     def _lifecycle(self, event: LifecycleEvent, out: list[Record]) -> None:
         self.recognised += 1
         self.lifecycle_events += 1
+        if event.kind in _LOAD_OUTCOMES:
+            self.load_outcome = True
         if event.kind == "benchmark_failed" and self.bench_open is not None:
             self._flush_bench(out)
             self.bench_open = None
@@ -520,6 +540,15 @@ class LogParser:
             reasons.append("log is empty")
         elif self.sections_started == 0 and self.lifecycle_events == 0:
             reasons.append("no wolfCrypt benchmark, self-test or module messages found")
+        elif self.format in _KERNEL_FORMATS and not (
+            self.selftest_ok or self.selftest_failed or self.load_outcome
+        ):
+            # The module's init prints its self-test verdict (or fails the load): without
+            # either, init never finished (hang, or the log was cut before it).
+            reasons.append(
+                "kernel log has no self-test verdict ('wolfCrypt self-test passed.' or a failure) "
+                "and no load outcome"
+            )
         if self.problem_count > MAX_PROBLEMS:
             out.append(
                 Problem(
