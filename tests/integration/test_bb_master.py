@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,7 @@ exec "{bsdkm_ci}" "$@"
 """
 
 
-def test_config(dest: Path) -> Path:
+def write_fault_config(dest: Path) -> Path:
     """The repository's bsdkm.yml with short retry backoff and the policy path made absolute."""
     text = (ROOT / "bsdkm.yml").read_text()
     text = text.replace("backoff_s: [30, 120]", "backoff_s: [1, 2]")
@@ -113,7 +114,7 @@ def start_cluster(base: Path, db_url: str = "sqlite:///state.sqlite") -> Cluster
     wrapper.write_text(WRAPPER.format(ctl=ctl, bsdkm_ci=VENV_BIN / "bsdkm-ci"))
     wrapper.chmod(0o755)
     layout = Layout(base / "bb")
-    create(layout, config_path=test_config(base / "bsdkm.yml"), db_url=db_url, workers=WORKERS,
+    create(layout, config_path=write_fault_config(base / "bsdkm.yml"), db_url=db_url, workers=WORKERS,
            bsdkm_ci=str(wrapper))
     start_master(layout)
     cluster = Cluster(layout, Rest(layout.www_url()), ctl)
@@ -177,13 +178,13 @@ def test_userspace_build_through_every_step_reads_back_through_rest(cluster: Clu
     assert {r["value"] for r in rows} == {"1"}
     units = {b.unit for b in run.benchmarks}
     assert {k.split("|")[1] for k in sets if k.startswith("benchmark")} == units
-    perf = sets["benchmark userspace/noasm|MiB/s"]
+    unit = Counter(b.unit for b in run.benchmarks if not b.failed).most_common(1)[0][0]
+    perf = sets[f"benchmark userspace/noasm|{unit}"]
     assert perf["category"] == "performance"
     perf_rows = {r["test_name"]: r["value"]
                  for r in cluster.rest.get(f"test_result_sets/{perf['test_result_setid']}/results")}
-    for b in run.benchmarks:
-        if b.unit == "MiB/s" and not b.failed:
-            assert perf_rows[b.name] == f"{b.value:g}"
+    expected = {b.name: f"{b.value:g}" for b in run.benchmarks if b.unit == unit and not b.failed}
+    assert perf_rows == expected and len(expected) > 3
 
     # Properties: verdict, regressions, retry history; summaries say what happened.
     assert props["bsdkm_verdict"] == "passed"
