@@ -31,10 +31,13 @@ def iter_records(lines: Iterable[str | bytes], fmt: LogFormat | str | None = Non
                 break
         fmt = detect_format(_as_text(x) for x in head)
     parser = LogParser(LogFormat(fmt))
+    feed_into = parser.feed_into
+    buffer: list[Record] = []
     for raw in chain(head, it):
-        records = parser.feed(raw)
-        if records:
-            yield from records
+        feed_into(raw, buffer)
+        if buffer:
+            yield from buffer
+            buffer.clear()
     yield from parser.finish()
 
 

@@ -96,10 +96,15 @@ class LogParser:
 
     # ------------------------------------------------------------------ input
     def feed(self, raw: str | bytes) -> list[Record]:
+        out: list[Record] = []
+        self.feed_into(raw, out)
+        return out
+
+    def feed_into(self, raw: str | bytes, out: list[Record]) -> list[Record]:
+        """Append the records of one line to ``out`` (saves a list per line when streaming)."""
         # Hot path: a clean text line costs a handful of C-level checks before dispatch.
         self.lineno += 1
         n = self.lineno
-        out: list[Record] = []
         if raw.__class__ is bytes:
             try:
                 line = raw.decode("utf-8")  # type: ignore[union-attr]
@@ -180,8 +185,16 @@ class LogParser:
             self.csv_active or line.startswith(CSV_INTRO) or line.startswith(_CSV_HEADER_START)
         ) and self._csv(line, n, out):
             return
-        if len(line) <= _MAX_BENCH_LINE and self._bench_line(line, n, out):
-            return
+        if len(line) <= _MAX_BENCH_LINE:  # inlined _bench_line: most lines of a benchmark log
+            if "ops/sec" in line or "処理/秒" in line:
+                bench = wc.parse_asymmetric(line, n)
+            elif "B/s" in line or "bytes/s" in line:
+                bench = wc.parse_symmetric(line, n, self.block_size)
+            else:
+                bench = None
+            if bench is not None:
+                self._bench(bench, n, out)
+                return
         stripped = line.rstrip()
         if stripped.endswith(("passed!", "failed!")):
             test = wc.parse_test_result(stripped, n)
@@ -206,17 +219,6 @@ class LogParser:
             self._problem(out, f"wolfCrypt reported: {line.strip()}", n, "warning")
 
     # ------------------------------------------------------------ line kinds
-    def _bench_line(self, line: str, n: int, out: list[Record]) -> bool:
-        bench: Benchmark | None = None
-        if "ops/sec" in line or "処理/秒" in line:
-            bench = wc.parse_asymmetric(line, n)
-        elif "B/s" in line or "bytes/s" in line:
-            bench = wc.parse_symmetric(line, n, self.block_size)
-        if bench is None:
-            return False
-        self._bench(bench, n, out)
-        return True
-
     def _marker_line(self, line: str, n: int, out: list[Record]) -> bool:
         """Banner, header, end markers and summaries; True if the line was one."""
         head = line.lstrip()[:24]
@@ -413,7 +415,10 @@ class LogParser:
             self._unclosed_test(out)
         if self.bench_open is None:
             self._open_bench(n, out)
-        self._flush_bench(out)
+        pending = self.pending_bench
+        if pending is not None:
+            self._measure(pending)
+            out.append(pending)
         self.pending_bench = bench
 
     def _flush_bench(self, out: list[Record]) -> None:

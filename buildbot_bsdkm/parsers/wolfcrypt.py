@@ -71,24 +71,24 @@ def parse_symmetric(line: str, lineno: int, block_size: int | None) -> Benchmark
     m = _SYM_TAIL.search(line)
     if m is None:
         return None
-    head = line[: m.start()].split()
-    if head and head[-1] in _HW_SW:
-        head.pop()
-    if not head:
+    name = line[: m.start()].strip()
+    if name.endswith((" HW", " SW")):  # device builds fill the HW/SW slot
+        name = name[:-3].rstrip()
+    if not name:
         return None
-    unit = m["runit"] + "/s"
-    rate = float(m["rate"])
-    cpb = m["cpb"]
+    amount, aunit, secs, rate_text, runit, _cyctot, cpb = m.groups()
+    unit = runit + "/s"
+    rate = float(rate_text)
     return Benchmark(
-        name=" ".join(head),
-        value=rate,
-        unit=unit,
-        kind=BenchKind.SYMMETRIC,
-        per_second=rate * RATE_UNITS[unit],
-        cycles=float(cpb) if cpb is not None else None,
-        seconds=float(m["secs"]),
-        amount=float(m["amount"]) * BYTE_UNITS[m["aunit"]],
-        block_size=block_size,
+        name,
+        rate,
+        unit,
+        BenchKind.SYMMETRIC,
+        rate * RATE_UNITS[unit],
+        float(cpb) if cpb is not None else None,
+        float(secs),
+        float(amount) * BYTE_UNITS[aunit],
+        block_size,
         line=lineno,
     )
 
