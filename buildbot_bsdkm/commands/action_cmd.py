@@ -288,7 +288,9 @@ def check_title(c: Check) -> str:
         limit = f", limit {fmt_num(c.threshold)}%" if c.threshold is not None else ""
         return f"Regression: {c.name} {c.delta_pct:+.1f}%{limit}{numbers} {where}"
     if c.kind == KIND_FLOOR:
-        return f"Below floor: {c.name}{_numbers(c.value, c.threshold, c.unit, 'limit')} {where}"
+        if c.metric == "cycles":
+            return f"Too slow: {c.name}{_numbers(c.value, c.threshold, c.unit, '> limit')} {where}"
+        return f"Below floor: {c.name}{_numbers(c.value, c.threshold, c.unit, '< floor')} {where}"
     if c.kind == KIND_SPEEDUP and c.value is not None:
         limit = f" < {fmt_num(c.threshold)}x" if c.threshold is not None else ""
         return f"Speedup too low: {c.name} {fmt_num(c.value)}x{limit} {where}"
