@@ -240,9 +240,10 @@ def userspace_build(
     if cflags:
         args.append(f"CFLAGS={cflags}")
     key = build_key(source, source_id, "userspace", args)
+    # Named by inputs, not by variant: two variants with the same flags share one build.
     return UserspaceBuild(
         source=source,
-        build_dir=cache / "build" / f"userspace-{variant}-{key}",
+        build_dir=cache / "build" / f"userspace-{key}",
         configure_args=args,
         jobs=jobs,
     )
