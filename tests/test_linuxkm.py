@@ -216,3 +216,8 @@ def test_host_timeout_before_init_is_a_boot_timeout(tmp_path: Path) -> None:
 def test_command_line_names_a_missing_module(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert linuxkm.main([str(tmp_path / "gone.ko"), str(tmp_path / "w")]) == 2
     assert capsys.readouterr().err == f"linuxkm: kernel module not found: {tmp_path / 'gone.ko'}\n"
+
+
+@pytest.mark.parametrize(("limit", "guest"), [(900, 720), (400, 320), (200, 140), (120, 60), (30, 15)])
+def test_guest_watchdog_fires_well_before_the_host_timeout(limit: int, guest: int) -> None:
+    assert linuxkm.guest_load_timeout(limit) == guest

@@ -11,7 +11,7 @@
 #   KERNEL          path to the kernel image (overrides KERNEL_VERSION)
 #   QEMU_CPU        default "max" (KVM is not usable on our workers: TCG only)
 #   QEMU_MEM        MiB, default 1024
-#   LOAD_TIMEOUT    guest-side watchdog for the module load (default TIMEOUT_S - 60)
+#   LOAD_TIMEOUT    guest-side watchdog for the module load (default TIMEOUT_S - max(60, TIMEOUT_S/5))
 #   UNLOAD_TIMEOUT  guest-side watchdog for the unload (default 60)
 #   EXTRA_APPEND    more kernel command line words
 set -eu
@@ -37,7 +37,10 @@ if [ ! -r "$kernel" ]; then
 fi
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found (install qemu-system-x86)"
 
-load_timeout=${LOAD_TIMEOUT:-$((timeout_s > 120 ? timeout_s - 60 : timeout_s / 2))}
+# Leave the guest time to boot, dump its log and power off after its own watchdog fires:
+# a host kill loses the kernel log of the load (with `quiet` nothing was printed live).
+margin=$((timeout_s / 5 > 60 ? timeout_s / 5 : 60))
+load_timeout=${LOAD_TIMEOUT:-$((timeout_s > 120 ? timeout_s - margin : timeout_s / 2))}
 unload_timeout=${UNLOAD_TIMEOUT:-60}
 append="console=ttyS0 quiet panic=-1 bsdkm_ci.load_timeout=$load_timeout"
 append="$append bsdkm_ci.unload_timeout=$unload_timeout ${EXTRA_APPEND:-}"
