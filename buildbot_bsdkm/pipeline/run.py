@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config
-from ..model import RunResult
+from ..model import FailureCategory, RunResult, StageFailure
 from ..policy import Verdict
 from .errors import StageError
 from .report_out import check_gate_inputs, gate_runs, write_combined, write_run_outputs
@@ -52,7 +52,18 @@ def _measure_phase(job: Job) -> RunResult:
         for stage in ("load", "unload"):
             if run_stage(job, stage) is not None:
                 break
-    run, _ = collect(job)
+    try:
+        run, _ = collect(job)
+    except Exception as e:  # noqa: BLE001 - a run whose logs cannot be read is reported, not raised
+        failure = StageFailure(
+            "collect",
+            f"collect: internal error {type(e).__name__}: {e}",
+            FailureCategory.INFRASTRUCTURE,
+            "ci-exception",
+            [str(job.state_path)],
+        )
+        _record_failure(job, StageError(failure))
+        run = RunResult(job.variant, job.target)
     run.failure = job.failure
     run.stages = dict(job.state.get("stages", {}))
     return run

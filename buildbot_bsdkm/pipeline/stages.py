@@ -121,7 +121,9 @@ def run_stage(job: Job, stage: str) -> StageFailure | None:
         STAGE_FUNCS[stage](job)
     except StageError as e:
         failure = e.failure
-    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as e:
+    except StageSkipped:
+        raise
+    except Exception as e:  # noqa: BLE001 - any bug of ours must become a named failure, not a traceback
         # Our side broke (disk, a loader's bug): infrastructure, named, never a traceback to the user.
         failure = StageFailure(
             stage,

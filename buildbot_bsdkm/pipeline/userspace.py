@@ -34,7 +34,9 @@ class ProgramRun:
 
     @classmethod
     def from_record(cls, d: dict[str, object]) -> ProgramRun:
-        return cls(**d)  # type: ignore[arg-type]
+        run = cls(**d)  # type: ignore[arg-type]
+        run.log = Path(run.log)
+        return run
 
 
 @dataclass
