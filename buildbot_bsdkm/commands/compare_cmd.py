@@ -15,7 +15,8 @@ from .junit_cmd import exit_status, read_policy, read_results
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two results documents and print the delta table",
-                       description=__doc__.splitlines()[0])
+                       description=__doc__.replace("``", ""),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("base", metavar="BASE.json", help="baseline results document")
     p.add_argument("head", metavar="HEAD.json", help="results document to judge")
     p.add_argument("--policy", metavar="FILE", help="threshold policy YAML (default: policies/default.yml)")

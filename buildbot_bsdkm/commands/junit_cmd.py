@@ -24,7 +24,8 @@ from ..report import html_report, markdown_report
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("junit", help="gate logs with a threshold policy and write JUnit XML",
-                       description=__doc__.splitlines()[0])
+                       description=__doc__.replace("``", ""),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files, or results documents ending in .json")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="JUnit XML to write")
     p.add_argument("--variant", default="unknown", help="variant of the text LOGs (e.g. aesni-avx)")
