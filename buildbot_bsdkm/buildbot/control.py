@@ -319,8 +319,16 @@ def verdict_lines(rest: Rest, bsid: int) -> tuple[list[str], bool]:
     return lines, ok
 
 
-def default_builders(rest: Rest, target: str = "userspace") -> list[str]:
-    return sorted(n for n in rest.builder_names().values() if n.startswith(f"{target}/"))
+def default_builders(rest: Rest, config_path: str | None, target: str = "userspace") -> list[str]:
+    """The enabled variants of ``target`` (what the main job runs), as the master names them."""
+    from ..config import ConfigError, load_config
+
+    known = set(rest.builder_names().values())
+    try:
+        pairs = load_config(config_path).pairs(targets=[target]) if config_path else []
+    except ConfigError as e:
+        raise ControlError(str(e)) from None
+    return [n for n in (f"{t}/{v}" for t, v in pairs) if n in known]
 
 
 # --------------------------------------------------------------------------- command line
@@ -338,7 +346,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"bsdkm-ci: master and worker(s) up; web UI: {layout.www_url()}")
     if args.no_build:
         return 0
-    builders = args.builder or default_builders(rest)
+    builders = args.builder or default_builders(rest, layout.settings().get("config_path"))
     if not builders:
         raise ControlError("no userspace builder in the configuration: pass --builder NAME")
     print(f"bsdkm-ci: building {', '.join(builders)} (this builds wolfSSL; a few minutes)")
