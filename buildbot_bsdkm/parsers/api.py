@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
-from itertools import chain
+from itertools import islice
 from pathlib import Path
 
 from ..model import Benchmark, LifecycleEvent, LogFormat, LogResult, Problem, SelfTest
@@ -14,31 +15,203 @@ from .records import ParseSummary, Record
 from .text import MAX_LINE_CHARS, decode_line
 
 _READ_LIMIT = MAX_LINE_CHARS * 4 + 4  # bytes: UTF-8 is at most 4 bytes a character
+_BLOCK_BYTES = 1 << 20  # read this much at a time: decoding and splitting a block runs in C
+_BATCH_LINES = 4096  # lines given as an iterable are checked and fed this many at a time
+_MAX_DIRTY = 256  # a block with more odd lines than this is fed line by line
+
+# Characters that need the careful per-line path: NUL, escape sequences, bytes that were
+# not UTF-8 (surrogate escapes), and a carriage return that is not just part of a line end.
+_DIRTY = re.compile(r"[\x00\x1b\udc80-\udcff]|\r+(?=[^\r\n])")
+_SURROGATE = re.compile(r"[\udc80-\udcff]")
+_CR_AT_END = re.compile(r"\r+(?=\n|\Z)")
+
+# A batch is ("clean", lines) -- str lines without their newline, no NUL/ESC/CR/bad
+# bytes, shorter than the cap -- for the engine's fast loop, or ("raw", lines) -- lines
+# exactly as a line-by-line reader would have produced them -- for its careful path.
+_Batch = tuple[str, list]
 
 
 def iter_records(lines: Iterable[str | bytes], fmt: LogFormat | str | None = None) -> Iterator[Record]:
     """Yield Benchmark / SelfTest / LifecycleEvent / Problem records, then one ParseSummary.
 
-    Streams: memory stays bounded however long the input is. Never raises on bad
-    input; it is reported as Problem records and in the summary.
+    Streams: memory stays bounded however long the input is (a file object is read in
+    1 MiB blocks, other iterables are fed in batches). Never raises on bad input; it is
+    reported as Problem records and in the summary.
     """
-    it = iter(lines)
-    head: list[str | bytes] = []
+    batches: Iterator[_Batch] = _file_batches(lines) if hasattr(lines, "read") else _iter_batches(lines)
+    head: list[_Batch] = []
     if fmt is None:
-        for raw in it:
-            head.append(raw)
-            if len(head) >= DETECT_LINES:
+        texts: list[str] = []
+        for batch in batches:
+            head.append(batch)
+            kind, items = batch
+            texts.extend(
+                items[: DETECT_LINES - len(texts)]
+                if kind == "clean"
+                else [_as_text(x) for x in items[: DETECT_LINES - len(texts)]]
+            )
+            if len(texts) >= DETECT_LINES:
                 break
-        fmt = detect_format(_as_text(x) for x in head)
+        fmt = detect_format(texts)
     parser = LogParser(LogFormat(fmt))
+    feed_clean = parser.feed_clean
     feed_into = parser.feed_into
-    buffer: list[Record] = []
-    for raw in chain(head, it):
-        feed_into(raw, buffer)
-        if buffer:
-            yield from buffer
-            buffer.clear()
+    out: list[Record] = []
+    for batches_part in (head, batches):
+        for kind, items in batches_part:
+            if kind == "clean":
+                feed_clean(items, out)
+            else:
+                for raw in items:
+                    feed_into(raw, out)
+            if out:
+                yield from out
+                out.clear()
     yield from parser.finish()
+
+
+def _iter_batches(lines: Iterable[str | bytes]) -> Iterator[_Batch]:
+    """Batches from an iterable of lines (no newline expected at their ends)."""
+    it = iter(lines)
+    while True:
+        batch = list(islice(it, _BATCH_LINES))
+        if not batch:
+            return
+        first = batch[0]
+        if first.__class__ is str and all(x.__class__ is str for x in batch):
+            text = "\n".join(batch)
+            if text.count("\n") == len(batch) - 1:
+                yield from _text_batches(text, batch, "", None)
+                continue
+        elif first.__class__ is bytes and all(x.__class__ is bytes for x in batch):
+            body = b"\n".join(batch)
+            if body.count(b"\n") == len(batch) - 1:
+                text = body.decode("utf-8", "surrogateescape")
+                yield from _text_batches(text, None, "", b"")
+                continue
+        yield ("raw", batch)
+
+
+def _file_batches(f) -> Iterator[_Batch]:  # type: ignore[no-untyped-def]
+    """Batches from a file object (binary or text), read in blocks; over-long lines are cut."""
+    read = f.read
+    pending = read(_BLOCK_BYTES)
+    if not pending:
+        return
+    is_bytes = pending.__class__ is bytes
+    nl = b"\n" if is_bytes else "\n"
+    limit = _READ_LIMIT
+    while True:
+        cut = pending.rfind(nl)
+        if cut >= 0:
+            yield from _block_batches(pending[: cut + 1], is_bytes, limit)
+            pending = pending[cut + 1 :]
+        if len(pending) >= limit:
+            # An over-long line: keep its head (the engine reports the cut), skip the rest.
+            yield ("raw", [pending[:limit]])
+            pending = pending[limit:]
+            while True:
+                i = pending.find(nl)
+                if i >= 0:
+                    pending = pending[i + 1 :]
+                    break
+                pending = read(_BLOCK_BYTES)
+                if not pending:
+                    return
+            if not pending:
+                pending = read(_BLOCK_BYTES)
+                if not pending:
+                    return
+            continue
+        more = read(_BLOCK_BYTES)
+        if not more:
+            if pending:
+                yield from _block_batches(pending, is_bytes, limit)
+            return
+        pending += more
+
+
+def _block_batches(body: str | bytes, is_bytes: bool, limit: int) -> Iterator[_Batch]:
+    """Batches of one block of whole lines (the last one may lack its newline: end of file)."""
+    if is_bytes:
+        text = body.decode("utf-8", "surrogateescape")  # type: ignore[union-attr]
+        raw_empty: bytes | None = b""
+    else:
+        text = body  # type: ignore[assignment]
+        raw_empty = None
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+        last_nl = True
+    else:
+        last_nl = False
+    yield from _text_batches(text, lines, "\n", raw_empty, limit=limit, last_nl=last_nl)
+
+
+def _text_batches(
+    text: str,
+    lines: list[str] | None,
+    suffix: str,
+    raw_empty: bytes | None,
+    *,
+    limit: int = 0,
+    last_nl: bool = False,
+) -> Iterator[_Batch]:
+    """Split the lines of ``text`` into clean runs and raw odd lines.
+
+    ``suffix`` is what a line-by-line reader would have left at each line's end ("\\n"
+    for a file; the last line of a file may have none unless ``last_nl``); ``raw_empty``
+    is b"" when raw lines must be given back as bytes.
+    """
+    if lines is None:
+        lines = text.split("\n")
+    count = len(lines)
+    dirty: set[int] = set()
+    if lines and max(map(len, lines)) + len(suffix) > MAX_LINE_CHARS:
+        dirty.update(i for i, line in enumerate(lines) if len(line) + len(suffix) > MAX_LINE_CHARS)
+    has_cr = "\r" in text
+    if has_cr or "\x00" in text or "\x1b" in text or (not text.isascii() and _SURROGATE.search(text)):
+        pos = 0
+        idx = 0
+        for m in _DIRTY.finditer(text):
+            start = m.start()
+            idx += text.count("\n", pos, start)
+            pos = start
+            dirty.add(idx)
+            if len(dirty) > _MAX_DIRTY:
+                break
+    if len(dirty) > _MAX_DIRTY:
+        yield ("raw", [_raw(lines, i, suffix, raw_empty, last_nl, limit) for i in range(count)])
+        return
+    clean = lines
+    if has_cr:
+        clean = _CR_AT_END.sub("", text).split("\n")[:count]
+    if not dirty:
+        yield ("clean", clean)
+        return
+    start = 0
+    for i in sorted(dirty):
+        if i >= count:
+            continue
+        if i > start:
+            yield ("clean", clean[start:i])
+        yield ("raw", [_raw(lines, i, suffix, raw_empty, last_nl, limit)])
+        start = i + 1
+    if start < count:
+        yield ("clean", clean[start:])
+
+
+def _raw(
+    lines: list[str], i: int, suffix: str, raw_empty: bytes | None, last_nl: bool, limit: int
+) -> str | bytes:
+    """Line ``i`` as a line-by-line reader would have given it."""
+    line = lines[i]
+    if suffix and (i < len(lines) - 1 or last_nl):
+        line += suffix
+    if raw_empty is None:
+        return line[:limit] if limit and len(line) > limit else line
+    raw = line.encode("utf-8", "surrogateescape")
+    return raw[:limit] if limit and len(raw) > limit else raw
 
 
 def parse_lines(lines: Iterable[str | bytes], source: str, fmt: LogFormat | str | None = None) -> LogResult:
@@ -63,7 +236,7 @@ def parse_file(path: str | Path, fmt: LogFormat | str | None = None) -> LogResul
         raise ParseError(f"{path}: is a directory, not a log file")
     try:
         with path.open("rb") as f:
-            result = parse_lines(_read_capped_lines(f), str(path), fmt)
+            result = parse_lines(f, str(path), fmt)
     except OSError as e:
         raise ParseError(f"{path}: cannot read: {e.strerror or e}") from None
     summary_binary = result.metadata.pop("_looks_binary", False)
@@ -73,21 +246,6 @@ def parse_file(path: str | Path, fmt: LogFormat | str | None = None) -> LogResul
             f"({len(result.problems)} problems, no wolfCrypt/openssl output)"
         )
     return result
-
-
-def _read_capped_lines(f) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
-    """Lines of a binary file; an over-long line is cut, the rest of it skipped, never held whole."""
-    while True:
-        chunk = f.readline(_READ_LIMIT)
-        if not chunk:
-            return
-        if len(chunk) == _READ_LIMIT and not chunk.endswith(b"\n"):
-            while True:
-                rest = f.readline(_READ_LIMIT)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            # Keep it longer than the cap so the engine reports the cut.
-        yield chunk
 
 
 def _as_text(raw: str | bytes) -> str:

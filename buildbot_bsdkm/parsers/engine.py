@@ -57,6 +57,13 @@ _LOAD_OUTCOMES = frozenset(
     }
 )
 _CSV_HEADER_START = ("Algorithm,", '"sym",', '"asym",')
+# "[    9.431805] " / "<6>[12345] " then "wolfssl: func(): " or "libwolf0: " (text.strip_kernel_prefix).
+_KERNEL_PREFIX = re.compile(
+    r"(?:((?:<\d>)?\[\s*\d+(?:\.\d+)?\] ?))?(?:wolfssl: [A-Za-z_][A-Za-z0-9_]*\(\): |libwolf\d+: )?"
+)
+_KERNEL_FIRST = frozenset("[<wl")
+# First characters of a line that may be all white space (str.isspace).
+_SPACE_FIRST = frozenset(chr(c) for c in range(0x110000) if chr(c).isspace())
 
 
 class LogParser:
@@ -153,6 +160,60 @@ class LogParser:
             out.extend(records)
             return out
         self._dispatch(line, n, out)
+        return out
+
+    def feed_clean(self, lines: list[str], out: list[Record]) -> list[Record]:
+        """``feed_into`` for many clean lines at once: str without their line end, no NUL,
+        ESC or CR, shorter than the cap (the reader checks that per block, in C).
+        """
+        n = self.lineno
+        openssl = self.openssl
+        dispatch = self._dispatch
+        recent = self.recent_kernel_lines
+        kprefix = _KERNEL_PREFIX.match
+        try:
+            for line in lines:
+                n += 1
+                if not line:
+                    continue
+                first = line[0]
+                if first in _SPACE_FIRST and line.isspace():
+                    continue
+                if first in _KERNEL_FIRST:
+                    m = kprefix(line)
+                    if m is not None:
+                        if m.lastindex is not None:  # a timestamp: maybe a repeated line
+                            stamped = line
+                            line = line[m.end() :]
+                            if not line:
+                                continue
+                            if stamped in recent:
+                                replay: list[Record] = []
+                                dispatch(line.removeprefix("###, ").removeprefix("!!!, "), n, replay)
+                                out.extend(r for r in replay if getattr(r, "line", None) != n)
+                                continue
+                            recent[stamped] = None
+                            if len(recent) > DEDUPE_WINDOW:
+                                del recent[next(iter(recent))]
+                        else:
+                            line = line[m.end() :]
+                            if not line:
+                                continue
+                        first = line[0]
+                if "### LKM-CI:" in line:
+                    self._marker(line)
+                    continue
+                if first in "#!" and line.startswith(("###, ", "!!!, ")):
+                    line = line[5:]
+                if openssl is not None:
+                    records, meaningful = openssl.feed(line, n)
+                    if meaningful:
+                        self.recognised += 1
+                    out.extend(records)
+                    continue
+                dispatch(line, n, out)
+        finally:
+            self.lineno = n
         return out
 
     def _sanitise(self, line: str, n: int, out: list[Record]) -> str:
