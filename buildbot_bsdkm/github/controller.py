@@ -66,6 +66,7 @@ class PullRequestBuilds(service.BuildbotService):
         self.coalescer = Coalescer()
         self.limiter = ReplyLimiter(window_seconds=settings.reply_window_s)
         self._buildsets: dict[int, tuple[str, int, str]] = {}  # bsid -> (repo, PR, head)
+        self._requests: dict[int, list[int]] = {}  # bsid -> its build request ids
         self._consumer: Any = None
         self._builder_ids: dict[str, int] = {}
         self._background: set[defer.Deferred[Any]] = set()
@@ -192,7 +193,7 @@ class PullRequestBuilds(service.BuildbotService):
             "branch": (f"refs/pull/{pull.number}/head", source),
             "revision": (pull.head_sha, source),
         }
-        bsid, _ = await self.master.data.updates.addBuildset(
+        bsid, brids = await self.master.data.updates.addBuildset(
             waited_for=False,
             scheduler=SCHEDULER_NAME,
             sourcestamps=[sourcestamp],
@@ -201,6 +202,7 @@ class PullRequestBuilds(service.BuildbotService):
             builderids=builderids,
         )
         self._buildsets[bsid] = (pull.repo, pull.number, pull.head_sha)
+        self._requests[bsid] = list(brids.values())
         return bsid
 
     async def _builder_id(self, name: str) -> int:
@@ -214,33 +216,26 @@ class PullRequestBuilds(service.BuildbotService):
 
     async def _supersede(self, pull: PullRequest) -> None:
         """A new head makes every unfinished build of the PR's older heads pointless: cancel them."""
+        # Claim the old buildsets before any await, so concurrent events never cancel one twice.
         old = [
             bsid
-            for bsid, (repo, number, head) in self._buildsets.items()
+            for bsid, (repo, number, head) in list(self._buildsets.items())
             if (repo, number) == (pull.repo, pull.number) and head != pull.head_sha
         ]
         for bsid in old:
-            del self._buildsets[bsid]
-            await self._cancel_buildset(bsid, f"superseded by {pull.head_sha[:12]}")
+            self._buildsets.pop(bsid, None)
+            # Cancelling is the master's work, not the webhook's: GitHub does not wait for it.
+            self._in_background(self._cancel_buildset(bsid, f"superseded by {pull.head_sha[:12]}"))
 
     async def _cancel_buildset(self, bsid: int, reason: str) -> None:
-        from buildbot.data import resultspec
-
-        requests = await self.master.data.get(
-            ("buildrequests",),
-            filters=[
-                resultspec.Filter("buildsetid", "eq", [bsid]),
-                resultspec.Filter("complete", "eq", [False]),
-            ],
-        )
-        for request in requests:
-            await self.master.data.control(
-                "cancel", {"reason": reason}, ("buildrequests", request["buildrequestid"])
-            )
-        if requests:
-            log.msg(f"bsdkm github: cancelled {len(requests)} request(s) of buildset {bsid}: {reason}")
+        """Cancel the buildset's requests: Buildbot drops a queued one and stops a running build."""
+        requests = self._requests.pop(bsid, [])
+        for brid in requests:
+            await self.master.data.control("cancel", {"reason": reason}, ("buildrequests", brid))
+        log.msg(f"bsdkm github: cancelling {len(requests)} request(s) of buildset {bsid}: {reason}")
 
     def _buildset_complete(self, key: tuple[str, ...], msg: dict[str, Any]) -> None:
+        self._requests.pop(msg.get("bsid"), None)
         entry = self._buildsets.pop(msg.get("bsid"), None)
         if entry is not None:
             self.coalescer.release(*entry)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import os
+import signal
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -62,7 +64,13 @@ class Master:
         os.environ[TOKEN_ENV] = self.github.token
         os.environ[SECRET_ENV] = WEBHOOK_SECRET
         control.create(self.layout, config_path=config)
-        control.start_master(self.layout)
+        try:
+            control.start_master(self.layout)
+        except control.ControlError as e:
+            # `buildbot start` gives up watching after 10 s; on a busy machine the master is slower.
+            if "took more than" not in str(e):
+                raise
+        self._wait_running(timeout=180)
         if with_worker:
             for name in self.layout.worker_names():
                 control.start_worker(self.layout, name)
@@ -70,10 +78,30 @@ class Master:
             self.workers = tuple(self.layout.worker_names())
         return self
 
+    def _wait_running(self, timeout: float) -> None:
+        log = self.layout.master / "twistd.log"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+            if "BuildMaster is running" in text:
+                return
+            if "BuildMaster startup failed" in text or "Configuration Errors" in text:
+                raise RuntimeError(f"master did not start:\n{text[-3000:]}")
+            time.sleep(0.5)
+        raise RuntimeError(f"master not running after {timeout:.0f} s (see {log})")
+
     def stop(self) -> None:
         for name in self.workers:
             control.stop_worker(self.layout, name)
-        control.stop_master(self.layout)
+        try:
+            control.stop_master(self.layout)
+        except control.ControlError:
+            # A master still draining a load run may miss buildbot's stop deadline: end it by its pid.
+            pid_file = self.layout.master / "twistd.pid"
+            if pid_file.exists():
+                pid = int(pid_file.read_text().strip())
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     @property
     def url(self) -> str:

@@ -74,8 +74,9 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
 
 
 class FakeGitHub:
-    def __init__(self, token: str = "ghp_fake_token_for_tests") -> None:
+    def __init__(self, token: str = "ghp_fake_token_for_tests", validate_responses: bool = True) -> None:
         self.token = token
+        self.validate_responses = validate_responses
         self.openapi = OpenAPI.from_dict(served_spec())
         self.lock = threading.Lock()
         self.requests: list[Recorded] = []
@@ -307,7 +308,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = raw.decode(errors="replace")
         with gh.lock:
             gh.requests.append(Recorded(self.command, path, body, headers, status, time.monotonic()))
-        if 200 <= status < 300:
+        if 200 <= status < 300 and gh.validate_responses:
             gh.validate_response(self.command, url, headers, raw, status, answer)
         self._send(status, answer, extra)
 
@@ -315,6 +316,16 @@ class _Handler(BaseHTTPRequestHandler):
         self, raw: bytes, path: str, headers: dict[str, str], url: str
     ) -> tuple[int, Any, dict[str, str]]:
         gh = self.github
+        if path == "/_fake/pulls" and self.command == "POST":
+            gh.add_pull(json.loads(raw))  # test control, not GitHub's API: the next PR state
+            return 204, None, {}
+        if path == "/_fake/state" and self.command == "GET":
+            with gh.lock:
+                return (
+                    200,
+                    {"invalid": gh.invalid, "statuses": len(gh.statuses), "comments": len(gh.comments)},
+                    {},
+                )
         auth = headers.get("Authorization", "")
         if auth not in (f"Bearer {gh.token}", f"token {gh.token}"):
             return 401, {"message": "Bad credentials", "documentation_url": _DOCS}, {}
@@ -335,7 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
         return status, answer, {}
 
     def _send(self, status: int, answer: Any, extra: dict[str, str]) -> None:
-        data = json.dumps(answer).encode()
+        data = json.dumps(answer).encode() if answer is not None else b""
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
@@ -348,3 +359,24 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = _handle
     do_POST = _handle
     do_PATCH = _handle
+
+
+def main() -> None:
+    """Run the fake alone (for load runs, so its validation does not share a GIL with the load)."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(description="loopback GitHub API for bsdkm-ci tests")
+    parser.add_argument("--token", default="ghp_fake_token_for_tests")
+    parser.add_argument("--no-response-validation", action="store_true")
+    args = parser.parse_args()
+    # Block the signals before the server threads exist so only sigwait sees them.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    fake = FakeGitHub(args.token, validate_responses=not args.no_response_validation).start()
+    print(fake.url, flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    fake.stop()
+
+
+if __name__ == "__main__":
+    main()
