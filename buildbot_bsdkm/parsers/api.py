@@ -19,15 +19,13 @@ _BLOCK_BYTES = 1 << 20  # read this much at a time: decoding and splitting a blo
 _BATCH_LINES = 4096  # lines given as an iterable are checked and fed this many at a time
 _MAX_DIRTY = 256  # a block with more odd lines than this is fed line by line
 
-# Characters that need the careful per-line path: NUL, escape sequences, bytes that were
-# not UTF-8 (surrogate escapes), and a carriage return that is not just part of a line end.
-_DIRTY = re.compile(r"[\x00\x1b\udc80-\udcff]|\r+(?=[^\r\n])")
+# Bytes that were not UTF-8, decoded as surrogate escapes: their lines take the careful path.
 _SURROGATE = re.compile(r"[\udc80-\udcff]")
-_CR_AT_END = re.compile(r"\r+(?=\n|\Z)")
 
 # A batch is ("clean", lines) -- str lines without their newline, no NUL/ESC/CR/bad
-# bytes, shorter than the cap -- for the engine's fast loop, or ("raw", lines) -- lines
-# exactly as a line-by-line reader would have produced them -- for its careful path.
+# bytes, shorter than the cap -- for the engine's fast loop; ("crlf", lines) the same
+# but lines may hold "\r"; or ("raw", lines) -- lines exactly as a line-by-line
+# reader would have produced them -- for its careful path.
 _Batch = tuple[str, list]
 
 
@@ -47,7 +45,7 @@ def iter_records(lines: Iterable[str | bytes], fmt: LogFormat | str | None = Non
             kind, items = batch
             texts.extend(
                 items[: DETECT_LINES - len(texts)]
-                if kind == "clean"
+                if kind != "raw"
                 else [_as_text(x) for x in items[: DETECT_LINES - len(texts)]]
             )
             if len(texts) >= DETECT_LINES:
@@ -59,8 +57,8 @@ def iter_records(lines: Iterable[str | bytes], fmt: LogFormat | str | None = Non
     out: list[Record] = []
     for batches_part in (head, batches):
         for kind, items in batches_part:
-            if kind == "clean":
-                feed_clean(items, out)
+            if kind != "raw":
+                feed_clean(items, out, kind == "crlf")
             else:
                 for raw in items:
                     feed_into(raw, out)
@@ -79,15 +77,15 @@ def _iter_batches(lines: Iterable[str | bytes]) -> Iterator[_Batch]:
             return
         first = batch[0]
         if first.__class__ is str and all(x.__class__ is str for x in batch):
-            text = "\n".join(batch)
+            text = "\n".join(batch)  # type: ignore[arg-type]
             if text.count("\n") == len(batch) - 1:
-                yield from _text_batches(text, batch, "", None)
+                yield from _text_batches(text, batch, "", None, False)  # type: ignore[arg-type]
                 continue
         elif first.__class__ is bytes and all(x.__class__ is bytes for x in batch):
-            body = b"\n".join(batch)
+            body = b"\n".join(batch)  # type: ignore[arg-type]
             if body.count(b"\n") == len(batch) - 1:
-                text = body.decode("utf-8", "surrogateescape")
-                yield from _text_batches(text, None, "", b"")
+                text, bad = _decode(body)
+                yield from _text_batches(text, None, "", b"", bad, probe=body)
                 continue
         yield ("raw", batch)
 
@@ -131,21 +129,37 @@ def _file_batches(f) -> Iterator[_Batch]:  # type: ignore[no-untyped-def]
         pending += more
 
 
+def _decode(body: bytes) -> tuple[str, bool]:
+    """(text, had invalid UTF-8): bad bytes become surrogate escapes, so they can be given back."""
+    try:
+        return body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return body.decode("utf-8", "surrogateescape"), True
+
+
 def _block_batches(body: str | bytes, is_bytes: bool, limit: int) -> Iterator[_Batch]:
     """Batches of one block of whole lines (the last one may lack its newline: end of file)."""
     if is_bytes:
-        text = body.decode("utf-8", "surrogateescape")  # type: ignore[union-attr]
+        text, bad = _decode(body)  # type: ignore[arg-type]
         raw_empty: bytes | None = b""
     else:
-        text = body  # type: ignore[assignment]
+        text, bad = body, False  # type: ignore[assignment]
         raw_empty = None
     lines = text.split("\n")
-    if text.endswith("\n"):
+    last_nl = text.endswith("\n")
+    if last_nl:
         lines.pop()
-        last_nl = True
-    else:
-        last_nl = False
-    yield from _text_batches(text, lines, "\n", raw_empty, limit=limit, last_nl=last_nl)
+    probe = body if is_bytes else None
+    yield from _text_batches(
+        text,
+        lines,
+        "\n",
+        raw_empty,
+        bad,
+        probe=probe,
+        limit=limit,
+        last_nl=last_nl,  # type: ignore[arg-type]
+    )
 
 
 def _text_batches(
@@ -153,52 +167,81 @@ def _text_batches(
     lines: list[str] | None,
     suffix: str,
     raw_empty: bytes | None,
+    bad_utf8: bool,
     *,
+    probe: bytes | None = None,
     limit: int = 0,
     last_nl: bool = False,
 ) -> Iterator[_Batch]:
     """Split the lines of ``text`` into clean runs and raw odd lines.
 
     ``suffix`` is what a line-by-line reader would have left at each line's end ("\\n"
-    for a file; the last line of a file may have none unless ``last_nl``); ``raw_empty``
-    is b"" when raw lines must be given back as bytes.
+    for a file; the last line of a file has none unless ``last_nl``); ``raw_empty``
+    is b"" when raw lines must be given back as bytes. Every check is a bytes/str
+    method over the whole block (C speed; on the undecoded ``probe`` when there is one,
+    as bytes searches stay fast when the text is not ASCII); only the odd lines are
+    then looked at one by one.
     """
     if lines is None:
         lines = text.split("\n")
     count = len(lines)
+    if not count:
+        return
     dirty: set[int] = set()
-    if lines and max(map(len, lines)) + len(suffix) > MAX_LINE_CHARS:
+    if max(map(len, lines)) + len(suffix) > MAX_LINE_CHARS:
         dirty.update(i for i, line in enumerate(lines) if len(line) + len(suffix) > MAX_LINE_CHARS)
-    has_cr = "\r" in text
-    if has_cr or "\x00" in text or "\x1b" in text or (not text.isascii() and _SURROGATE.search(text)):
-        pos = 0
-        idx = 0
-        for m in _DIRTY.finditer(text):
-            start = m.start()
-            idx += text.count("\n", pos, start)
-            pos = start
-            dirty.add(idx)
+    p: str | bytes = text if probe is None else probe
+    cr, nul, esc = _PROBES[p.__class__]
+    kind = "clean"
+    if cr in p:
+        kind = "crlf"  # the engine looks at the CRs line by line
+    if nul in p:
+        _mark_lines(p, nul, dirty)
+    if esc in p:
+        _mark_lines(p, esc, dirty)
+    if bad_utf8:
+        for m in _SURROGATE.finditer(text):
             if len(dirty) > _MAX_DIRTY:
                 break
+            dirty.add(text.count("\n", 0, m.start()))
     if len(dirty) > _MAX_DIRTY:
         yield ("raw", [_raw(lines, i, suffix, raw_empty, last_nl, limit) for i in range(count)])
         return
-    clean = lines
-    if has_cr:
-        clean = _CR_AT_END.sub("", text).split("\n")[:count]
     if not dirty:
-        yield ("clean", clean)
+        yield (kind, lines)
         return
     start = 0
     for i in sorted(dirty):
         if i >= count:
             continue
         if i > start:
-            yield ("clean", clean[start:i])
+            yield (kind, lines[start:i])
         yield ("raw", [_raw(lines, i, suffix, raw_empty, last_nl, limit)])
         start = i + 1
     if start < count:
-        yield ("clean", clean[start:])
+        yield (kind, lines[start:])
+
+
+_PROBES: dict[type, tuple] = {str: ("\r", "\x00", "\x1b"), bytes: (b"\r", b"\x00", b"\x1b")}
+
+
+def _mark_lines(text: str | bytes, char: str | bytes, dirty: set[int]) -> None:
+    """Add the index of every line of ``text`` holding ``char`` (stops past _MAX_DIRTY)."""
+    nl = "\n" if char.__class__ is str else b"\n"
+    find = text.find
+    count = text.count
+    i = find(char)  # type: ignore[arg-type]
+    pos = 0
+    idx = 0
+    while i >= 0 and len(dirty) <= _MAX_DIRTY:
+        idx += count(nl, pos, i)  # type: ignore[arg-type]
+        dirty.add(idx)
+        end = find(nl, i)  # type: ignore[arg-type]
+        if end < 0:
+            return
+        idx += 1
+        pos = end + 1
+        i = find(char, pos)  # type: ignore[arg-type]
 
 
 def _raw(

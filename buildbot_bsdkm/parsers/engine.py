@@ -162,9 +162,10 @@ class LogParser:
         self._dispatch(line, n, out)
         return out
 
-    def feed_clean(self, lines: list[str], out: list[Record]) -> list[Record]:
-        """``feed_into`` for many clean lines at once: str without their line end, no NUL,
-        ESC or CR, shorter than the cap (the reader checks that per block, in C).
+    def feed_clean(self, lines: list[str], out: list[Record], crlf: bool = False) -> list[Record]:
+        """``feed_into`` for many clean lines at once: str without their line end, no NUL
+        or ESC (nor CR unless ``crlf``), shorter than the cap by more than one character
+        (the reader checks that per block, in C).
         """
         n = self.lineno
         openssl = self.openssl
@@ -174,6 +175,13 @@ class LogParser:
         try:
             for line in lines:
                 n += 1
+                if crlf and "\r" in line:
+                    if line[-1] == "\r" and line.count("\r") == 1:
+                        line = line[:-1]
+                    else:  # console output overwritten in place, or "\r\r\n"
+                        self.lineno = n - 1
+                        self.feed_into(line, out)
+                        continue
                 if not line:
                     continue
                 first = line[0]
