@@ -16,7 +16,7 @@ from buildbot.process import buildstep
 from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
 
-from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
+from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
 from . import summaries
 from .classification import classify_stage, failure_to_dict, missing_results, skipped_after
 
@@ -198,6 +198,8 @@ class CollectResults(BsdkmStageStep):
             if selftest:
                 self.setProperty("bsdkm_selftest", selftest, PROPERTY_SOURCE)
             self.setProperty("bsdkm_benchmarks", len(run.benchmarks), PROPERTY_SOURCE)
+        # The whole results document, for the GitHub reporter's per-PR comment (issue 5).
+        self.setProperty("bsdkm_results", json.loads(to_json(runs)), PROPERTY_SOURCE)
 
     async def add_selftests(self, run: RunResult) -> None:
         rows = summaries.selftest_rows(run)
