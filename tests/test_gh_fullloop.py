@@ -77,6 +77,7 @@ def test_signed_webhook_to_statuses_and_one_edited_comment(tmp_path: Path) -> No
         assert github.invalid == [], github.invalid
         assert github.invalid_responses == [], github.invalid_responses
         assert github.token not in master.log()
+        (tmp_path / "comment.md").write_text(comment["body"], encoding="utf-8")  # kept for a human to read
         described = [(c, statuses[c]["description"]) for c in sorted(CONTEXTS)]
         print(f"webhook answered in {seconds * 1000:.0f} ms; statuses {described}")
     finally:
