@@ -73,3 +73,14 @@ def test_stage_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert cli_main(["stage", "load", "--variant", "noasm", "--target", "freebsd-kmod", "--out",
                      str(tmp_path / "o"), "--config", str(cfg)]) == 2
     assert "does not run on 'freebsd-kmod'" in capsys.readouterr().err
+
+
+def test_fetch_again_starts_a_new_attempt_and_keeps_the_old_one(tmp_path: Path) -> None:
+    j = job(tmp_path)
+    first = run_stage(j, "fetch")
+    assert first is not None
+    second = run_stage(job(tmp_path), "fetch")  # a retry, in a new process
+    assert second is not None and second.message == first.message
+    state = json.loads((tmp_path / "userspace" / "noasm" / "state.json").read_text())
+    assert len(state["attempts"]) == 1
+    assert state["attempts"][0]["failure"]["message"] == first.message

@@ -111,6 +111,13 @@ def run_stage(job: Job, stage: str) -> StageFailure | None:
     """Run one stage; its failure (if any) is recorded in the state and returned, never raised."""
     if stage not in STAGE_FUNCS:
         raise ValueError(f"unknown stage {stage!r} (stages: {', '.join(STAGES)})")
+    if stage == "fetch" and job.state.get("stages"):
+        # fetch starts a new attempt (a retry): the last attempt's outcome moves to the history.
+        attempts = [
+            *job.state.get("attempts", []),
+            {"stages": job.state.get("stages", {}), "failure": job.state.get("failure")},
+        ]
+        job.state = {"target": job.target, "variant": job.variant, "stages": {}, "attempts": attempts}
     earlier = job.failure
     if earlier is not None and stage not in ("collect", "gate"):
         raise StageSkipped(f"{job.label}: skipped, stage '{earlier.stage}' failed: {earlier.message}")
@@ -283,6 +290,7 @@ def collect(job: Job) -> tuple[RunResult, StageFailure | None]:
         logs=logs,
         failure=job.failure or failure,
         stages=dict(job.state.get("stages", {})),
+        attempts=list(job.state.get("attempts", [])),
         metadata=_metadata(job),
     )
     (job.dir / "results.json").write_text(to_json([run]))
