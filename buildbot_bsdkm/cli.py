@@ -53,4 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the importable module so `python -m` shares one UsageError class
+    # with the subcommands (which import it from buildbot_bsdkm.cli).
+    from buildbot_bsdkm.cli import main as _main
+
+    sys.exit(_main())
