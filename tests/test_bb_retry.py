@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from conftest import FIXTURES, fixture_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from buildbot_bsdkm.buildbot import retrying_build
 from buildbot_bsdkm.buildbot.classification import classify_stage, failure_from_dict, failure_to_dict
 from buildbot_bsdkm.buildbot.retry import (
     Attempt,
@@ -223,3 +226,29 @@ def test_fifty_builds_with_thirty_percent_network_failures_reach_the_right_verdi
     for seed in range(40):
         r = simulate(50, 0.3, DEFAULT, selftest_failure_log=log, seed=seed)
         assert r.wrong == 0 and r.max_real_retries <= 1
+
+
+# --------------------------------------------------------------------------- builder hooks
+
+
+def _wfb(name: str) -> SimpleNamespace:
+    return SimpleNamespace(worker=SimpleNamespace(workername=name))
+
+
+def test_builder_hooks_apply_backoff_and_prefer_another_worker(monkeypatch):
+    holds = RetryHolds()
+    monkeypatch.setattr(retrying_build, "HOLDS", holds)
+    clock = SimpleNamespace(now=100.0)
+    builder = SimpleNamespace(master=SimpleNamespace(reactor=SimpleNamespace(seconds=lambda: clock.now)))
+    request = SimpleNamespace(id=42)
+    a, b = _wfb("w1"), _wfb("w2")
+    assert retrying_build.can_start_build(builder, a, request)
+    holds.hold([42], not_before=130.0, avoid=["w1"])
+    assert not retrying_build.can_start_build(builder, a, request)
+    clock.now = 130.0
+    assert retrying_build.can_start_build(builder, a, request)
+    assert retrying_build.next_worker(builder, [a, b], request) is b
+    assert retrying_build.next_worker(builder, [a], request) is a  # the only one left: still runs
+    assert retrying_build.next_worker(builder, [], request) is None
+    # No history: the first by name.
+    assert retrying_build.next_worker(builder, [b, a], SimpleNamespace(id=7)) is a
