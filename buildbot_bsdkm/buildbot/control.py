@@ -169,9 +169,29 @@ def start_master(layout: Layout) -> None:
     _run([str(VENV_BIN / "buildbot"), "start", str(layout.master)], "buildbot start", timeout=180)
 
 
+def _force_stop(directory: Path, grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL, the twistd of ``directory``: for when a clean stop did not happen."""
+    try:
+        pid = int((directory / "twistd.pid").read_text().strip())
+    except (OSError, ValueError):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and running(directory):
+            time.sleep(0.5)
+        if running(directory):
+            os.kill(pid, signal.SIGKILL)
+    (directory / "twistd.pid").unlink(missing_ok=True)
+
+
 def stop_master(layout: Layout) -> None:
-    if running(layout.master):
+    if not running(layout.master):
+        return
+    try:
         _run([str(VENV_BIN / "buildbot"), "stop", str(layout.master)], "buildbot stop", timeout=120)
+    except ControlError:
+        _force_stop(layout.master)
 
 
 def start_worker(layout: Layout, name: str) -> None:
@@ -181,8 +201,12 @@ def start_worker(layout: Layout, name: str) -> None:
 
 
 def stop_worker(layout: Layout, name: str) -> None:
-    if running(layout.worker(name)):
+    if not running(layout.worker(name)):
+        return
+    try:
         _run([str(VENV_BIN / "buildbot-worker"), "stop", str(layout.worker(name))], f"worker {name} stop")
+    except ControlError:
+        _force_stop(layout.worker(name))
 
 
 def worker_process(layout: Layout, name: str) -> subprocess.Popen[bytes]:
