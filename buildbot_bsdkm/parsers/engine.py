@@ -31,14 +31,18 @@ TSC_TOLERANCE = 0.10  # log-formats §9: healthy items sit within 10 % of the ru
 DEDUPE_WINDOW = 256
 _MAX_BENCH_LINE = 1024  # real result lines are < 250 chars; longer ones skip the regexes
 
-_LIFECYCLE_HINT = re.compile(
+# A line may be a lifecycle fact only if it holds one of these words or starts with
+# "error: "/"info: " (kept out of the regex: an anchored branch stops it skipping ahead in C).
+_LIFECYCLE_WORDS = re.compile(
     r"wolf|kldload|module|panic|Oops|BUG|lockup|fault|Fatal trap|fpu_states|FIPS|WARNING|In-core|detached"
-    r"|insmod|^error: |^info: "
-)
+    r"|insmod"
+).search
+_LIFECYCLE_STARTS = ("error: ", "info: ")
 _SELFTEST_PASSED = re.compile(r"^(?:info: )?wolfCrypt self-test passed")
 _SELFTEST_FAILED = re.compile(
     r"^(?:ERROR|error): wolfcrypt (?:self-)?test failed(?: with return code|:) (?P<value>-?\d+)"
 )
+_SYMMETRIC = BenchKind.SYMMETRIC
 _KERNEL_FORMATS = (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG)
 # Lifecycle events that show the module's init ran to an end (or that the log is an unload log).
 _LOAD_OUTCOMES = frozenset(
@@ -57,6 +61,12 @@ _LOAD_OUTCOMES = frozenset(
     }
 )
 _CSV_HEADER_START = ("Algorithm,", '"sym",', '"asym",')
+_CSV_STARTS = (CSV_INTRO, *_CSV_HEADER_START)
+# Every line _marker_line acts on holds one of these (one C-level search skips the rest).
+_MARKER_HINT = re.compile(
+    r"Benchmark |error L=|Math:|Test complete|Exiting main with return code|wolfSSL version|CPU:"
+    r"|\[fiducial line numbers:|self-test passed|test failed"
+).search
 # "[    9.431805] " / "<6>[12345] " then "wolfssl: func(): " or "libwolf0: " (text.strip_kernel_prefix).
 _KERNEL_PREFIX = re.compile(
     r"(?:((?:<\d>)?\[\s*\d+(?:\.\d+)?\] ?))?(?:wolfssl: [A-Za-z_][A-Za-z0-9_]*\(\): |libwolf\d+: )?"
@@ -250,9 +260,7 @@ class LogParser:
                 self._math(line.strip())
                 return
             self.math_open = False
-        if (
-            self.csv_active or line.startswith(CSV_INTRO) or line.startswith(_CSV_HEADER_START)
-        ) and self._csv(line, n, out):
+        if (self.csv_active or line.startswith(_CSV_STARTS)) and self._csv(line, n, out):
             return
         if len(line) <= _MAX_BENCH_LINE:  # inlined _bench_line: most lines of a benchmark log
             if "ops/sec" in line or "処理/秒" in line:
@@ -264,13 +272,14 @@ class LogParser:
             if bench is not None:
                 self._bench(bench, n, out)
                 return
-        stripped = line.rstrip()
-        if stripped.endswith(("passed!", "failed!")):
-            test = wc.parse_test_result(stripped, n)
-            if test is not None:
-                self._test(test, out)
-                return
-        if self._marker_line(line, n, out):
+        if "ed!" in line:
+            stripped = line.rstrip()
+            if stripped.endswith(("passed!", "failed!")):
+                test = wc.parse_test_result(stripped, n)
+                if test is not None:
+                    self._test(test, out)
+                    return
+        if _MARKER_HINT(line) and self._marker_line(line, n, out):
             return
         if SAVE_VECTOR_FAILED in line:
             self._lifecycle(LifecycleEvent("fpu_error", SAVE_VECTOR_FAILED, {}, n), out)
@@ -278,12 +287,16 @@ class LogParser:
             if rest.strip():
                 self._dispatch(rest, n, out)
             return
-        if _LIFECYCLE_HINT.search(line):
+        if line.startswith(_LIFECYCLE_STARTS) or _LIFECYCLE_WORDS(line):
             event = match_lifecycle(line, n) or unmatched_bsd_error(line, n)
             if event is not None:
                 self._lifecycle(event, out)
                 return
-        if (self.bench_open or self.test_open) and wc.is_free_form_error(line):
+        if (
+            (self.bench_open or self.test_open)
+            and wc.may_be_free_form_error(line)
+            and wc.is_free_form_error(line)
+        ):
             self.recognised += 1
             self._problem(out, f"wolfCrypt reported: {line.strip()}", n, "warning")
 
@@ -486,7 +499,20 @@ class LogParser:
             self._open_bench(n, out)
         pending = self.pending_bench
         if pending is not None:
-            self._measure(pending)
+            if pending.error is None:  # inlined _measure
+                seconds = pending.seconds
+                if seconds:
+                    if abs(seconds - round(seconds)) < 0.0005:
+                        self.integral_durations += 1
+                    else:
+                        self.fractional_durations += 1
+                if (
+                    pending.kind == _SYMMETRIC
+                    and pending.cycles
+                    and pending.per_second > 0
+                    and len(self.tsc_samples) < MAX_TSC_SAMPLES
+                ):
+                    self.tsc_samples.append(pending.per_second * pending.cycles)
             out.append(pending)
         self.pending_bench = bench
 
@@ -508,7 +534,7 @@ class LogParser:
             else:
                 self.fractional_durations += 1
         if (
-            bench.kind == BenchKind.SYMMETRIC
+            bench.kind == _SYMMETRIC
             and bench.cycles
             and bench.per_second > 0
             and len(self.tsc_samples) < MAX_TSC_SAMPLES

@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 
 from ..model import RATE_UNITS, BenchKind, Benchmark, SelfTest
-from .text import fold_spaces
 
 BYTE_UNITS: dict[str, float] = {
     "bytes": 1.0,
@@ -21,6 +20,9 @@ BYTE_UNITS: dict[str, float] = {
     "MB": 1000.0**2,
     "GB": 1000.0**3,
 }
+
+# "MiB" -> ("MiB/s", factor to bytes/s), for every unit _SYM_TAIL's rate may carry.
+_RATE_OF: dict[str, tuple[str, float]] = {u: (u + "/s", RATE_UNITS[u + "/s"]) for u in BYTE_UNITS}
 
 # `-lng 1` translates the first eight operation words; baselines need one identity.
 JAPANESE_OPERATIONS: dict[str, str] = {
@@ -35,19 +37,21 @@ JAPANESE_OPERATIONS: dict[str, str] = {
 }
 
 # The tail of a symmetric line, searched (not matched) so the free-form name in front
-# never has to be matched by a backtracking group.
+# never has to be matched by a backtracking group. It starts at the space before the
+# amount (a literal first character lets the search skip ahead in C).
 _SYM_TAIL = re.compile(
-    r"(?<= )(?P<amount>\d+(?:\.\d+)?) (?P<aunit>bytes|[KMG]i?B) \S+ (?P<secs>\d+\.\d+) [^,\s]+, +"
+    r" (?P<amount>\d+(?:\.\d+)?) (?P<aunit>bytes|[KMG]i?B) \S+ (?P<secs>\d+\.\d+) [^,\s]+, +"
     r"(?P<rate>\d+\.\d+) (?P<runit>bytes|[KMG]i?B)/s"
     r"(?:, (?P<cyctot>\d+) cycles,)?(?: [^=]+= +(?P<cpb>\d+\.\d+))?"
 )
 # The tail of an asymmetric line:
 # "<count> ops took <s> sec, avg <ms> ms, <rate> ops/sec[, <n> cycles <c> Cycles/op]".
 _ASYM_TAIL = re.compile(
-    r"(?<= )(?P<count>\d+) (?:\S+ )?\S+ (?P<secs>\d+\.\d+) [^,\s]+, (?:[^,\s]+ (?P<avg>\d+\.\d+) ms, +)?"
+    r" (?P<count>\d+) (?:\S+ )?\S+ (?P<secs>\d+\.\d+) [^,\s]+, (?:[^,\s]+ (?P<avg>\d+\.\d+) ms, +)?"
     r"(?P<rate>\d+\.\d+) [^,\s]+(?:, (?P<cyctot>\d+) cycles +(?P<cpo>\d+\.\d+) Cycles/op)?"
 )
 _HW_SW = ("HW", "SW")
+_HW_SW_TAILS = frozenset((" HW", " SW"))
 
 BENCH_HEADER = re.compile(r"wolfCrypt Benchmark \(block bytes (?P<block>\d+), min (?P<min>[\d.]+) sec each\)")
 BENCH_ITEM_FAILED = re.compile(r"^Benchmark (?P<desc>.+?) failed: (?P<code>-?\d+)\s*$")
@@ -67,29 +71,39 @@ _FREE_FORM_ERRORS = re.compile(
 )
 
 
-def parse_symmetric(line: str, lineno: int, block_size: int | None) -> Benchmark | None:
-    m = _SYM_TAIL.search(line)
+def parse_symmetric(
+    line: str,
+    lineno: int,
+    block_size: int | None,
+    _search=_SYM_TAIL.search,  # noqa: B008 - bound once: this runs for every result line
+    _sym=BenchKind.SYMMETRIC,
+) -> Benchmark | None:
+    m = _search(line)
     if m is None:
         return None
     name = line[: m.start()].strip()
-    if name.endswith((" HW", " SW")):  # device builds fill the HW/SW slot
+    if name[-3:] in _HW_SW_TAILS:  # device builds fill the HW/SW slot
         name = name[:-3].rstrip()
     if not name:
         return None
     amount, aunit, secs, rate_text, runit, _cyctot, cpb = m.groups()
-    unit = runit + "/s"
+    unit, factor = _RATE_OF[runit]
     rate = float(rate_text)
     return Benchmark(
         name,
         rate,
         unit,
-        BenchKind.SYMMETRIC,
-        rate * RATE_UNITS[unit],
-        float(cpb) if cpb is not None else None,
+        _sym,
+        rate * factor,
+        None if cpb is None else float(cpb),
         float(secs),
         float(amount) * BYTE_UNITS[aunit],
         block_size,
-        line=lineno,
+        None,
+        None,
+        None,
+        None,
+        lineno,
     )
 
 
@@ -116,7 +130,10 @@ def split_asym_head(head: str) -> _AsymName | None:
     for i in range(len(words) - 1, 0, -1):
         if words[i].isdigit():
             op = " ".join(words[i + 1 :])
-            return _AsymName(fold_spaces(" ".join(words[:i])), words[i], JAPANESE_OPERATIONS.get(op, op))
+            algorithm = " ".join(words[:i])  # = fold_spaces: split() already folded the spaces
+            if "[" in algorithm:
+                algorithm = algorithm.replace("[ ", "[").replace(" ]", "]")
+            return _AsymName(algorithm, words[i], JAPANESE_OPERATIONS.get(op, op))
     return None
 
 
@@ -161,6 +178,17 @@ def apply_test_error(test: SelfTest, m: re.Match[str]) -> None:
 
 def is_free_form_error(line: str) -> bool:
     return _FREE_FORM_ERRORS.search(line) is not None
+
+
+def may_be_free_form_error(line: str) -> bool:
+    """Cheap guard: False means is_free_form_error is False (each branch holds one of these)."""
+    return (
+        "failed" in line
+        or "out of memory at " in line
+        or "(Skipped: Disabled)" in line
+        or "benchmark is with 128-bit keys only" in line
+        or line.startswith("Option not recognized")
+    )
 
 
 @dataclass(frozen=True)

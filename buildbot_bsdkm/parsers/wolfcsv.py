@@ -36,8 +36,14 @@ _EXACT_UNITS = (
 def infer_unit_from_cycles(rate: float, cycles_per_byte: float) -> tuple[str, float] | None:
     """The (unit, factor) that makes rate x cpb a plausible TSC frequency, if exactly one does."""
     product = rate * cycles_per_byte
-    fits = [(u, f) for u, f in _POW1024_UNITS if _PLAUSIBLE_TSC_HZ[0] <= product * f <= _PLAUSIBLE_TSC_HZ[1]]
-    return fits[0] if len(fits) == 1 else None
+    low, high = _PLAUSIBLE_TSC_HZ
+    found = None
+    for unit_factor in _POW1024_UNITS:
+        if low <= product * unit_factor[1] <= high:
+            if found is not None:
+                return None
+            found = unit_factor
+    return found
 
 
 def unit_from_exact_rate(rate: float, bytes_per_second: float) -> str:
