@@ -1,8 +1,8 @@
 """Load: 50 signed webhooks/s for 20 s into a real master (bench/webhook_load.py).
 
 None may be lost (every delivery answered 2xx, every PR's last head has a buildset) and none
-double-built (no PR head with two buildsets). The hook-to-build-request p99 is written to
-``bench/results/webhook_load.json``; the 1 s target is asserted when the machine is not
+double-built (no PR head with two buildsets). The hook-to-build-request p99 is printed (and
+kept in the test's temporary directory); the 1 s target is asserted when the machine is not
 oversubscribed (the team's builds share its 2 cores), and reported either way.
 """
 
@@ -43,9 +43,7 @@ def test_fifty_events_per_second_for_twenty_seconds(tmp_path: Path) -> None:
         github.stop()
     summary = {k: v for k, v in vars(result).items() if k != "latencies"}
     summary["loadavg_before"] = load_before
-    out = ROOT / "bench" / "results"
-    out.mkdir(exist_ok=True)
-    (out / "webhook_load.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (tmp_path / "webhook_load.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(summary, indent=2))
 
     assert result.events == 1000
