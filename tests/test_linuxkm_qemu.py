@@ -56,12 +56,15 @@ def test_module_that_loads_and_unloads(test_modules: dict[str, Path], tmp_path: 
     assert out.loaded_seen and not out.timed_out and out.notes == []
     text = console_text(out)
     assert "bsdkm_ok: init done" in text and "bsdkm_ok: exit done" in text
-    bodies = [b for b in marker_bodies(out) if not b.startswith(("module ", "cpu flags", "init begin"))]
+    # Taint 12288 = out-of-tree + unsigned; a soft lockup on a starved host can add 16384.
+    skip = ("module ", "cpu flags", "init begin", "tainted=")
+    bodies = [b for b in marker_bodies(out) if not b.startswith(skip)]
     assert bodies == [
         "boot dmesg begin", "boot dmesg end", "load begin", "load rc=0", "load dmesg begin",
-        "load dmesg end", "modules begin", "modules end", "tainted=12288", "unload begin",
+        "load dmesg end", "modules begin", "modules end", "unload begin",
         "unload rc=0", "unload dmesg begin", "unload dmesg end", "poweroff",
     ]
+    assert linuxkm.read_console(out.kernel_log).tainted & 12288 == 12288
     assert 0 < out.stages["boot"] < 30 and out.stages["load"] < 5 and out.stages["unload"] < 5
     assert out.extra_logs["console"] == out.kernel_log and out.extra_logs["qemu"].is_file()
 
