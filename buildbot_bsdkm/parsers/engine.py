@@ -463,7 +463,7 @@ class LogParser:
             if self.bench_open is None:
                 self._open_bench(n, out)
             return True
-        if line.rstrip().endswith("Ciphers:"):
+        if "Ciphers:" in line and line.rstrip().endswith("Ciphers:"):
             self.recognised += 1
             return True
         if "," not in line or line.startswith("Benchmark "):

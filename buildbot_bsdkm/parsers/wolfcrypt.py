@@ -137,28 +137,47 @@ def split_asym_head(head: str) -> _AsymName | None:
     return None
 
 
-def parse_asymmetric(line: str, lineno: int) -> Benchmark | None:
-    m = _ASYM_TAIL.search(line)
+def parse_asymmetric(
+    line: str,
+    lineno: int,
+    _search=_ASYM_TAIL.search,  # noqa: B008 - bound once: this runs for every result line
+    _asym=BenchKind.ASYMMETRIC,
+) -> Benchmark | None:
+    m = _search(line)
     if m is None:
         return None
-    parts = split_asym_head(line[: m.start()])
-    if parts is None:
+    # split_asym_head, inlined (no _AsymName per line)
+    words = line[: m.start()].split()
+    if words and words[-1] in _HW_SW:
+        words.pop()
+    for i in range(len(words) - 1, 0, -1):
+        strength = words[i]
+        if strength.isdigit():
+            break
+    else:
         return None
-    rate = float(m["rate"])
-    cpo = m["cpo"]
+    op = " ".join(words[i + 1 :])
+    op = JAPANESE_OPERATIONS.get(op, op)
+    algorithm = " ".join(words[:i])  # = fold_spaces: split() already folded the spaces
+    if "[" in algorithm:
+        algorithm = algorithm.replace("[ ", "[").replace(" ]", "]")
+    count, secs, _avg, rate_text, _cyctot, cpo = m.groups()
+    rate = float(rate_text)
     return Benchmark(
-        name=parts.name,
-        value=rate,
-        unit="ops/s",
-        kind=BenchKind.ASYMMETRIC,
-        per_second=rate,
-        cycles=float(cpo) if cpo is not None else None,
-        seconds=float(m["secs"]),
-        amount=float(m["count"]),
-        algorithm=parts.algorithm,
-        strength=parts.strength,
-        operation=parts.operation,
-        line=lineno,
+        f"{algorithm} {strength} {op}" if op else f"{algorithm} {strength}",
+        rate,
+        "ops/s",
+        _asym,
+        rate,
+        None if cpo is None else float(cpo),
+        float(secs),
+        float(count),
+        None,
+        algorithm,
+        strength,
+        op,
+        None,
+        lineno,
     )
 
 

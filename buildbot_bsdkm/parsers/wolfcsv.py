@@ -20,6 +20,7 @@ from .text import fold_spaces
 from .wolfcrypt import JAPANESE_OPERATIONS
 
 CSV_INTRO = "This format allows you to easily copy the output to a csv file."
+_HEADER_FIRST = frozenset('"A')  # every header below starts with one of these
 _PLAUSIBLE_TSC_HZ = (1.5e8, 1.5e10)
 _POW1024_UNITS = (("bytes/s", 1.0), ("KiB/s", 1024.0), ("MiB/s", 1024.0**2), ("GiB/s", 1024.0**3))
 _EXACT_UNITS = (
@@ -81,6 +82,8 @@ class CsvTable:
 
     def header(self, line: str) -> bool:
         """Recognise a header line and switch table; True if it was one."""
+        if line[:1] not in _HEADER_FIRST:
+            return False
         if line.startswith('"sym",Algorithm'):
             self.kind, self.machine, self.has_cycles = "sym", True, True
         elif line.startswith('"asym",Algorithm'):
@@ -141,14 +144,7 @@ class CsvTable:
                 )
             )
         return Benchmark(
-            name=name,
-            value=rate,
-            unit=unit,
-            kind=BenchKind.SYMMETRIC,
-            per_second=per_second,
-            cycles=cycles,
-            block_size=block_size,
-            line=lineno,
+            name, rate, unit, BenchKind.SYMMETRIC, per_second, cycles, None, None, block_size, line=lineno
         )
 
     def _machine_sym(self, fields: list[str], lineno: int, block_size: int | None) -> Benchmark | None:
