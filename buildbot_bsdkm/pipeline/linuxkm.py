@@ -391,11 +391,12 @@ def read_console_lines(lines: Iterable[str]) -> ConsoleReport:
 
 
 def read_console(path: Path) -> ConsoleReport:
-    """Markers of a console log; a missing or empty log gives an empty report (nothing ran)."""
+    """Markers of a console log; a missing, unreadable or empty log gives an empty report."""
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as fh:
             return read_console_lines(fh)
-    except FileNotFoundError:
+    except OSError:
+        # Judged like a VM that printed nothing: the notes then say /init never ran.
         return ConsoleReport()
 
 
