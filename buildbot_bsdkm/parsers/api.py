@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -32,11 +33,14 @@ _Batch = tuple[str, list]
 def iter_records(lines: Iterable[str | bytes], fmt: LogFormat | str | None = None) -> Iterator[Record]:
     """Yield Benchmark / SelfTest / LifecycleEvent / Problem records, then one ParseSummary.
 
-    Streams: memory stays bounded however long the input is (a file object is read in
+    Streams: memory stays bounded however long the input is (a binary file is read in
     1 MiB blocks, other iterables are fed in batches). Never raises on bad input; it is
     reported as Problem records and in the summary.
     """
-    batches: Iterator[_Batch] = _file_batches(lines) if hasattr(lines, "read") else _iter_batches(lines)
+    if isinstance(lines, io.BufferedIOBase | io.RawIOBase):
+        batches: Iterator[_Batch] = _file_batches(lines)
+    else:  # text files too: their iteration may split lines at "\r" (newline="")
+        batches = _iter_batches(lines)
     head: list[_Batch] = []
     if fmt is None:
         texts: list[str] = []
@@ -91,7 +95,7 @@ def _iter_batches(lines: Iterable[str | bytes]) -> Iterator[_Batch]:
 
 
 def _file_batches(f) -> Iterator[_Batch]:  # type: ignore[no-untyped-def]
-    """Batches from a file object (binary or text), read in blocks; over-long lines are cut."""
+    """Batches from a binary file object, read in blocks; over-long lines are cut."""
     read = f.read
     pending = read(_BLOCK_BYTES)
     if not pending:
