@@ -159,3 +159,17 @@ def test_master_cfg_with_broken_bsdkm_yml_names_the_problem(tmp_path: Path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "variants.noasm: missing key 'targets'" in done.stdout + done.stderr
+
+
+def test_github_block_plugs_in_the_github_services(tmp_path: Path, monkeypatch):
+    """With a ``github:`` block, master.cfg gets issue 5's change hook and reporters through the hook."""
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    monkeypatch.setenv("BSDKM_WEBHOOK_SECRET", "s3cret")
+    plain = buildmaster_config(repo_config(), LOCAL)
+    assert "change_hook_dialects" not in plain["www"] and plain["services"] == []
+    text = (ROOT / "bsdkm.yml").read_text().replace("github: {}", "github: {repo: wolfSSL/wolfssl}")
+    cfg = parse_config(text, "bsdkm.yml", ROOT)
+    settings = MasterSettings(www_port=1, pb_port=2, local_workers={"local": "pw"}, basedir=str(tmp_path))
+    c = buildmaster_config(cfg, settings)
+    assert "github" in c["www"]["change_hook_dialects"]
+    assert len(c["services"]) == 2

@@ -42,6 +42,7 @@ class MasterSettings:
     title: str = "bsdkm-ci"
     bsdkm_ci: str = "bsdkm-ci"  # the command on the workers
     extra_worker_properties: Mapping[str, Any] = field(default_factory=dict)
+    basedir: str | None = None  # the master's directory (GitHub's outbox lives there)
 
 
 def _endpoint(port: int, interface: str) -> str:
@@ -149,7 +150,7 @@ def _github_hook(module: str, function: str) -> Callable[[Config], Any] | None:
     return fn if callable(fn) else None
 
 
-def apply_github(c: dict[str, Any], config: Config) -> None:
+def apply_github(c: dict[str, Any], config: Config, basedir: str | None = None) -> None:
     """Reporters/change hook from ``buildbot_bsdkm.github.github_services(config)`` when present.
 
     It may return a list of services, or a mapping with ``services``, ``change_hook_dialects``
@@ -158,10 +159,11 @@ def apply_github(c: dict[str, Any], config: Config) -> None:
     fn = _github_hook("buildbot_bsdkm.github", "github_services")
     if fn is None:
         return
-    got = fn(config)
+    got = fn(config, basedir=basedir) if basedir else fn(config)
     if isinstance(got, Mapping):
         c["services"].extend(got.get("services", []))
-        c["www"].setdefault("change_hook_dialects", {}).update(got.get("change_hook_dialects", {}))
+        if got.get("change_hook_dialects"):
+            c["www"].setdefault("change_hook_dialects", {}).update(got["change_hook_dialects"])
         c["secretsProviders"].extend(got.get("secretsProviders", []))
     elif got:
         c["services"].extend(got)
@@ -198,7 +200,7 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
         c["secretsProviders"].append(secrets.SecretInAFile(dirname=settings.secrets_dir))
     if orphans:
         log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
-    apply_github(c, config)
+    apply_github(c, config, settings.basedir)
     return c
 
 
@@ -254,4 +256,5 @@ def load_master_settings(basedir: str | Path, environ: Mapping[str, str] | None 
         local_workers=workers,
         secrets_dir=_setting(doc, "secrets_dir", str, where, None),
         bsdkm_ci=_setting(doc, "bsdkm_ci", str, where, "bsdkm-ci"),
+        basedir=str(base),
     )
