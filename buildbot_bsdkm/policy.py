@@ -800,12 +800,12 @@ class _Evaluation:
         ratio = a / s if metric == PER_SECOND else s / a
         ok = ratio >= rule.min_ratio
         msg = (f"{fast.name} {rule.accelerated} is {ratio:.2f}x {rule.software} "
-               f"({fmt_num(shown(fast, metric, a))} vs {fmt_num(shown(slow, metric, s))} "
+               f"({fmt_num(shown(fast, metric, a))} vs {fmt_num(shown(fast, metric, s))} "
                f"{display_unit(fast, metric)}; minimum {rule.min_ratio:g}x{_metric_note(metric, acc, sw)})")
         self.add(acc, fast.name, KIND_SPEEDUP, ok, msg, value=round(ratio, 3), unit="x",
                  threshold=rule.min_ratio, metric=metric,
                  detail={"software": rule.software, "accelerated_value": shown(fast, metric, a),
-                         "software_value": shown(slow, metric, s), "value_unit": display_unit(fast, metric)},
+                         "software_value": shown(fast, metric, s), "value_unit": display_unit(fast, metric)},
                  item=item.index)
         return 1
 

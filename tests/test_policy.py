@@ -235,6 +235,21 @@ def test_speedup_gate_on_real_accel_vs_noasm_numbers() -> None:
     assert not sha.passed and sha.value == pytest.approx(5.545, abs=1e-3)
 
 
+def test_speedup_states_both_sides_in_the_accelerated_unit() -> None:
+    # Under QEMU the software run's totals fall below 1 MiB and wolfCrypt prints KiB/s
+    # (linuxkm noasm): both sides must still be shown in one unit.
+    fast = [sym("AES-128-GCM-enc", 738.0, 3.4)]
+    slow = [Benchmark("AES-128-GCM-enc", 44054.0, "KiB/s", BenchKind.SYMMETRIC, 44054.0 * 1024, 58.0,
+                      block_size=1048576)]
+    text = "speedups:\n  - {pattern: 'AES-*', accelerated: intelasm, software: noasm, min: 10}\n"
+    v = evaluate([bench_run("intelasm", fast), bench_run("noasm", slow)], parse_policy(text))
+    c = by_name(v, "speedup", "AES-128-GCM-enc")
+    assert c.value == pytest.approx(738.0 * 1024 / 44054.0, abs=1e-3)
+    assert c.detail["value_unit"] == "MiB/s"
+    assert c.detail["software_value"] == pytest.approx(44054.0 / 1024)
+    assert "(738 vs 43.0 MiB/s;" in c.message
+
+
 def test_speedup_without_software_run_is_a_note_not_a_failure() -> None:
     text = "speedups:\n  - {pattern: 'AES-*', accelerated: aesni-avx, software: noasm, min: 10}\n"
     v = evaluate([bench_run("aesni-avx", ACCEL)], parse_policy(text))
