@@ -16,7 +16,7 @@ from .records import ParseSummary, Record
 from .text import MAX_LINE_CHARS, decode_line
 
 _READ_LIMIT = MAX_LINE_CHARS * 4 + 4  # bytes: UTF-8 is at most 4 bytes a character
-_BLOCK_BYTES = 1 << 20  # read this much at a time: decoding and splitting a block runs in C
+_BLOCK_BYTES = 1 << 18  # read this much at a time: decoding and splitting a block runs in C
 _BATCH_LINES = 4096  # lines given as an iterable are checked and fed this many at a time
 _MAX_DIRTY = 256  # a block with more odd lines than this is fed line by line
 
@@ -34,7 +34,7 @@ def iter_records(lines: Iterable[str | bytes], fmt: LogFormat | str | None = Non
     """Yield Benchmark / SelfTest / LifecycleEvent / Problem records, then one ParseSummary.
 
     Streams: memory stays bounded however long the input is (a binary file is read in
-    1 MiB blocks, other iterables are fed in batches). Never raises on bad input; it is
+    256 KiB blocks, other iterables are fed in batches). Never raises on bad input; it is
     reported as Problem records and in the summary.
     """
     if isinstance(lines, io.BufferedIOBase | io.RawIOBase):
