@@ -52,7 +52,7 @@ def test_repository_default_is_the_main_job() -> None:
         "--enable-cryptonly", "--enable-crypttests", "--enable-all-crypto", "--disable-asm", "--disable-ecc",
     ]
     assert cfg.cflags("userspace", "noasm") == [
-        "-DBENCH_EMBEDDED", "-DBENCH_MIN_RUNTIME_SEC=0.01", "-DBENCH_NTIMES=1", "-DBENCH_AGREETIMES=1",
+        "-DBENCH_EMBEDDED", "-DBENCH_MIN_RUNTIME_SEC=0.1", "-DBENCH_NTIMES=1", "-DBENCH_AGREETIMES=1",
     ]
     assert cfg.policy is not None and cfg.policy.is_file()
     assert cfg.retry.max_infra_retries == 2 and cfg.retry.backoff_s == (30, 120)
