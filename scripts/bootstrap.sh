@@ -10,7 +10,7 @@ WANT="${1:-main}"   # main | test
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # Packages by purpose; test.sh wants all of them, main.sh only what the run needs.
-pkgs_main=(python3 python3-venv python3-dev gcc make autoconf automake libtool xz-utils curl ca-certificates
+pkgs_main=(python3 python3-venv python3-dev gcc libc6-dev make autoconf automake libtool xz-utils curl ca-certificates
            git ccache qemu-system-x86 linux-image-amd64 linux-headers-amd64 busybox-static cpio kmod)
 pkgs_test=(postgresql shellcheck dash original-awk)
 
