@@ -381,14 +381,18 @@ def test_default_speedup_gates_on_real_userspace_logs() -> None:
     assert len(v.of_kind("speedup")) == 18  # 12 GCM (incl. STREAM) + 6 CBC items
 
 
-def test_default_speedup_on_linux_module_under_tcg() -> None:
+def test_default_policy_does_not_gate_speedups_under_tcg() -> None:
+    # Emulator speeds: the full-length fixtures show ~2x for GCM, short windows on a busy host
+    # showed healthy builds below 1x, so the default gates self-tests and completeness only.
     runs = [parsed("intelasm", "linux-kmod-qemu", "linuxkm/asm-full-bench.console.log"),
             parsed("noasm", "linux-kmod-qemu", "linuxkm/noasm-full-bench.console.log")]
     v = evaluate(runs, load_policy())
     assert v.passed, [c.message for c in v.failures]
-    gcm = by_name(v, "speedup", "AES-128-GCM-enc")
-    assert gcm.value == pytest.approx(43.930 / 21.107, abs=1e-3) and gcm.threshold == 1.5
+    assert v.of_kind("speedup") == []
     assert by_name(v, "selftest", "summary:" + str(FIXTURES / "linuxkm/asm-full-bench.console.log")).passed
+    text = "speedups:\n  - {pattern: 'AES-128-GCM-enc', accelerated: intelasm, software: noasm, min: 1.5}\n"
+    gcm = by_name(evaluate(runs, parse_policy(text)), "speedup", "AES-128-GCM-enc")
+    assert gcm.value == pytest.approx(43.930 / 21.107, abs=1e-3) and gcm.passed
 
 
 def test_openssl_crossover_from_real_speed_output() -> None:
