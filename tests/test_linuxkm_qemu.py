@@ -200,3 +200,22 @@ def test_command_line_prints_the_outcome(test_modules: dict[str, Path], tmp_path
     assert rc == 1
     assert (doc["load_rc"], doc["load_errno"], doc["timed_out"]) == (1, ECANCELED, False)
     assert doc["kernel_log"] == str(tmp_path / "console.log")
+
+
+@pytest.mark.parametrize(("cpu", "has_adx"), [("max", True), ("max,-adx", False)])
+def test_target_cpu_option_reaches_qemu(test_modules: dict[str, Path], tmp_path: Path,
+                                        cpu: str, has_adx: bool) -> None:
+    from buildbot_bsdkm.config import parse_config
+    from buildbot_bsdkm.pipeline.kernel import load_module
+
+    config = parse_config(
+        "source: {local: /nonexistent}\n"
+        f"targets: {{linux-kmod-qemu: {{flags: [], cpu: '{cpu}'}}}}\n"
+        "variants: {noasm: {flags: [--disable-asm], targets: [linux-kmod-qemu]}}\n"
+        "timeouts: {load: 90}\n",
+        "cpu.yml",
+    )
+    out = load_module(config, "linux-kmod-qemu", test_modules["bsdkm_ok"], tmp_path)
+    assert out.load_rc == 0
+    flags = next(b for b in marker_bodies(out) if b.startswith("cpu flags"))
+    assert (" adx" in f"{flags} ") is has_adx, flags

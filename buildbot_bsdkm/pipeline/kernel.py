@@ -136,6 +136,11 @@ def load_module(config: Config, target: str, ko: Path, work: Path) -> ModuleLoad
     timeout = int(config.timeout("load"))
     opts = config.targets[target].options
     if target == "linux-kmod-qemu":
+        extra: dict[str, Any] = {}
+        if opts.get("cpu"):
+            # QEMU's -cpu: "max" exercises every instruction the asm uses (ADX included),
+            # "max,-adx,-bmi2" avoids the intermittent ECC self-test failure seen under TCG.
+            extra["options"] = mod.VmOptions(cpu=str(opts["cpu"]))
         return _call(
             mod,
             "run_linux_module",
@@ -144,6 +149,7 @@ def load_module(config: Config, target: str, ko: Path, work: Path) -> ModuleLoad
             work,
             timeout_s=timeout,
             kernel_version=opts.get("kernel_version"),
+            **extra,
         )
     kwargs: dict[str, Any] = {"timeout_s": timeout}
     if opts.get("kmod_dir"):
