@@ -10,7 +10,6 @@ rest when present.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -19,13 +18,14 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..classify import Patterns, classify
 from ..config import Config
 from .errors import StageError, infra_error
+from .locks import exclusive
 
 Progress = Callable[[str], None]
 KERNEL_FLAG_WORDS = ("linuxkm", "freebsdkm", "kernel", "linux-source")
@@ -129,17 +129,9 @@ class UserspaceBuild:
     def _configure_mtime(self) -> int:
         return (self.source / "configure").stat().st_mtime_ns
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """One configure/make at a time per build directory (runs and test sessions share them)."""
-        lock = self.build_dir.with_name(self.build_dir.name + ".lock")
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock, "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        return exclusive(self.build_dir.with_name(self.build_dir.name + ".lock"))
 
     def configure(self, log: Path, timeout_s: float, patterns: Patterns | None = None) -> CommandResult:
         with self.locked():

@@ -10,7 +10,6 @@ built modules in the cache, and turns the console's markers into a
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -19,12 +18,13 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import infra_error, real_error
 from .loading import ModuleLoadOutcome
+from .locks import exclusive
 
 BOOT_DIR = Path("/boot")
 HEADER_DIRS = (Path("/usr/src"),)
@@ -215,18 +215,6 @@ def module_cache_key(source: Path, spec: LinuxModuleSpec) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One builder per cache entry: concurrent test runs share the cache."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def cached_linux_module(source: Path, spec: LinuxModuleSpec, cache: Path, *, jobs: int = 2,
                         timeout_s: float = 1800.0) -> BuiltModule:
     """The module for (source, flags, CFLAGS, kernel), built at most once per cache.
@@ -236,7 +224,7 @@ def cached_linux_module(source: Path, spec: LinuxModuleSpec, cache: Path, *, job
     key = module_cache_key(source, spec)
     home = cache / "linuxkm" / key
     record = home / "build.json"
-    with _locked(cache / "locks" / f"linuxkm-{key}.lock"):
+    with exclusive(cache / "locks" / f"linuxkm-{key}.lock"):
         if record.is_file() and (home / "libwolfssl.ko").is_file():
             info = json.loads(record.read_text())
             return BuiltModule(home / "libwolfssl.ko", home / "build.log", info["seconds"], True, key,
