@@ -82,6 +82,11 @@ class LocalSource:
 SourceSpec = DebianSource | GitSource | TarballSource | LocalSource
 
 
+def usable_git_ref(ref: str) -> bool:
+    """A ref ``git fetch`` gets as a ref: a leading '-' would be read as an option, '..' as a range."""
+    return bool(re.match(r"^[\w./+-]+$", ref)) and ".." not in ref and not ref.startswith("-")
+
+
 # --------------------------------------------------------------------------- the rest
 
 
@@ -347,7 +352,7 @@ def _source(at: _At, base: Path) -> SourceSpec:
             raise body.error("missing key 'url'")
         url = g["url"].string()
         ref = _opt(g, "ref", _At.string, "HEAD")
-        if not re.match(r"^[\w./+-]+$", ref) or ".." in ref:
+        if not usable_git_ref(ref):
             raise g["ref"].error(f"not a usable git ref: {ref!r}")
         return GitSource(url=url, ref=ref)
     if kind == "tarball":

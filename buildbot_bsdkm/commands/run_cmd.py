@@ -7,10 +7,20 @@ Exit 0 everything passed, 1 a stage, test or threshold failed, 2 unusable config
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
-from ..config import Config, ConfigError, default_config_path, load_config
+from ..config import (
+    Config,
+    ConfigError,
+    GitSource,
+    LocalSource,
+    SourceSpec,
+    default_config_path,
+    load_config,
+    usable_git_ref,
+)
 from ..pipeline.report_out import BaselineError
 from ..pipeline.run import MatrixResult, run_matrix
 from ..policy import PolicyError
@@ -23,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__.splitlines()[0],
     )
     add_run_arguments(p)
+    add_source_arguments(p)
     p.add_argument(
         "--config", metavar="FILE", help="bsdkm.yml to use (default: ./bsdkm.yml, else the repo's)"
     )
@@ -34,6 +45,49 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", default="bsdkm-out", help="output directory (default: bsdkm-out)")
     p.add_argument("--jobs", type=int, metavar="N", help="compile jobs in total (default: the config's)")
+
+
+def add_source_arguments(p: argparse.ArgumentParser) -> None:
+    """Overrides of the config's ``source:``: a PR build builds the PR's head, not the config's tree."""
+    g = p.add_argument_group("source override (instead of the config's source:)")
+    g.add_argument("--source-git", metavar="URL", help="fetch wolfSSL from this git repository")
+    g.add_argument(
+        "--source-ref",
+        metavar="REF",
+        help="with --source-git: branch, tag, commit or refs/pull/N/head|merge (default: HEAD)",
+    )
+    g.add_argument("--source-dir", metavar="DIR", help="use this local wolfSSL checkout as is")
+
+
+def source_override(args: argparse.Namespace) -> SourceSpec | None:
+    """The source the command line asks for, or None to keep the config's; bad combinations → exit 2."""
+    url = getattr(args, "source_git", None)
+    ref = getattr(args, "source_ref", None)
+    local = getattr(args, "source_dir", None)
+    if url is not None and local is not None:
+        raise UsageError("--source-git and --source-dir are two different sources: give one")
+    if ref is not None and url is None:
+        raise UsageError(f"--source-ref {ref!r} needs --source-git URL (a ref of which repository?)")
+    if local is not None:
+        path = Path(local).expanduser().resolve()
+        if not path.is_dir():
+            raise UsageError(f"--source-dir {local}: not a directory")
+        return LocalSource(path)
+    if url is None:
+        return None
+    # A URL or ref starting with '-' would reach git as an option, not as a repository or ref.
+    if not url.strip() or url.startswith("-"):
+        raise UsageError(f"--source-git {url!r}: not a usable repository URL")
+    ref = "HEAD" if ref is None else ref
+    if not usable_git_ref(ref):
+        raise UsageError(f"--source-ref {ref!r}: not a usable git ref")
+    return GitSource(url=url, ref=ref)
+
+
+def with_source(config: Config, args: argparse.Namespace) -> Config:
+    """``config`` with the command line's source override applied (unchanged when there is none)."""
+    spec = source_override(args)
+    return config if spec is None else dataclasses.replace(config, source=spec)
 
 
 def config_path(given: str | None) -> Path:
@@ -87,6 +141,6 @@ def print_result(result: MatrixResult, out: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = read_config(config_path(args.config))
+    config = with_source(read_config(config_path(args.config)), args)
     out = Path(args.out)
     return print_result(execute(config, args.variant, args.target, out, args.jobs), out)

@@ -17,7 +17,7 @@ from ..config import ConfigError
 from ..pipeline.report_out import BaselineError
 from ..pipeline.stages import STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
-from .run_cmd import config_path, read_config
+from .run_cmd import add_source_arguments, config_path, read_config, source_override, with_source
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,11 +30,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--config", metavar="FILE", help="bsdkm.yml (default: ./bsdkm.yml, else the repo's)")
     p.add_argument("--jobs", type=int, metavar="N", help="make -j (default: the config's jobs)")
+    add_source_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    config = read_config(config_path(args.config))
+    # Only fetch reads the source; later stages use the tree fetch recorded in state.json, so an
+    # override given to them would be silently ignored: refuse it instead.
+    if args.stage != "fetch" and source_override(args) is not None:
+        raise UsageError(f"--source-git/--source-ref/--source-dir apply to 'stage fetch', not '{args.stage}'")
+    config = with_source(read_config(config_path(args.config)), args)
     try:
         config.pairs([args.variant], [args.target])
     except ConfigError as e:

@@ -68,11 +68,19 @@ class SourceTree:
     sha256: str | None = None  # of the tarball, when there was one
     commit: str | None = None  # git commit, when from git
     fetched: list[str] = field(default_factory=list)  # URLs actually downloaded this time
+    # What was asked for, field by field, so a report can say "PR head abc123 of URL" without
+    # parsing ``origin``: kind is debian|git|tarball|local; url/ref only for git.
+    kind: str | None = None
+    url: str | None = None
+    ref: str | None = None
 
     def as_dict(self) -> dict[str, str | None]:
         return {
             "path": str(self.path),
             "origin": self.origin,
+            "kind": self.kind,
+            "url": self.url,
+            "ref": self.ref,
             "version": self.version,
             "sha256": self.sha256,
             "commit": self.commit,
@@ -442,6 +450,20 @@ def tarball_tree(
     return unpacked_tree(local, sha, cache, timeout_s, progress), sha, fetched
 
 
+def _local_commit(path: Path) -> str | None:
+    """HEAD of a local checkout (``--source-dir``), so its report still names the commit built.
+
+    Only a checkout's own top level counts: a plain directory inside some other repository
+    must not be reported as that repository's HEAD.
+    """
+    if not (path / ".git").exists():
+        return None
+    proc = _git(["rev-parse", "--verify", "HEAD"], path, 60)
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.strip() or None
+
+
 def fetch_source(
     spec: SourceSpec, *, cache: Path | None = None, timeout_s: float = 900.0, progress: Progress = _quiet
 ) -> SourceTree:
@@ -450,18 +472,36 @@ def fetch_source(
     if isinstance(spec, DebianSource):
         tarball, sha, fetched = debian_tarball(spec, cache, progress)
         tree = unpacked_tree(tarball, sha, cache, timeout_s, progress)
-        return SourceTree(tree, spec.describe(), wolfssl_version(tree), sha256=sha, fetched=fetched)
+        return SourceTree(
+            tree, spec.describe(), wolfssl_version(tree), sha256=sha, fetched=fetched, kind="debian"
+        )
     if isinstance(spec, TarballSource):
         tree, sha, fetched = tarball_tree(spec, cache, timeout_s, progress)
-        return SourceTree(tree, spec.describe(), wolfssl_version(tree), sha256=sha, fetched=fetched)
+        return SourceTree(
+            tree, spec.describe(), wolfssl_version(tree), sha256=sha, fetched=fetched, kind="tarball"
+        )
     if isinstance(spec, GitSource):
         tree, commit = git_tree(spec, cache, timeout_s, progress)
-        return SourceTree(tree, spec.describe(), wolfssl_version(tree), commit=commit)
+        return SourceTree(
+            tree,
+            spec.describe(),
+            wolfssl_version(tree),
+            commit=commit,
+            kind="git",
+            url=spec.url,
+            ref=spec.ref,
+        )
     if isinstance(spec, LocalSource):
         if not spec.path.is_dir():
             raise real_error("fetch", "fetch", f"fetch failed: source directory {spec.path} does not exist")
         autogen(spec.path, timeout_s, progress)
-        return SourceTree(spec.path, spec.describe(), wolfssl_version(spec.path))
+        return SourceTree(
+            spec.path,
+            spec.describe(),
+            wolfssl_version(spec.path),
+            commit=_local_commit(spec.path),
+            kind="local",
+        )
     raise TypeError(f"unknown source spec {spec!r}")
 
 

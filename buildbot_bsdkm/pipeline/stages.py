@@ -301,6 +301,10 @@ def _metadata(job: Job) -> dict[str, Any]:
     src = job.state.get("source") or {}
     return {
         "source": src.get("origin"),
+        # kind/url/ref: what was asked for (the config's source, or a PR head from the command line).
+        "source_kind": src.get("kind"),
+        "source_url": src.get("url"),
+        "source_ref": src.get("ref"),
         "wolfssl_version": src.get("version"),
         "source_sha256": src.get("sha256"),
         "source_commit": src.get("commit"),
