@@ -316,3 +316,44 @@ class TestGate(StageStepCase):
         d.addCallback(lambda _: self.assertIn("state.json: not JSON",
                                               self.get_nth_step(0).logs["verdict-error"].stdout))
         return d
+
+
+class TestFetchSourceOfPullRequests(StageStepCase):
+    """A PR build fetches the PR's head; any other build the config's source."""
+
+    CLONE_URL = "https://github.com/wolfSSL/wolfssl.git"
+
+    def pr_properties(self) -> None:
+        # What github/controller.py's buildset gives a PR build (repository via its sourcestamp).
+        for name, value in (("github_pr", 42), ("github_head_sha", "a" * 40),
+                            ("branch", "refs/pull/42/head"), ("revision", "a" * 40),
+                            ("repository", self.CLONE_URL)):
+            self.build.setProperty(name, value, "test")
+
+    def test_pr_build_fetches_the_pr_head_ref_of_its_repository(self):
+        self.make(steps.FetchSource)
+        self.pr_properties()
+        self.expect_commands(
+            ExpectRmdir(dir=f"wkdir/{OUT}", log_environ=True).exit(0),
+            ExpectShell(workdir="wkdir", command=[
+                *stage_cmd("fetch"), "--source-git", self.CLONE_URL, "--source-ref", "refs/pull/42/head",
+            ]).stdout("fetch ok: userspace/accel (state: x)\n").exit(0))
+        self.expect_outcome(result=SUCCESS, state_string="fetch ok: userspace/accel")
+        return self.run_step()
+
+    def test_build_without_pr_properties_keeps_the_config_source(self):
+        self.make(steps.FetchSource)
+        # A branch build has a repository too: without a PR number it is not a PR build.
+        self.build.setProperty("repository", self.CLONE_URL, "test")
+        self.expect_commands(
+            ExpectRmdir(dir=f"wkdir/{OUT}", log_environ=True).exit(0),
+            shell("fetch").stdout("fetch ok: userspace/accel (state: x)\n").exit(0))
+        self.expect_outcome(result=SUCCESS, state_string="fetch ok: userspace/accel")
+        return self.run_step()
+
+    def test_later_stages_of_a_pr_build_take_no_source_arguments(self):
+        self.make(steps.Build)
+        self.pr_properties()
+        self.expect_commands(shell("build").stdout("build ok: userspace/accel (state: x)\n").exit(0))
+        self.expect_outcome(result=SUCCESS, state_string="build ok: userspace/accel")
+        return self.run_step()

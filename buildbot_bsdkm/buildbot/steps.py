@@ -23,6 +23,11 @@ from .classification import classify_stage, failure_to_dict, missing_results, sk
 PROPERTY_SOURCE = "bsdkm"
 FAILURE_PROPERTY = "bsdkm_failure"
 STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any error message
+# Set on every PR build by github/controller.py (PROP_PR there; not imported, as that would pull
+# the GitHub client into every master). The PR's clone URL is the build's "repository" property,
+# which Buildbot copies from the buildset's sourcestamp.
+PR_NUMBER_PROPERTY = "github_pr"
+REPOSITORY_PROPERTY = "repository"
 
 
 class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep):
@@ -127,13 +132,32 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
 
 
 class FetchSource(BsdkmStageStep):
-    """Starts the build from an empty output directory: ``state.json`` must not outlive a build."""
+    """Starts the build from an empty output directory: ``state.json`` must not outlive a build.
+
+    A PR build fetches the PR's head (``refs/pull/N/head`` of the sourcestamp's repository)
+    instead of the config's ``source:``, or it would measure the config's tree and report
+    that against the PR. Other builds keep the config's source.
+    """
 
     stage = "fetch"
 
     async def run(self) -> int:
         await self.runRmdir(f"{self.workdir}/{self.out_dir}", abandonOnFailure=False)
         return await super().run()
+
+    def stage_command(self) -> list[str]:
+        return super().stage_command() + self.pr_source_arguments()
+
+    def pr_source_arguments(self) -> list[str]:
+        number = self.getProperty(PR_NUMBER_PROPERTY)
+        if number in (None, ""):
+            return []
+        url = self.getProperty(REPOSITORY_PROPERTY)
+        if not url:
+            # A PR build that cannot name its repository must not quietly build the config's tree.
+            raise ValueError(f"PR #{number} build has no '{REPOSITORY_PROPERTY}' property to fetch from")
+        # int(): the ref is built from a number, so no property value can smuggle another ref in.
+        return ["--source-git", str(url), "--source-ref", f"refs/pull/{int(number)}/head"]
 
 
 class Configure(BsdkmStageStep):
