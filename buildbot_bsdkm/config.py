@@ -53,6 +53,9 @@ class DebianSource:
 class GitSource:
     url: str
     ref: str = "HEAD"  # branch, tag, commit, refs/pull/N/head or refs/pull/N/merge
+    # The commit ``ref`` must resolve to (a PR build's head sha): a PR pushed to after its build
+    # was queued must not have its newer, possibly unapproved, head built under the old one's name.
+    commit: str | None = None
 
     def describe(self) -> str:
         return f"git:{self.url}@{self.ref}"

@@ -337,6 +337,7 @@ class TestFetchSourceOfPullRequests(StageStepCase):
             ExpectRmdir(dir=f"wkdir/{OUT}", log_environ=True).exit(0),
             ExpectShell(workdir="wkdir", command=[
                 *stage_cmd("fetch"), "--source-git", self.CLONE_URL, "--source-ref", "refs/pull/42/head",
+                "--source-commit", "a" * 40,
             ]).stdout("fetch ok: userspace/accel (state: x)\n").exit(0))
         self.expect_outcome(result=SUCCESS, state_string="fetch ok: userspace/accel")
         return self.run_step()

@@ -16,7 +16,7 @@ from buildbot.process.build import Build
 from buildbot.process.properties import Properties
 
 from buildbot_bsdkm.buildbot import steps
-from buildbot_bsdkm.github.controller import PROP_PR, PrBuilder, PullRequestBuilds
+from buildbot_bsdkm.github.controller import PROP_HEAD, PROP_PR, PrBuilder, PullRequestBuilds
 from buildbot_bsdkm.github.events import PullRequest
 from buildbot_bsdkm.github.settings import GitHubSettings
 
@@ -74,4 +74,7 @@ def test_fork_pr_buildset_leads_the_fetch_step_to_the_pr_head_ref() -> None:
     props = build_properties(buildset)
     step = buildstep.create_step_from_step_or_factory(steps.FetchSource(variant="accel", target="userspace"))
     step.setBuild(SimpleNamespace(getProperties=lambda: props, master=None))
-    assert step.stage_command()[-4:] == ["--source-git", CLONE_URL, "--source-ref", "refs/pull/42/head"]
+    assert steps.PR_HEAD_PROPERTY == PROP_HEAD
+    assert step.stage_command()[-6:] == [
+        "--source-git", CLONE_URL, "--source-ref", "refs/pull/42/head", "--source-commit", "c" * 40,
+    ]

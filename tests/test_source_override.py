@@ -100,6 +100,18 @@ def test_a_ref_the_repository_lacks_fails_the_fetch_naming_it(
     assert "FAILED fetch category=real reason=fetch" in out and "refs/pull/2/head" in out
 
 
+def test_a_pr_head_that_moved_since_the_build_was_queued_is_not_built(
+    tmp_path: Path, pr_repo: tuple[str, str, str], common: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, main_sha, pr_sha = pr_repo
+    pr = ["--source-git", url, "--source-ref", "refs/pull/1/head"]
+    assert cli_main(["stage", "fetch", *common, *pr, "--source-commit", main_sha]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED fetch category=real" in out and f"is now {pr_sha[:12]}, not {main_sha[:12]}" in out
+    assert cli_main(["stage", "fetch", *common, *pr, "--source-commit", pr_sha.upper()]) == 0
+    assert state(tmp_path)["source"]["commit"] == pr_sha
+
+
 def test_source_dir_records_the_checkout_head(
     tmp_path: Path, pr_repo: tuple[str, str, str], common: list[str]
 ) -> None:
@@ -118,6 +130,8 @@ def test_source_dir_records_the_checkout_head(
         (["--source-git", "file:///x", "--source-ref", "main..evil"], "'main..evil': not a usable git ref"),
         (["--source-git=--upload-pack=evil"], "not a usable repository URL"),
         (["--source-dir", "/nonexistent/dir"], "--source-dir /nonexistent/dir: not a directory"),
+        (["--source-commit", "a" * 40], "needs --source-git"),
+        (["--source-git", "file:///x", "--source-commit", "HEAD~1"], "not a commit sha"),
     ],
 )
 def test_bad_source_combinations_are_usage_errors(

@@ -27,6 +27,7 @@ STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any 
 # the GitHub client into every master). The PR's clone URL is the build's "repository" property,
 # which Buildbot copies from the buildset's sourcestamp.
 PR_NUMBER_PROPERTY = "github_pr"
+PR_HEAD_PROPERTY = "github_head_sha"  # PROP_HEAD there
 REPOSITORY_PROPERTY = "repository"
 
 
@@ -157,7 +158,13 @@ class FetchSource(BsdkmStageStep):
             # A PR build that cannot name its repository must not quietly build the config's tree.
             raise ValueError(f"PR #{number} build has no '{REPOSITORY_PROPERTY}' property to fetch from")
         # int(): the ref is built from a number, so no property value can smuggle another ref in.
-        return ["--source-git", str(url), "--source-ref", f"refs/pull/{int(number)}/head"]
+        args = ["--source-git", str(url), "--source-ref", f"refs/pull/{int(number)}/head"]
+        head = self.getProperty(PR_HEAD_PROPERTY)
+        if head:
+            # The ref moves when the PR is pushed to; the head this build was queued (and approved)
+            # for is the one it may build.
+            args += ["--source-commit", str(head)]
+        return args
 
 
 class Configure(BsdkmStageStep):

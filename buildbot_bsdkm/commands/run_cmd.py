@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from pathlib import Path
 
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
@@ -56,6 +57,11 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
         metavar="REF",
         help="with --source-git: branch, tag, commit or refs/pull/N/head|merge (default: HEAD)",
     )
+    g.add_argument(
+        "--source-commit",
+        metavar="SHA",
+        help="with --source-git: fail unless the ref resolves to this commit (a PR build's head)",
+    )
     g.add_argument("--source-dir", metavar="DIR", help="use this local wolfSSL checkout as is")
 
 
@@ -64,10 +70,13 @@ def source_override(args: argparse.Namespace) -> SourceSpec | None:
     url = getattr(args, "source_git", None)
     ref = getattr(args, "source_ref", None)
     local = getattr(args, "source_dir", None)
+    commit = getattr(args, "source_commit", None)
     if url is not None and local is not None:
         raise UsageError("--source-git and --source-dir are two different sources: give one")
     if ref is not None and url is None:
         raise UsageError(f"--source-ref {ref!r} needs --source-git URL (a ref of which repository?)")
+    if commit is not None and url is None:
+        raise UsageError(f"--source-commit {commit!r} needs --source-git URL")
     if local is not None:
         path = Path(local).expanduser().resolve()
         if not path.is_dir():
@@ -81,7 +90,9 @@ def source_override(args: argparse.Namespace) -> SourceSpec | None:
     ref = "HEAD" if ref is None else ref
     if not usable_git_ref(ref):
         raise UsageError(f"--source-ref {ref!r}: not a usable git ref")
-    return GitSource(url=url, ref=ref)
+    if commit is not None and not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit):
+        raise UsageError(f"--source-commit {commit!r}: not a commit sha (7 to 64 hex digits)")
+    return GitSource(url=url, ref=ref, commit=commit.lower() if commit else None)
 
 
 def with_source(config: Config, args: argparse.Namespace) -> Config:

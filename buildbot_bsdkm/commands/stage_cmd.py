@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     # Only fetch reads the source; later stages use the tree fetch recorded in state.json, so an
     # override given to them would be silently ignored: refuse it instead.
     if args.stage != "fetch" and source_override(args) is not None:
-        raise UsageError(f"--source-git/--source-ref/--source-dir apply to 'stage fetch', not '{args.stage}'")
+        raise UsageError(f"--source-* options apply to 'stage fetch', not '{args.stage}'")
     config = with_source(read_config(config_path(args.config)), args)
     try:
         config.pairs([args.variant], [args.target])

@@ -414,6 +414,13 @@ def git_tree(spec: GitSource, cache: Path, timeout_s: float, progress: Progress 
         if proc.returncode:
             raise _git_failure(f"git fetch {spec.ref}", proc)
         commit = _git(["rev-parse", "FETCH_HEAD"], tree, 60).stdout.strip()
+        if spec.commit and not commit.startswith(spec.commit.lower()):
+            raise real_error(
+                "fetch",
+                "fetch",
+                f"fetch failed: {spec.ref} of {spec.url} is now {commit[:12]}, not {spec.commit[:12]} "
+                "this build is for (pushed to since it was queued?)",
+            )
         stamp = tree / ".git" / "bsdkm-ready"
         if stamp.is_file() and stamp.read_text().strip() == commit and (tree / "configure").is_file():
             return tree, commit
