@@ -198,8 +198,25 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
     blocks += _speedup_blocks(verdict) + _crossover_blocks(verdict)
     blocks += _benchmark_blocks(runs, verdict)
     blocks += _retry_blocks(retries)
+    source = _source_line(runs)
+    if source:
+        blocks.append(Block("p", source))
     blocks.append(Block("p", f"Policy: `{verdict.policy_source}`"))
     return blocks
+
+
+def _source_line(runs: Sequence[RunResult]) -> str | None:
+    """What was built (e.g. a PR's ``refs/pull/N/head`` at its commit), so nobody has to guess."""
+    seen: list[str] = []
+    for run in runs:
+        origin = run.metadata.get("source")
+        if not origin:
+            continue
+        commit = run.metadata.get("source_commit")
+        text = f"`{origin}`" + (f" at `{str(commit)[:12]}`" if commit else "")
+        if text not in seen:
+            seen.append(text)
+    return "Source: " + ", ".join(seen) if seen else None
 
 
 # ---------------------------------------------------------------------------

@@ -114,6 +114,14 @@ def test_markdown_cells_escape_pipes() -> None:
     assert row.count(" | ") == 3  # still four cells
 
 
+def test_report_names_the_source_built_and_its_commit() -> None:
+    run = parsed("accel", "userspace", "userspace/accel/bench_default.txt")
+    run.metadata = {"source": "git:https://github.com/wolfSSL/wolfssl.git@refs/pull/42/head",
+                    "source_commit": "c" * 40}
+    text = markdown_report([run], evaluate([run], parse_policy("")))
+    assert "Source: `git:https://github.com/wolfSSL/wolfssl.git@refs/pull/42/head` at `cccccccccccc`" in text
+
+
 def test_delta_report_lists_every_item(baseline) -> None:
     head = [parsed("noasm", "userspace", "noise/noasm_r05.txt")]
     v = evaluate(head, load_policy(), baseline)
