@@ -9,7 +9,6 @@ Nothing is fetched at import time.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import lzma
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from ..config import Config, DebianSource, GitSource, LocalSource, SourceSpec, TarballSource
 from .errors import infra_error, real_error
+from .locks import exclusive
 
 Progress = Callable[[str], None]
 READY_STAMP = ".bsdkm-ready.json"  # written last: a tree without it is half-made and is redone
@@ -47,17 +47,9 @@ def cache_root(config: Config | None = None) -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "bsdkm-ci"
 
 
-@contextlib.contextmanager
-def _locked(cache: Path, name: str) -> Iterator[None]:
+def _locked(cache: Path, name: str) -> contextlib.AbstractContextManager[None]:
     """Several engineers/builders share one cache: one writer per item at a time."""
-    locks = cache / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{name}.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return exclusive(cache / "locks" / f"{name}.lock")
 
 
 @dataclass
