@@ -145,28 +145,21 @@ class UserspaceBuild:
         self.build_dir.mkdir(parents=True, exist_ok=True)
         self.stamp.unlink(missing_ok=True)
         cc = ["CC=" + self.env["CC"]] if "CC" in self.env else []
-        res = run_logged(
-            [str(self.source / "configure"), *self.configure_args, *cc],
-            cwd=self.build_dir,
-            log=log,
-            timeout_s=timeout_s,
-            env=self.env,
-        )
-        if res.exit_code != 0:
-            raise StageError(
-                classify(
-                    "configure",
-                    exit_code=res.exit_code,
-                    output=_read(log),
-                    timed_out=res.timed_out,
-                    timeout_s=timeout_s,
-                    patterns=patterns,
-                    evidence=[str(log)],
-                )
-            )
+        res = self._checked("configure", [str(self.source / "configure"), *self.configure_args, *cc],
+                            log, timeout_s, patterns)
         self.stamp.write_text(
             json.dumps({"args": self.configure_args, "configure_mtime": self._configure_mtime()})
         )
+        return res
+
+    def _checked(self, stage: str, argv: list[str], log: Path, timeout_s: float,
+                 patterns: Patterns | None) -> CommandResult:
+        """Run one build command in the build dir; a failure becomes a classified StageError."""
+        res = run_logged(argv, cwd=self.build_dir, log=log, timeout_s=timeout_s, env=self.env)
+        if res.exit_code != 0:
+            raise StageError(classify(stage, exit_code=res.exit_code, output=_read(log),
+                                      timed_out=res.timed_out, timeout_s=timeout_s, patterns=patterns,
+                                      evidence=[str(log)]))
         return res
 
     def make(self, log: Path, timeout_s: float, patterns: Patterns | None = None) -> CommandResult:
@@ -176,21 +169,7 @@ class UserspaceBuild:
             return self._make(log, timeout_s, patterns)
 
     def _make(self, log: Path, timeout_s: float, patterns: Patterns | None = None) -> CommandResult:
-        res = run_logged(
-            ["make", f"-j{self.jobs}"], cwd=self.build_dir, log=log, timeout_s=timeout_s, env=self.env
-        )
-        if res.exit_code != 0:
-            raise StageError(
-                classify(
-                    "build",
-                    exit_code=res.exit_code,
-                    output=_read(log),
-                    timed_out=res.timed_out,
-                    timeout_s=timeout_s,
-                    patterns=patterns,
-                    evidence=[str(log)],
-                )
-            )
+        res = self._checked("build", ["make", f"-j{self.jobs}"], log, timeout_s, patterns)
         for prog in self.programs().values():
             if not prog.is_file():
                 raise StageError(
