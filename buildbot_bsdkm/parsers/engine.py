@@ -499,20 +499,7 @@ class LogParser:
             self._open_bench(n, out)
         pending = self.pending_bench
         if pending is not None:
-            if pending.error is None:  # inlined _measure
-                seconds = pending.seconds
-                if seconds:
-                    if abs(seconds - round(seconds)) < 0.0005:
-                        self.integral_durations += 1
-                    else:
-                        self.fractional_durations += 1
-                if (
-                    pending.kind == _SYMMETRIC
-                    and pending.cycles
-                    and pending.per_second > 0
-                    and len(self.tsc_samples) < MAX_TSC_SAMPLES
-                ):
-                    self.tsc_samples.append(pending.per_second * pending.cycles)
+            self._measure(pending)
             out.append(pending)
         self.pending_bench = bench
 
