@@ -1,13 +1,15 @@
 """The whole loop: a signed webhook → the real master builds the userspace target with real
 wolfSSL → commit statuses and one created-then-edited PR comment arrive at the loopback GitHub.
 
-The build uses the configured source (wolfSSL 5.9.2 from Debian's archive): GitHub itself is
-not reachable from here, so the PR's head commit is GitHub's example SHA, carried as the
-buildset's revision and reported against, not fetched.
+GitHub itself is not reachable from here, so the PR lives in a local bare repository (the
+configured `clone_url`): wolfSSL 5.9.2 from Debian's archive committed as the PR's head and
+pushed to `refs/pull/N/head`, and the webhook carries that commit's SHA. The build fetches
+exactly that ref and commit, as a PR build does against GitHub.
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -17,19 +19,42 @@ from github_fake.master import Master, deliver, write_config
 from github_fake.server import FakeGitHub
 
 from buildbot_bsdkm.github.publisher import REPORT_MARKER
+from buildbot_bsdkm.pipeline.source import wolfssl_source
 
 pytestmark = pytest.mark.slow
 PR = 9714
 CONTEXTS = {"bsdkm/userspace/intelasm", "bsdkm/userspace/noasm"}
 
 
+def _git(*args: str, cwd: Path | None = None) -> str:
+    env = {"GIT_AUTHOR_NAME": "PR author", "GIT_AUTHOR_EMAIL": "pr@example.invalid",
+           "GIT_COMMITTER_NAME": "PR author", "GIT_COMMITTER_EMAIL": "pr@example.invalid",
+           "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def pr_repository(tmp: Path) -> tuple[Path, str]:
+    """A bare repository whose refs/pull/PR/head is a commit of the real wolfSSL tree."""
+    tree, gitdir, bare = wolfssl_source(), tmp / "pr.git-work", tmp / "pr.git"
+    _git("init", "-q", "--bare", str(bare))
+    _git("--git-dir", str(gitdir), "init", "-q")
+    work = ["--git-dir", str(gitdir), "--work-tree", str(tree)]
+    _git(*work, "add", "-A", "-f", ".")
+    _git(*work, "commit", "-q", "-m", "PR head")
+    head = _git("--git-dir", str(gitdir), "rev-parse", "HEAD")
+    _git("--git-dir", str(gitdir), "push", "-q", str(bare), f"HEAD:refs/pull/{PR}/head")
+    return bare, head
+
+
 def test_signed_webhook_to_statuses_and_one_edited_comment(tmp_path: Path) -> None:
     github = FakeGitHub().start()
     master = Master(tmp_path, github)
     try:
-        master.start(write_config(tmp_path / "bsdkm.yml", github.url), with_worker=True)
-        payload = payloads.pull_request("opened", number=PR, association="MEMBER")
-        head = payload["pull_request"]["head"]["sha"]
+        bare, head = pr_repository(tmp_path)
+        master.start(write_config(tmp_path / "bsdkm.yml", github.url, clone_url=bare.as_uri()),
+                     with_worker=True)
+        payload = payloads.pull_request("opened", number=PR, association="MEMBER", head_sha=head)
         github.add_pull(payload)
         response, seconds = deliver(None, master.hook_url, "pull_request", payload)
         assert response.status_code in (200, 202), response.text
@@ -72,6 +97,8 @@ def test_signed_webhook_to_statuses_and_one_edited_comment(tmp_path: Path) -> No
         for context in CONTEXTS:
             assert context in comment["body"]
         assert "AES-128-GCM-enc" in comment["body"]  # the benchmark table from real runs
+        # What was built is the PR's head, fetched by its ref, not the configured source.
+        assert f"pr.git@refs/pull/{PR}/head` at `{head[:12]}`" in comment["body"]
         assert len(comment["body"]) <= 65536
 
         assert github.invalid == [], github.invalid
