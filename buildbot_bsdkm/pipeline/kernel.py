@@ -188,51 +188,22 @@ def judge_outcome(
     text = outcome.kernel_log.read_text(errors="replace") if outcome.kernel_log.is_file() else ""
     text += "\n" + "\n".join(outcome.notes)
     ev = [str(outcome.kernel_log)]
+
+    def judged(stage: str, exit_code: int | None, program: str = "the module", **extra: Any) -> StageFailure:
+        return classify(stage, exit_code=exit_code, output=text, log_results=[log], patterns=patterns,
+                        evidence=ev, program=program, **extra)
+
     if outcome.timed_out:
         stage = outcome.timed_out_stage if outcome.timed_out_stage in ("load", "unload") else "load"
-        return classify(
-            stage,
-            exit_code=outcome.load_rc,
-            output=text,
-            log_results=[log],
-            timed_out=True,
-            timeout_s=timeout_s,
-            patterns=patterns,
-            evidence=ev,
-            program="the module",
-        )
+        return judged(stage, outcome.load_rc, timed_out=True, timeout_s=timeout_s)
     if outcome.load_rc != 0:
-        failure = classify(
-            "load",
-            exit_code=outcome.load_rc,
-            output=text,
-            log_results=[log],
-            patterns=patterns,
-            evidence=ev,
-            program="the module",
-        )
+        failure = judged("load", outcome.load_rc)
         if failure.reason in ("load-error", "incomplete-log") and outcome.notes:
             failure.message = f"module load failed: {outcome.notes[0]}"
             failure.reason = "load-error"
         return failure
     if outcome.unload_rc not in (0, None):
-        return classify(
-            "unload",
-            exit_code=outcome.unload_rc,
-            output=text,
-            log_results=[log],
-            patterns=patterns,
-            evidence=ev,
-            program="module unload",
-        )
+        return judged("unload", outcome.unload_rc, program="module unload")
     if not log.complete or log.failed_tests or log.selftest_summary is False:
-        return classify(
-            "load",
-            exit_code=outcome.load_rc,
-            output=text,
-            log_results=[log],
-            patterns=patterns,
-            evidence=ev,
-            program="the module",
-        )
+        return judged("load", outcome.load_rc)
     return None
