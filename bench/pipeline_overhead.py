@@ -4,12 +4,15 @@
 For one userspace variant (default ``noasm`` from bsdkm.yml) this times, in one session:
   cold  by hand:  configure + make -jN + testwolfcrypt + benchmark in an empty directory
   cold  tool:     run_matrix into an empty build cache (same source tree, same flags)
+                  (cold pairs are repeated too, each in fresh directories; medians are compared)
   warm  tool:     run_matrix again (build dir reused: configure skipped, make is a no-op)
   warm  by hand:  make + testwolfcrypt + benchmark again in the hand-made build directory
                   (warm pairs are repeated in alternating order; medians are compared)
 ccache is disabled for the cold runs so both compile everything. The wolfSSL tarball and
 its autogen'd tree come from the usual cache for both sides (fetching is not compared).
 The machine is shared: run it when it is quiet, and read the per-phase times too.
+testwolfcrypt's own time varies several-fold from run to run (random primes and keys), so each
+row also shows the tool's own time: its total minus the time of the very commands it ran.
 
 Usage: .venv/bin/python bench/pipeline_overhead.py [--variant noasm] [--jobs 2] [--warm-only]
 """
@@ -79,15 +82,28 @@ def by_tool(config: Config, variant: str, out: Path, jobs: int) -> tuple[float, 
     return total, stages
 
 
-def fresh_cache(work: Path) -> Path:
+def fresh_cache(work: Path, name: str = "cache") -> Path:
     """A cache with the shared downloads and autogen'd tree but no builds."""
-    cache = work / "cache"
+    cache = work / name
     cache.mkdir()
     shared = cache_root()
     for name in ("downloads", "debian", "src", "locks"):
         if (shared / name).exists():
             (cache / name).symlink_to(shared / name)
     return cache
+
+
+def median_pair(
+    hand: list[tuple[float, dict[str, float]]], tool: list[tuple[float, dict[str, float]]]
+) -> tuple[float, float, dict[str, float], dict[str, float]]:
+    hand_med = sorted(hand, key=lambda r: r[0])[len(hand) // 2]
+    tool_med = sorted(tool, key=lambda r: r[0])[len(tool) // 2]
+    return hand_med[0], tool_med[0], hand_med[1], tool_med[1]
+
+
+def own_time(total: float, stages: dict[str, float]) -> float:
+    """The tool's total minus the commands it ran (configure, make, the two programs)."""
+    return total - sum(stages.get(k, 0.0) for k in ("configure", "build", "testwolfcrypt", "benchmark"))
 
 
 def main() -> int:
@@ -97,6 +113,7 @@ def main() -> int:
     ap.add_argument("--warm-only", action="store_true", help="skip the cold (full compile) pair")
     ap.add_argument("--config", default=str(ROOT / "bsdkm.yml"))
     ap.add_argument("--repeats", type=int, default=5, help="warm pairs to run (median is reported)")
+    ap.add_argument("--cold-repeats", type=int, default=3, help="cold pairs to run (median is reported)")
     args = ap.parse_args()
 
     base = load_config(args.config)
@@ -110,11 +127,19 @@ def main() -> int:
         if not args.warm_only:
             os.environ["CCACHE_DISABLE"] = "1"
             env = compiler_env()
-            t0 = time.monotonic()
-            hand = by_hand(config, args.variant, source, hand_dir, args.jobs, env, configure=True)
-            hand_total = time.monotonic() - t0
-            tool_total, tool_stages = by_tool(config, args.variant, work / "out-cold", args.jobs)
-            rows.append(("cold", hand_total, tool_total, hand, tool_stages))
+            hand_cold: list[tuple[float, dict[str, float]]] = []
+            tool_cold: list[tuple[float, dict[str, float]]] = []
+            for i in range(args.cold_repeats):
+                config = dataclasses.replace(config, cache_dir=fresh_cache(work, f"cache{i}"))
+                hand_dir = work / f"hand{i}" / "build"
+                for side in ("hand", "tool") if i % 2 == 0 else ("tool", "hand"):
+                    if side == "tool":
+                        tool_cold.append(by_tool(config, args.variant, work / f"out-cold{i}", args.jobs))
+                    else:
+                        t0 = time.monotonic()
+                        ph = by_hand(config, args.variant, source, hand_dir, args.jobs, env, configure=True)
+                        hand_cold.append((time.monotonic() - t0, ph))
+            rows.append((f"cold (median of {args.cold_repeats})", *median_pair(hand_cold, tool_cold)))
             if saved is None:
                 os.environ.pop("CCACHE_DISABLE")
         else:
@@ -132,21 +157,20 @@ def main() -> int:
                     t0 = time.monotonic()
                     ph = by_hand(config, args.variant, source, hand_dir, args.jobs, env, configure=False)
                     hand_runs.append((time.monotonic() - t0, ph))
-        hand_med = sorted(hand_runs, key=lambda r: r[0])[len(hand_runs) // 2]
-        tool_med = sorted(tool_runs, key=lambda r: r[0])[len(tool_runs) // 2]
-        rows.append((f"warm (median of {args.repeats})", hand_med[0], tool_med[0], hand_med[1], tool_med[1]))
+        rows.append((f"warm (median of {args.repeats})", *median_pair(hand_runs, tool_runs)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     print(f"pipeline overhead, userspace/{args.variant}, make -j{args.jobs}, {os.cpu_count()} cores")
-    print(f"{'run':22} {'by hand':>9} {'tool':>9} {'ratio':>6}  phases (hand | tool)")
+    print(f"{'run':22} {'by hand':>9} {'tool':>9} {'ratio':>6} {'own':>6}  phases (hand | tool)")
     worst = 0.0
     for name, hand_s, tool_s, hand_ph, tool_ph in rows:
         ratio = tool_s / hand_s
         worst = max(worst, ratio)
         hp = " ".join(f"{k}={v:.1f}" for k, v in hand_ph.items())
         tp = " ".join(f"{k}={v:.1f}" for k, v in tool_ph.items())
-        print(f"{name:22} {hand_s:8.1f}s {tool_s:8.1f}s {ratio:5.2f}x  {hp} | {tp}")
+        own = own_time(tool_s, tool_ph)
+        print(f"{name:22} {hand_s:8.1f}s {tool_s:8.1f}s {ratio:5.2f}x {own:5.1f}s  {hp} | {tp}")
     print(f"worst ratio {worst:.2f}x (target <= 1.10x): {'OK' if worst <= 1.10 else 'OVER'}")
     return 0 if worst <= 1.10 else 1
 
