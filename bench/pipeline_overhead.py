@@ -28,7 +28,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -93,9 +95,31 @@ def fresh_cache(work: Path, name: str = "cache") -> Path:
     return cache
 
 
-def median_pair(
-    hand: list[tuple[float, dict[str, float]]], tool: list[tuple[float, dict[str, float]]]
-) -> tuple[float, float, dict[str, float], dict[str, float]]:
+Run = tuple[float, dict[str, float]]  # total seconds, seconds per phase
+
+
+def alternating(
+    n: int, hand: Callable[[int], Run], tool: Callable[[int], Run]
+) -> tuple[list[Run], list[Run]]:
+    """n pairs, the order swapped every pair: scheduler noise then falls on both sides alike."""
+    hand_runs: list[Run] = []
+    tool_runs: list[Run] = []
+    for i in range(n):
+        for side in ("hand", "tool") if i % 2 == 0 else ("tool", "hand"):
+            if side == "hand":
+                hand_runs.append(hand(i))
+            else:
+                tool_runs.append(tool(i))
+    return hand_runs, tool_runs
+
+
+def timed_total(fn: Callable[..., dict[str, float]], *args: Any) -> Run:
+    t0 = time.monotonic()
+    phases = fn(*args)
+    return time.monotonic() - t0, phases
+
+
+def median_pair(hand: list[Run], tool: list[Run]) -> tuple[float, float, dict[str, float], dict[str, float]]:
     hand_med = sorted(hand, key=lambda r: r[0])[len(hand) // 2]
     tool_med = sorted(tool, key=lambda r: r[0])[len(tool) // 2]
     return hand_med[0], tool_med[0], hand_med[1], tool_med[1]
@@ -127,36 +151,30 @@ def main() -> int:
         if not args.warm_only:
             os.environ["CCACHE_DISABLE"] = "1"
             env = compiler_env()
-            hand_cold: list[tuple[float, dict[str, float]]] = []
-            tool_cold: list[tuple[float, dict[str, float]]] = []
-            for i in range(args.cold_repeats):
-                config = dataclasses.replace(config, cache_dir=fresh_cache(work, f"cache{i}"))
-                hand_dir = work / f"hand{i}" / "build"
-                for side in ("hand", "tool") if i % 2 == 0 else ("tool", "hand"):
-                    if side == "tool":
-                        tool_cold.append(by_tool(config, args.variant, work / f"out-cold{i}", args.jobs))
-                    else:
-                        t0 = time.monotonic()
-                        ph = by_hand(config, args.variant, source, hand_dir, args.jobs, env, configure=True)
-                        hand_cold.append((time.monotonic() - t0, ph))
+            # Each cold pair in its own directories and cache, so both sides compile everything.
+            configs = [dataclasses.replace(config, cache_dir=fresh_cache(work, f"cache{i}"))
+                       for i in range(args.cold_repeats)]
+            hand_dirs = [work / f"hand{i}" / "build" for i in range(args.cold_repeats)]
+            hand_cold, tool_cold = alternating(
+                args.cold_repeats,
+                lambda i: timed_total(
+                    by_hand, configs[i], args.variant, source, hand_dirs[i], args.jobs, env, True
+                ),
+                lambda i: by_tool(configs[i], args.variant, work / f"out-cold{i}", args.jobs),
+            )
             rows.append((f"cold (median of {args.cold_repeats})", *median_pair(hand_cold, tool_cold)))
+            config, hand_dir = configs[-1], hand_dirs[-1]
             if saved is None:
                 os.environ.pop("CCACHE_DISABLE")
         else:
             by_hand(config, args.variant, source, hand_dir, args.jobs, compiler_env(), configure=True)
             by_tool(config, args.variant, work / "out-prime", args.jobs)
         env = compiler_env()
-        # Warm runs take seconds, so scheduler noise matters: alternate the order, take medians.
-        hand_runs: list[tuple[float, dict[str, float]]] = []
-        tool_runs: list[tuple[float, dict[str, float]]] = []
-        for i in range(args.repeats):
-            for side in ("tool", "hand") if i % 2 == 0 else ("hand", "tool"):
-                if side == "tool":
-                    tool_runs.append(by_tool(config, args.variant, work / f"out-warm{i}", args.jobs))
-                else:
-                    t0 = time.monotonic()
-                    ph = by_hand(config, args.variant, source, hand_dir, args.jobs, env, configure=False)
-                    hand_runs.append((time.monotonic() - t0, ph))
+        hand_runs, tool_runs = alternating(
+            args.repeats,
+            lambda i: timed_total(by_hand, config, args.variant, source, hand_dir, args.jobs, env, False),
+            lambda i: by_tool(config, args.variant, work / f"out-warm{i}", args.jobs),
+        )
         rows.append((f"warm (median of {args.repeats})", *median_pair(hand_runs, tool_runs)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
