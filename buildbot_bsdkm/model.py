@@ -10,6 +10,7 @@ Kept free of I/O and third-party imports so every shell can use it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -274,6 +275,49 @@ def to_json(runs: list[RunResult], **extra: Any) -> str:
     return json.dumps(doc, indent=2, sort_keys=False)
 
 
+_NUMBER = (int, float)
+_OPTIONAL_NUMBER = (int, float, type(None))
+_RUN_FIELDS = {"variant": str, "target": str}
+_LOG_FIELDS = {"source": str, "complete": bool, "clock_resolution": _OPTIONAL_NUMBER}
+_BENCH_FIELDS = {"name": str, "value": _NUMBER, "unit": str, "per_second": _NUMBER,
+                 "cycles": _OPTIONAL_NUMBER, "block_size": (int, type(None)), "error": (str, type(None))}
+_TEST_FIELDS = {"name": str, "passed": bool, "error": (str, type(None)), "code": (int, type(None))}
+
+
+def _type_problem(runs: list[RunResult]) -> str | None:
+    """The first field of a results document whose type the gates cannot use, or None.
+
+    The constructors check the shape; this checks the values the policy computes with, so a
+    hand-edited or foreign document is refused with its field named instead of crashing.
+    """
+    for obj, fields, where in _typed_fields(runs):
+        problem = _field_problem(obj, fields, where)
+        if problem:
+            return problem
+    return None
+
+
+def _typed_fields(runs: list[RunResult]) -> Iterator[tuple[object, dict, str]]:
+    for i, run in enumerate(runs):
+        yield run, _RUN_FIELDS, f"runs[{i}]"
+        for j, log in enumerate(run.logs):
+            where = f"runs[{i}].logs[{j}]"
+            yield log, _LOG_FIELDS, where
+            for k, b in enumerate(log.benchmarks):
+                yield b, _BENCH_FIELDS, f"{where}.benchmarks[{k}]"
+            for k, t in enumerate(log.tests):
+                yield t, _TEST_FIELDS, f"{where}.tests[{k}]"
+
+
+def _field_problem(obj: object, fields: dict[str, type | tuple[type, ...]], where: str) -> str | None:
+    for name, types in fields.items():
+        value = getattr(obj, name)
+        wrong_bool = isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))
+        if wrong_bool or not isinstance(value, types):
+            return f"{where}.{name} has the wrong type: {value!r}"
+    return None
+
+
 def from_json(text: str, source: str = "<json>") -> list[RunResult]:
     """Read a results document (or baseline) back; ModelError names what is wrong."""
     try:
@@ -290,4 +334,7 @@ def from_json(text: str, source: str = "<json>") -> list[RunResult]:
             runs.append(_run_from(r))
         except (TypeError, ValueError, KeyError, AttributeError) as e:
             raise ModelError(f"{source}: runs[{i}] is malformed: {e}") from None
+    problem = _type_problem(runs)
+    if problem:
+        raise ModelError(f"{source}: {problem}")
     return runs

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import junitparser
+import pytest
 from conftest import FIXTURES
 
 from buildbot_bsdkm.model import from_json, to_json
@@ -140,3 +142,18 @@ def test_cut_off_log_is_an_error_case(tmp_path: Path) -> None:
     assert p.returncode == 1
     suites = {s.name: s for s in junitparser.JUnitXml.fromfile(str(out))}
     assert suites["bsdkm.userspace.aesni-avx.selftest"].errors == 1
+
+
+def test_every_reader_of_a_results_document_refuses_a_value_of_the_wrong_type(tmp_path: Path) -> None:
+    """The type check lives in the model, so a pipeline baseline is refused like a `compare` input."""
+    from buildbot_bsdkm.pipeline.report_out import BaselineError, load_baseline
+
+    doc = results_json(tmp_path, "doc.json", "noasm", "noise/noasm_r01.txt")
+    assert load_baseline(doc)  # the untouched document reads back
+    wrong = tmp_path / "baseline.json"
+    data = json.loads(doc.read_text(encoding="utf-8"))
+    data["runs"][0]["logs"][0]["benchmarks"][0]["value"] = "fast"
+    wrong.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(BaselineError) as e:
+        load_baseline(wrong)
+    assert str(e.value) == f"{wrong}: runs[0].logs[0].benchmarks[0].value has the wrong type: 'fast'"

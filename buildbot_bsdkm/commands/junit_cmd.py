@@ -11,7 +11,7 @@ Exit 0 every check passed, 1 a test or threshold failed, 2 unusable input.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
@@ -76,56 +76,9 @@ def read_results(path: str) -> list[RunResult]:
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{path}: cannot be read: {e}") from None
     try:
-        runs = from_json(text, path)
+        return from_json(text, path)
     except ModelError as e:
         raise UsageError(str(e)) from None
-    problem = type_problem(runs)
-    if problem:
-        raise UsageError(f"{path}: {problem}")
-    return runs
-
-
-_NUMBER = (int, float)
-_OPTIONAL_NUMBER = (int, float, type(None))
-_RUN_FIELDS = {"variant": str, "target": str}
-_LOG_FIELDS = {"source": str, "complete": bool, "clock_resolution": _OPTIONAL_NUMBER}
-_BENCH_FIELDS = {"name": str, "value": _NUMBER, "unit": str, "per_second": _NUMBER,
-                 "cycles": _OPTIONAL_NUMBER, "block_size": (int, type(None)), "error": (str, type(None))}
-_TEST_FIELDS = {"name": str, "passed": bool, "error": (str, type(None)), "code": (int, type(None))}
-
-
-def type_problem(runs: list[RunResult]) -> str | None:
-    """The first field of a results document whose type the gates cannot use, or None.
-
-    ``from_json`` checks the shape; this checks the values the policy computes with, so a
-    hand-edited or foreign document is refused with its field named instead of crashing.
-    """
-    for obj, fields, where in _typed_fields(runs):
-        problem = _field_problem(obj, fields, where)
-        if problem:
-            return problem
-    return None
-
-
-def _typed_fields(runs: list[RunResult]) -> Iterator[tuple[object, dict, str]]:
-    for i, run in enumerate(runs):
-        yield run, _RUN_FIELDS, f"runs[{i}]"
-        for j, log in enumerate(run.logs):
-            where = f"runs[{i}].logs[{j}]"
-            yield log, _LOG_FIELDS, where
-            for k, b in enumerate(log.benchmarks):
-                yield b, _BENCH_FIELDS, f"{where}.benchmarks[{k}]"
-            for k, t in enumerate(log.tests):
-                yield t, _TEST_FIELDS, f"{where}.tests[{k}]"
-
-
-def _field_problem(obj: object, fields: dict[str, type | tuple[type, ...]], where: str) -> str | None:
-    for name, types in fields.items():
-        value = getattr(obj, name)
-        wrong_bool = isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))
-        if wrong_bool or not isinstance(value, types):
-            return f"{where}.{name} has the wrong type: {value!r}"
-    return None
 
 
 def read_policy(path: str | None) -> Policy:
