@@ -107,19 +107,8 @@ def parse_symmetric(
     )
 
 
-@dataclass
-class _AsymName:
-    algorithm: str
-    strength: str
-    operation: str
-
-    @property
-    def name(self) -> str:
-        return " ".join(p for p in (self.algorithm, self.strength, self.operation) if p)
-
-
-def split_asym_head(head: str) -> _AsymName | None:
-    """'ML-KEM 512    128  key gen' -> (ML-KEM 512, 128, key gen).
+def split_asym_head(head: str) -> tuple[str, str, str] | None:
+    """'ML-KEM 512    128  key gen' -> ("ML-KEM 512", "128", "key gen"): algorithm, strength, operation.
 
     The strength is the last all-digit word: operations never start with a digit,
     and algorithm names may hold digits ("ML-KEM 512").
@@ -133,7 +122,7 @@ def split_asym_head(head: str) -> _AsymName | None:
             algorithm = " ".join(words[:i])  # = fold_spaces: split() already folded the spaces
             if "[" in algorithm:
                 algorithm = algorithm.replace("[ ", "[").replace(" ]", "]")
-            return _AsymName(algorithm, words[i], JAPANESE_OPERATIONS.get(op, op))
+            return algorithm, words[i], JAPANESE_OPERATIONS.get(op, op)
     return None
 
 
@@ -146,21 +135,10 @@ def parse_asymmetric(
     m = _search(line)
     if m is None:
         return None
-    # split_asym_head, inlined (no _AsymName per line)
-    words = line[: m.start()].split()
-    if words and words[-1] in _HW_SW:
-        words.pop()
-    for i in range(len(words) - 1, 0, -1):
-        strength = words[i]
-        if strength.isdigit():
-            break
-    else:
+    parts = split_asym_head(line[: m.start()])
+    if parts is None:
         return None
-    op = " ".join(words[i + 1 :])
-    op = JAPANESE_OPERATIONS.get(op, op)
-    algorithm = " ".join(words[:i])  # = fold_spaces: split() already folded the spaces
-    if "[" in algorithm:
-        algorithm = algorithm.replace("[ ", "[").replace(" ]", "]")
+    algorithm, strength, op = parts
     count, secs, _avg, rate_text, _cyctot, cpo = m.groups()
     rate = float(rate_text)
     return Benchmark(
