@@ -191,13 +191,13 @@ def parse_sources(lines: Iterable[str], package: str) -> list[SourcePackage]:
 
     The sid index is ~60 MB of text: only paragraphs of the wanted package are kept.
     """
-    wanted = f"Package: {package}\n"
+    wanted = f"Package: {package}"
     out = []
     chunk: list[str] = []
     keep = False
     for line in lines:
         if line.startswith("Package: "):
-            keep = line == wanted or line.rstrip() == wanted.rstrip()
+            keep = line.rstrip() == wanted
         if keep:
             if line.strip():
                 chunk.append(line)
