@@ -235,8 +235,8 @@ class _At:
         line = self.key_node.start_mark.line + 1 if self.key_node is not None else self.line
         return ConfigError(self.file, line, self.key, problem)
 
-    def child(self, node: Node, name: str) -> _At:
-        return _At(node, f"{self.key}.{name}" if self.key else name, self.file)
+    def child(self, node: Node, name: str, key_node: Node | None = None) -> _At:
+        return _At(node, f"{self.key}.{name}" if self.key else name, self.file, key_node)
 
     def is_null(self) -> bool:
         return isinstance(self.node, ScalarNode) and self.node.tag == "tag:yaml.org,2002:null"
@@ -255,8 +255,7 @@ class _At:
             if not isinstance(knode, ScalarNode):
                 raise _At(knode, self.key, self.file).error("keys must be plain names")
             name = str(knode.value)
-            at = self.child(vnode, name)
-            at.key_node = knode
+            at = self.child(vnode, name, knode)
             if name in out:
                 raise _At(knode, at.key, self.file).error("key given twice")
             if allowed is not None and name not in allowed:
