@@ -59,6 +59,13 @@ class StageStepCase(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.setup_test_reactor()
         return self.setup_test_build_step()
 
+    def expect_config_source_fetch(self) -> None:
+        """fetch empties the output directory, then runs with no source arguments, and succeeds."""
+        self.expect_commands(
+            ExpectRmdir(dir=f"wkdir/{OUT}", log_environ=True).exit(0),
+            shell("fetch").stdout("fetch ok: userspace/accel (state: x)\n").exit(0))
+        self.expect_outcome(result=SUCCESS, state_string="fetch ok: userspace/accel")
+
     def make(self, cls: type[steps.BsdkmStageStep], **kw) -> steps.BsdkmStageStep:
         return self.setup_step(cls(variant="accel", target="userspace", out_dir=OUT,
                                    config_path="/etc/bsdkm.yml", **kw))
@@ -78,10 +85,7 @@ class TestSimpleStages(StageStepCase):
 
     def test_fetch_starts_from_an_empty_output_directory(self):
         self.make(steps.FetchSource)
-        self.expect_commands(
-            ExpectRmdir(dir=f"wkdir/{OUT}", log_environ=True).exit(0),
-            shell("fetch").stdout("fetch ok: userspace/accel (state: x)\n").exit(0))
-        self.expect_outcome(result=SUCCESS, state_string="fetch ok: userspace/accel")
+        self.expect_config_source_fetch()
         return self.run_step()
 
     def test_the_workers_own_classification_is_used_with_its_evidence(self):
@@ -346,10 +350,7 @@ class TestFetchSourceOfPullRequests(StageStepCase):
         self.make(steps.FetchSource)
         # A branch build has a repository too: without a PR number it is not a PR build.
         self.build.setProperty("repository", self.CLONE_URL, "test")
-        self.expect_commands(
-            ExpectRmdir(dir=f"wkdir/{OUT}", log_environ=True).exit(0),
-            shell("fetch").stdout("fetch ok: userspace/accel (state: x)\n").exit(0))
-        self.expect_outcome(result=SUCCESS, state_string="fetch ok: userspace/accel")
+        self.expect_config_source_fetch()
         return self.run_step()
 
     def test_later_stages_of_a_pr_build_take_no_source_arguments(self):
