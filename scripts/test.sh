@@ -5,5 +5,15 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/bootstrap.sh
 source "$here/bootstrap.sh" test
 cd "$BSDKM_ROOT"
+# The real fixtures live in ../shared beside the checkout. A clone made elsewhere (a temp dir)
+# finds them beside the checkout it was cloned from.
+if [ -z "${BSDKM_SHARED:-}" ] && [ ! -d ../shared ]; then
+    origin="$(git config --get remote.origin.url || true)"
+    if [ -n "$origin" ] && [ -d "$origin/../shared/fixtures" ]; then
+        BSDKM_SHARED="$(cd "$origin/../shared" && pwd)"
+        export BSDKM_SHARED
+        echo "test: fixtures from $BSDKM_SHARED (beside $origin)"
+    fi
+fi
 ruff check .
 exec pytest -q -p no:cacheprovider "$@"
