@@ -143,6 +143,17 @@ class RetryConfig:
     real_patterns: tuple[str, ...] = ()  # added to classify.DEFAULT_REAL_PATTERNS
 
 
+@dataclass(frozen=True)
+class ReleaseConfig:
+    """``release:``: the release-candidate run (``bsdkm-ci release``, Buildbot's tag scheduler)."""
+
+    tag_pattern: str = "v*-stable"  # tags (fnmatch) that start a release-candidate build
+    freebsd_releases: tuple[str, ...] = ("13.5", "14.3", "15.0")  # declared; each needs a worker tag
+    arch: str = "amd64"  # worker tags are freebsd-<release>-<arch>
+    repeats: int = 3  # candidate/previous measurements, interleaved
+    software_variant: str = "noasm"  # speedups are every other variant against this one
+
+
 DEFAULT_TIMEOUTS: dict[str, float] = {
     "fetch": 900.0,
     "configure": 300.0,
@@ -170,6 +181,7 @@ class Config:
     cache_dir: Path | None = None  # None: $BSDKM_CACHE, $XDG_CACHE_HOME/bsdkm-ci, ~/.cache/bsdkm-ci
     workers: dict[str, Any] = field(default_factory=dict)  # Buildbot shell validates the contents
     github: dict[str, Any] = field(default_factory=dict)  # GitHub shell validates the contents
+    release: ReleaseConfig = field(default_factory=ReleaseConfig)
     path: Path | None = None  # the file this came from
 
     def timeout(self, stage: str) -> float:
@@ -481,6 +493,26 @@ def _retry(at: _At) -> RetryConfig:
     )
 
 
+def _release(at: _At) -> ReleaseConfig:
+    m = at.mapping(("tag_pattern", "freebsd_releases", "arch", "repeats", "software_variant"))
+    d = ReleaseConfig()
+    releases = d.freebsd_releases
+    if "freebsd_releases" in m:  # 14.3 unquoted is a YAML float: read each as written
+        node = m["freebsd_releases"].node
+        items = node.value if isinstance(node, SequenceNode) else [node]
+        releases = tuple(str(n.value) for n in items if isinstance(n, ScalarNode))
+    bad = [r for r in releases if not re.fullmatch(r"\d+\.\d+", r)]
+    if bad:
+        raise m["freebsd_releases"].error(f"a FreeBSD release is MAJOR.MINOR, got {bad[0]!r}")
+    return ReleaseConfig(
+        tag_pattern=_opt(m, "tag_pattern", _At.string, d.tag_pattern),
+        freebsd_releases=releases,
+        arch=_opt(m, "arch", _At.string, d.arch),
+        repeats=_opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
+        software_variant=_opt(m, "software_variant", _At.string, d.software_variant),
+    )
+
+
 TOP_KEYS = (
     "source",
     "targets",
@@ -495,6 +527,7 @@ TOP_KEYS = (
     "cache_dir",
     "workers",
     "github",
+    "release",
 )
 
 
@@ -530,6 +563,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         cache_dir=_opt(m, "cache_dir", lambda a: _resolve(base, a.string()), None),
         workers=_opt(m, "workers", _At.plain, {}),
         github=_opt(m, "github", _At.plain, {}),
+        release=_release(m["release"]) if "release" in m else ReleaseConfig(),
         path=Path(source) if source != "<config>" else None,
     )
 
