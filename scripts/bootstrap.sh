@@ -11,7 +11,9 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # Packages by purpose; test.sh wants all of them, main.sh only what the run needs.
 pkgs_main=(python3 python3-venv python3-dev gcc libc6-dev make autoconf automake libtool xz-utils curl ca-certificates
-           git ccache qemu-system-x86 linux-image-amd64 linux-headers-amd64 busybox-static cpio kmod)
+           git ccache qemu-system-x86 linux-image-amd64 linux-headers-amd64 busybox-static cpio kmod
+           # freebsd-kmod-qemu: the kit's intrinsic headers need clang 19 (bookworm's clang is 14)
+           clang-19 lld-19 llvm-19 bmake gawk ovmf mtools dosfstools)
 pkgs_test=(postgresql shellcheck dash original-awk)
 
 missing=()
