@@ -10,6 +10,8 @@ Kept free of I/O and third-party imports so every shell can use it.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -38,6 +40,7 @@ class LogFormat(StrEnum):
     LINUX_KERNEL_LOG = "linux-kernel-log"
     FREEBSD_KERNEL_LOG = "freebsd-kernel-log"
     OPENSSL_SPEED = "openssl-speed"
+    AFALG_BENCH = "afalg-bench"  # kmod/linux/afalg_bench.c (parsers/afalg.py)
     UNKNOWN = "unknown"
 
 
@@ -129,6 +132,36 @@ class LifecycleEvent:
 
 
 @dataclass
+class KernelEvent:
+    """Kernel trouble seen in a kernel log: a splat, with the evidence (parsers/kernel_trouble.py).
+
+    ``kind``: Linux ``bug``, ``oops``, ``gpf``, ``warning``, ``soft_lockup``, ``hard_lockup``,
+    ``rcu_stall``, ``hung_task``, ``kasan``, ``ubsan``, ``kmemleak``, ``lockdep``, ``panic``;
+    FreeBSD ``panic``, ``fatal_trap``, ``lock_order_reversal``, ``sleeping_thread_lock``,
+    ``spin_lock_held``, ``fpu``, ``sleep_with_lock``, ``backtrace``. Shapes and their kernel
+    sources: docs/kernel-messages.md. ``function`` is the faulting or stuck function (``RIP``,
+    else the first module frame); ``module_frames`` the call-trace frames in the module, outermost
+    last; ``names_module`` whether the module (a frame, the RIP, or its loader process) is named.
+    """
+
+    kind: str
+    message: str  # the header line, without its timestamp
+    line: int | None = None  # first line of the splat (1-based)
+    end_line: int | None = None  # last line of the splat
+    os: str = "linux"  # "linux" | "freebsd"
+    process: str | None = None
+    pid: int | None = None
+    cpu: int | None = None
+    duration_s: float | None = None  # stuck/blocked for, where the kernel says
+    function: str | None = None
+    module_frames: list[str] = field(default_factory=list)
+    frames: list[str] = field(default_factory=list)  # the first frames of the trace, all modules
+    names_module: bool = False
+    evidence: list[str] = field(default_factory=list)  # the splat's lines as printed (capped)
+    detail: dict[str, Any] = field(default_factory=dict)  # jiffies, trap number, locks, taint, ...
+
+
+@dataclass
 class Problem:
     """Something wrong with the input itself (not with wolfSSL): garbage, a cut-off line."""
 
@@ -156,6 +189,8 @@ class LogResult:
     # The benchmark clock's resolution when it is coarse (FreeBSD module: 1.0 s).
     clock_resolution: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # version, math, block_bytes, cpu, ...
+    # Kernel trouble (lockups, stalls, oopses, panics, witness); absent in older documents.
+    kernel: list[KernelEvent] = field(default_factory=list)
 
     @property
     def failed_tests(self) -> list[SelfTest]:
@@ -232,6 +267,7 @@ def _log_from(d: dict[str, Any]) -> LogResult:
     d["tests"] = [SelfTest(**t) for t in d.get("tests", [])]
     d["lifecycle"] = [LifecycleEvent(**e) for e in d.get("lifecycle", [])]
     d["problems"] = [Problem(**p) for p in d.get("problems", [])]
+    d["kernel"] = [KernelEvent(**k) for k in d.get("kernel", [])]
     return LogResult(**d)
 
 
@@ -318,16 +354,73 @@ def _field_problem(obj: object, fields: dict[str, type | tuple[type, ...]], wher
     return None
 
 
-def from_json(text: str, source: str = "<json>") -> list[RunResult]:
-    """Read a results document (or baseline) back; ModelError names what is wrong."""
+# A results document nests six levels deep; anything far deeper is not one, and Python's
+# recursive decoder would die on it with a RecursionError.
+MAX_JSON_DEPTH = 64
+MAX_INT_DIGITS = 40  # far beyond any counter or rate; Python refuses > 4300 with a ValueError
+
+
+def _refuse_constant(name: str) -> float:
+    # NaN/Infinity compare false with every threshold, so a gate on them would silently pass.
+    raise ModelError(f"{name} is not a number a gate can use")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ModelError(f"an integer of {len(text.lstrip('-'))} digits (limit {MAX_INT_DIGITS})")
+    return int(text)
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _json_depth(text: str) -> int:
+    """Deepest bracket nesting outside strings, found without recursing (json.loads would overflow)."""
+    depth = deepest = 0
+    for m in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        if m.group() in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    break
+        else:
+            depth -= 1
+    return deepest
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ModelError(f"{text} overflows to infinity: not a number a gate can use")
+    return value
+
+
+def _load_json(text: str, source: str) -> Any:
+    if _json_depth(text) > MAX_JSON_DEPTH:
+        raise ModelError(f"{source}: JSON nested deeper than {MAX_JSON_DEPTH} levels: not a results document")
     try:
-        doc = json.loads(text)
+        return json.loads(
+            text, parse_constant=_refuse_constant, parse_int=_bounded_int, parse_float=_finite_float
+        )
     except json.JSONDecodeError as e:
         raise ModelError(f"{source}: not JSON: {e}") from None
+    except ModelError as e:
+        raise ModelError(f"{source}: {e}") from None
+    except (ValueError, RecursionError) as e:
+        raise ModelError(f"{source}: unusable JSON: {e}") from None
+
+
+def from_json(text: str, source: str = "<json>") -> list[RunResult]:
+    """Read a results document (or baseline) back; ModelError names what is wrong."""
+    doc = _load_json(text, source)
     if not isinstance(doc, dict) or "runs" not in doc:
         raise ModelError(f"{source}: not a bsdkm-ci results document (no 'runs' key)")
     if doc.get("schema") != SCHEMA_VERSION:
         raise ModelError(f"{source}: schema {doc.get('schema')!r} is not {SCHEMA_VERSION}")
+    if not isinstance(doc["runs"], list):
+        raise ModelError(f"{source}: 'runs' is a JSON {type(doc['runs']).__name__}, not a list")
     runs = []
     for i, r in enumerate(doc["runs"]):
         try:

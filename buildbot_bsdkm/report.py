@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,8 +224,19 @@ def _source_line(runs: Sequence[RunResult]) -> str | None:
 # Markdown
 
 
+# Characters that start Markdown syntax (links, images, emphasis, HTML, code, mentions, headings).
+# Names come from logs and PR branches: a variant called "[x](https://evil)" or "@org/team" must
+# show as text, never become a link, a ping or a new table row.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~@])")
+
+
+def _md_text(text: str) -> str:
+    """Untrusted text as literal inline Markdown on one line."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
 def _md_cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+    return _md_text(text)
 
 
 def _md_row(cells: Sequence[str]) -> str:
@@ -233,9 +245,9 @@ def _md_row(cells: Sequence[str]) -> str:
 
 def _md_block(block: Block) -> str:
     if block.kind == "h2":
-        return f"## {block.text}\n\n"
+        return f"## {_md_text(block.text)}\n\n"
     if block.kind == "h3":
-        return f"### {block.text}\n\n"
+        return f"### {_md_text(block.text)}\n\n"
     if block.kind == "note":
         return f"> **Note:** {block.text}\n\n"
     if block.kind == "links" and block.table:

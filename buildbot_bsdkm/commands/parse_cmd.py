@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..model import LogFormat, LogResult, RunResult, to_json
 from ..parsers import FAILURE_KINDS, ParseError, parse_file
+from ..parsers.api import DEFAULT_MAX_BYTES, DEFAULT_MAX_SECONDS
 
 _FORMATS = [f.value for f in LogFormat if f != LogFormat.UNKNOWN]
 
@@ -25,11 +27,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=_FORMATS, default=None, help="skip format detection")
     p.add_argument("--variant", default="unknown", help="variant name recorded in the JSON")
     p.add_argument("--target", default="unknown", help="target name recorded in the JSON")
+    p.add_argument("--max-bytes", type=_positive(int), default=DEFAULT_MAX_BYTES,
+                   help=f"refuse a log larger than this (default {DEFAULT_MAX_BYTES})")
+    p.add_argument("--max-seconds", type=_positive(float), default=DEFAULT_MAX_SECONDS,
+                   help=f"give up reading a log after this long (default {DEFAULT_MAX_SECONDS:g} s)")
     p.set_defaults(func=run)
 
 
+def _positive(kind: type) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a positive finite number, not {text!r}")
+        return value
+
+    return convert
+
+
 def run(args: argparse.Namespace) -> int:
-    logs = parse_all(args.logs, args.format)
+    logs = parse_all(args.logs, args.format, max_bytes=args.max_bytes, max_seconds=args.max_seconds)
     run_result = RunResult(variant=args.variant, target=args.target, logs=logs)
     if args.json:
         print(to_json([run_result]))
@@ -39,9 +58,15 @@ def run(args: argparse.Namespace) -> int:
     return exit_status(logs)
 
 
-def parse_all(paths: Sequence[str], fmt: str | None) -> list[LogResult]:
+def parse_all(
+    paths: Sequence[str],
+    fmt: str | None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+) -> list[LogResult]:
     try:
-        return [parse_file(p, fmt) for p in paths]
+        return [parse_file(p, fmt, max_bytes=max_bytes, max_seconds=max_seconds) for p in paths]
     except ParseError as e:
         raise UsageError(str(e)) from None
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 
-from ..model import Benchmark, LifecycleEvent, LogFormat, LogResult, Problem, SelfTest
+from ..model import Benchmark, KernelEvent, LifecycleEvent, LogFormat, LogResult, Problem, SelfTest
 from .detect import DETECT_LINES, detect_format
 from .engine import LogParser
 from .errors import ParseError
@@ -274,8 +275,56 @@ def parse_text(text: str | bytes, source: str, fmt: LogFormat | str | None = Non
     return parse_lines(text.split("\n"), source, fmt)
 
 
-def parse_file(path: str | Path, fmt: LogFormat | str | None = None) -> LogResult:
-    """Parse one log file. ParseError if it is missing, unreadable, or binary garbage."""
+# A real log is at most a few hundred MB (a 100 MB benchmark log parses in ~15 s); a device
+# such as /dev/zero or a FIFO that never ends must not keep the CLI or a worker busy forever.
+DEFAULT_MAX_BYTES = 1 << 30
+DEFAULT_MAX_SECONDS = 900.0
+
+
+class InputLimitError(ParseError):
+    """The input exceeded the size or time limit it was read under; the message names the limit."""
+
+
+class _BoundedReader(io.RawIOBase):
+    """A binary file that raises InputLimitError past ``max_bytes`` read or ``max_seconds`` spent."""
+
+    def __init__(self, raw: io.BufferedIOBase, source: str, max_bytes: int, max_seconds: float) -> None:
+        super().__init__()
+        self._raw = raw
+        self._source = source
+        self._max_bytes = max_bytes
+        self._deadline = time.monotonic() + max_seconds
+        self._max_seconds = max_seconds
+        self._read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if time.monotonic() > self._deadline:
+            raise InputLimitError(
+                f"{self._source}: still reading after {self._max_seconds:g} s "
+                f"(time limit --max-seconds {self._max_seconds:g})"
+            )
+        room = self._max_bytes - self._read + 1  # one byte more tells "exactly the limit" from "over"
+        data = self._raw.read(room if size is None or size < 0 else min(size, room))
+        self._read += len(data)
+        if self._read > self._max_bytes:
+            raise InputLimitError(
+                f"{self._source}: larger than the {self._max_bytes}-byte input limit "
+                f"(--max-bytes {self._max_bytes})"
+            )
+        return data
+
+
+def parse_file(
+    path: str | Path,
+    fmt: LogFormat | str | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+) -> LogResult:
+    """Parse one log file. ParseError if it is missing, unreadable, binary garbage, or over a limit."""
     path = Path(path)
     if not path.exists():
         raise ParseError(f"{path}: no such file")
@@ -283,7 +332,7 @@ def parse_file(path: str | Path, fmt: LogFormat | str | None = None) -> LogResul
         raise ParseError(f"{path}: is a directory, not a log file")
     try:
         with path.open("rb") as f:
-            result = parse_lines(f, str(path), fmt)
+            result = parse_lines(_BoundedReader(f, str(path), max_bytes, max_seconds), str(path), fmt)
     except OSError as e:
         raise ParseError(f"{path}: cannot read: {e.strerror or e}") from None
     summary_binary = result.metadata.pop("_looks_binary", False)
@@ -308,6 +357,8 @@ def _collect(result: LogResult, record: Record) -> None:
         result.lifecycle.append(record)
     elif isinstance(record, Problem):
         result.problems.append(record)
+    elif isinstance(record, KernelEvent):
+        result.kernel.append(record)
     elif isinstance(record, ParseSummary):
         _apply_summary(result, record)
 
