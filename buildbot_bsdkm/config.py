@@ -580,8 +580,10 @@ def load_config(path: str | Path) -> Config:
 
 
 def default_config_path() -> Path:
-    """The repository's ``bsdkm.yml`` (the main job's configuration)."""
-    return Path(__file__).resolve().parents[1] / "bsdkm.yml"
+    """The repository's ``bsdkm.yml`` (the main job's configuration), shipped as package data."""
+    from .resources import default_config_path as packaged
+
+    return packaged()
 
 
 def default_config() -> Config:

@@ -36,7 +36,15 @@ import yaml
 
 from .model import RATE_UNITS, BenchKind, Benchmark, LogFormat, LogResult, RunResult
 
-DEFAULT_POLICY_PATH = Path(__file__).resolve().parents[1] / "policies" / "default.yml"
+
+def _packaged_default_policy() -> Path:
+    """``policies/default.yml`` as package data: found in a checkout and in an installed wheel."""
+    from .resources import default_policy_path
+
+    return default_policy_path()
+
+
+DEFAULT_POLICY_PATH = _packaged_default_policy()
 
 METRICS = ("auto", "per_second", "cycles")
 PER_SECOND = "per_second"

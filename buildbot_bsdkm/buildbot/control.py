@@ -30,9 +30,9 @@ from typing import Any
 
 import requests
 
+from .. import resources
 from .master_config import SETTINGS_FILE
 
-ROOT = Path(__file__).resolve().parents[2]
 STATE_HOME = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local/state")
 DEFAULT_DIR = Path(os.environ.get("BSDKM_MASTER_DIR") or STATE_HOME / "bsdkm-ci/buildbot")
 VENV_BIN = Path(sys.executable).parent
@@ -119,7 +119,7 @@ def create(
     cfg_link = layout.master / "master.cfg"
     if cfg_link.is_symlink() or cfg_link.exists():
         cfg_link.unlink()
-    cfg_link.symlink_to(ROOT / "master.cfg")
+    cfg_link.symlink_to(resources.master_cfg_path())
     names = list(workers)
     settings = {
         "www_port": www_port or free_port(),
@@ -134,7 +134,7 @@ def create(
         _write_secret(layout.master / "secrets" / f"worker-{name}", password)
         wdir = layout.worker(name)
         wdir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ROOT / "workers/local/buildbot.tac", wdir / "buildbot.tac")
+        shutil.copyfile(resources.local_worker_tac_path(), wdir / "buildbot.tac")
         (wdir / "worker.json").write_text(json.dumps({"name": name, "master_port": settings["pb_port"]}))
         _write_secret(wdir / "password", password)
     layout.settings_file.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
@@ -409,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", default=str(DEFAULT_DIR), help=f"master and worker directory ({DEFAULT_DIR})")
     sub = p.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start master + local worker, run the default build, print the verdict")
-    up.add_argument("--config", default=str(ROOT / "bsdkm.yml"), help="bsdkm.yml to use")
+    up.add_argument("--config", default=str(resources.default_config_path()), help="bsdkm.yml to use")
     up.add_argument("--db-url", default=os.environ.get("BSDKM_DB_URL", "sqlite:///state.sqlite"))
     up.add_argument("--www-port", type=int, default=None, help="web UI port (default: a free one)")
     up.add_argument("--builder", action="append", help="builder to run (default: every userspace one)")

@@ -19,12 +19,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..resources import kmod_dir
 from .errors import infra_error
 from .loading import ModuleLoadOutcome
 
-KMOD_DIR = Path(
-    os.environ.get("BSDKM_KMOD_FREEBSD", Path(__file__).resolve().parents[2] / "kmod" / "freebsd")
-)
+KMOD_DIR = Path(os.environ.get("BSDKM_KMOD_FREEBSD") or kmod_dir("freebsd"))  # package data
 SCRIPTS = ("load.sh", "unload.sh", "collect.sh", "_common.sh")
 
 # --enable-crypttests is the default, but the self-test at load is the point of the run.

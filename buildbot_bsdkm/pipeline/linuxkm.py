@@ -22,13 +22,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..resources import kmod_dir
 from .errors import infra_error, real_error
 from .loading import ModuleLoadOutcome
 from .locks import exclusive
 
 BOOT_DIR = Path("/boot")
 HEADER_DIRS = (Path("/usr/src"),)
-KMOD_DIR = Path(os.environ.get("BSDKM_KMOD_LINUX", Path(__file__).resolve().parents[2] / "kmod" / "linux"))
+KMOD_DIR = Path(os.environ.get("BSDKM_KMOD_LINUX") or kmod_dir("linux"))  # package data
 
 LINUXKM_FLAGS = (
     "--enable-linuxkm", "--enable-cryptonly", "--enable-crypttests", "--enable-linuxkm-benchmarks",

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from debian.debian_support import Version as DebianVersion
+
 from ..config import Config, DebianSource, GitSource, LocalSource, SourceSpec, TarballSource
 from .errors import infra_error, real_error
 from .locks import exclusive
@@ -156,8 +158,11 @@ class SourcePackage:
 
     @property
     def upstream_version(self) -> str:
-        v = self.version.split(":", 1)[-1]
-        return v.rsplit("-", 1)[0] if "-" in v else v
+        """The version without epoch and Debian revision, by Debian's rules (python-debian)."""
+        try:
+            return DebianVersion(self.version).upstream_version or ""
+        except ValueError:  # not a Debian version at all: nothing can match it
+            return ""
 
     def orig_tarball(self) -> ArchiveFile | None:
         for f in self.files:
@@ -224,13 +229,24 @@ def _entries(chunk: list[str]) -> list[SourcePackage]:
     return out
 
 
-def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in re.findall(r"\d+", v))
+def _version_key(v: str) -> DebianVersion | None:
+    """Debian's ordering (epoch, upstream, revision; ``~`` sorts before anything): ``1~bpo12+1 < 1``.
+
+    None for a string that is not a Debian version: such an entry cannot be chosen.
+    """
+    try:
+        return DebianVersion(v)
+    except ValueError:
+        return None
 
 
 def pick_package(entries: list[SourcePackage], spec: DebianSource, where: str) -> SourcePackage:
     if not entries:
         raise real_error("fetch", "fetch", f"fetch failed: {spec.package} is not in {where}")
+    entries = [e for e in entries if _version_key(e.version) is not None]
+    if not entries:
+        raise real_error("fetch", "fetch",
+                         f"fetch failed: {where} has no valid Debian version of {spec.package}")
     if spec.version:
         matching = [e for e in entries if e.upstream_version == spec.version]
         if not matching:
@@ -239,7 +255,7 @@ def pick_package(entries: list[SourcePackage], spec: DebianSource, where: str) -
                 "fetch", "fetch", f"fetch failed: {where} has {spec.package} {have}, not {spec.version}"
             )
         entries = matching
-    return max(entries, key=lambda e: _version_key(e.version))
+    return max(entries, key=lambda e: DebianVersion(e.version))
 
 
 def sources_index(spec: DebianSource, cache: Path, progress: Progress = _quiet) -> Path:
