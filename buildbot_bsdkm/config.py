@@ -17,8 +17,9 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-KNOWN_TARGETS = ("userspace", "linux-kmod-qemu", "freebsd-kmod")
-KERNEL_TARGETS = ("linux-kmod-qemu", "freebsd-kmod")
+KNOWN_TARGETS = ("userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
+KERNEL_TARGETS = ("linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
+FREEBSD_TARGETS = ("freebsd-kmod", "freebsd-kmod-qemu")
 STAGES = ("fetch", "configure", "build", "load", "selftest", "benchmark", "unload", "collect")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
@@ -136,6 +137,13 @@ class BenchmarkConfig:
 
 
 @dataclass(frozen=True)
+class FreeBSDConfig:
+    """``freebsd:`` the FreeBSD kit (kernels, loader, sysroot) ``freebsd-kmod-qemu`` builds and boots."""
+
+    kit: Path | None = None  # None: ../shared/freebsd beside the checkout
+
+
+@dataclass(frozen=True)
 class RetryConfig:
     max_infra_retries: int = 2
     backoff_s: tuple[float, ...] = (30.0, 120.0)
@@ -152,6 +160,7 @@ class ReleaseConfig:
     arch: str = "amd64"  # worker tags are freebsd-<release>-<arch>
     repeats: int = 3  # candidate/previous measurements, interleaved
     software_variant: str = "noasm"  # speedups are every other variant against this one
+    previous: str | None = None  # SOURCE a pushed release tag is compared with (debian:trixie/5.7.2)
 
 
 DEFAULT_TIMEOUTS: dict[str, float] = {
@@ -181,6 +190,7 @@ class Config:
     cache_dir: Path | None = None  # None: $BSDKM_CACHE, $XDG_CACHE_HOME/bsdkm-ci, ~/.cache/bsdkm-ci
     workers: dict[str, Any] = field(default_factory=dict)  # Buildbot shell validates the contents
     github: dict[str, Any] = field(default_factory=dict)  # GitHub shell validates the contents
+    freebsd: FreeBSDConfig = field(default_factory=FreeBSDConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
     path: Path | None = None  # the file this came from
 
@@ -431,8 +441,9 @@ def _variants(at: _At, targets: dict[str, TargetConfig]) -> dict[str, VariantCon
         for t in vt:
             if t not in targets:
                 raise m["targets"].error(f"target {t!r} is not in 'targets' (have: {', '.join(targets)})")
-        if "--enable-freebsdkm-crypto-register" in flags and set(vt) - {"freebsd-kmod"}:
-            raise m["targets"].error("--enable-freebsdkm-crypto-register only works on freebsd-kmod")
+        if "--enable-freebsdkm-crypto-register" in flags and set(vt) - set(FREEBSD_TARGETS):
+            raise m["targets"].error("--enable-freebsdkm-crypto-register only works on freebsd-kmod"
+                                      " and freebsd-kmod-qemu")
         out[name] = VariantConfig(
             name=name,
             flags=flags,
@@ -494,7 +505,7 @@ def _retry(at: _At) -> RetryConfig:
 
 
 def _release(at: _At) -> ReleaseConfig:
-    m = at.mapping(("tag_pattern", "freebsd_releases", "arch", "repeats", "software_variant"))
+    m = at.mapping(("tag_pattern", "freebsd_releases", "arch", "repeats", "software_variant", "previous"))
     d = ReleaseConfig()
     releases = d.freebsd_releases
     if "freebsd_releases" in m:  # 14.3 unquoted is a YAML float: read each as written
@@ -510,7 +521,16 @@ def _release(at: _At) -> ReleaseConfig:
         arch=_opt(m, "arch", _At.string, d.arch),
         repeats=_opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
         software_variant=_opt(m, "software_variant", _At.string, d.software_variant),
+        previous=_opt(m, "previous", _At.string, None),
     )
+
+
+def _freebsd(at: _At, base: Path) -> FreeBSDConfig:
+    m = at.mapping(("kit",))
+    kit = _opt(m, "kit", lambda a: _resolve(base, a.string()), None)
+    if kit is not None and not kit.is_dir():
+        raise m["kit"].error(f"{kit} is not a directory")
+    return FreeBSDConfig(kit=kit)
 
 
 TOP_KEYS = (
@@ -527,6 +547,7 @@ TOP_KEYS = (
     "cache_dir",
     "workers",
     "github",
+    "freebsd",
     "release",
 )
 
@@ -563,6 +584,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         cache_dir=_opt(m, "cache_dir", lambda a: _resolve(base, a.string()), None),
         workers=_opt(m, "workers", _At.plain, {}),
         github=_opt(m, "github", _At.plain, {}),
+        freebsd=_freebsd(m["freebsd"], base) if "freebsd" in m else FreeBSDConfig(),
         release=_release(m["release"]) if "release" in m else ReleaseConfig(),
         path=Path(source) if source != "<config>" else None,
     )

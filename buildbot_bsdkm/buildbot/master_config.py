@@ -16,6 +16,7 @@ from buildbot.plugins import schedulers, secrets, util, worker
 from twisted.python import log
 
 from ..config import Config
+from . import release
 from . import steps as bsdkm_steps
 from .retry import RetrySettings
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
@@ -201,6 +202,8 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     if orphans:
         log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
     apply_github(c, config, settings.basedir)
+    release.apply_release(c, config, specs, util.Property("bsdkm_config", default=settings.config_path or ""),
+                          settings.bsdkm_ci)
     return c
 
 

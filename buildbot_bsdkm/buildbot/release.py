@@ -1,0 +1,174 @@
+"""Release-candidate builds on the Buildbot master: a tag scheduler, a force form, one step.
+
+- ``release-tags``: a change whose branch is a tag matching ``release.tag_pattern``
+  (``v*-stable``; ``refs/tags/`` is stripped) builds the candidate ``git:<repository>@<tag>``
+  against ``release.previous`` from bsdkm.yml.
+- ``release-force``: a form with ``candidate`` and ``previous`` (any SOURCE ``bsdkm-ci release``
+  accepts).
+- Builders: ``release/linux`` (every target but freebsd-kmod, on a worker that runs them) and one
+  ``release/freebsd-<X.Y>`` per declared FreeBSD release some worker carries the tag of. The
+  report of a release without a worker says "not covered".
+
+The step runs ``bsdkm-ci release`` on the worker and attaches ``release.html`` as an HTML log and
+``release.md`` as a text log; it decides nothing itself (exit 0 pass, 1 fail, 2 unusable input).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from buildbot.plugins import schedulers, util
+from buildbot.process import buildstep
+from buildbot.process.results import FAILURE, SUCCESS
+from buildbot.steps.worker import CompositeStepMixin
+
+from ..config import Config
+from .workers import WorkerSpec
+
+OUT_DIR = "bsdkm-release"
+LINUX_BUILDER = "release/linux"
+PROP_CANDIDATE = "candidate"
+PROP_PREVIOUS = "previous"
+OUTPUT_LIMIT = 64 * 1024
+
+
+def tag_of(branch: str | None) -> str | None:
+    if not branch:
+        return None
+    return branch.removeprefix("refs/tags/")
+
+
+def is_release_tag(branch: str | None, pattern: str) -> bool:
+    tag = tag_of(branch)
+    return bool(tag) and fnmatch.fnmatchcase(str(tag), pattern)
+
+
+@util.renderer
+def candidate_source(props: Any) -> str:
+    """The force form's candidate, else the pushed tag of the change's repository."""
+    given = props.getProperty(PROP_CANDIDATE)
+    if given:
+        return str(given)
+    repo, tag = props.getProperty("repository"), tag_of(props.getProperty("branch"))
+    return f"git:{repo}@{tag}" if repo and tag else ""
+
+
+class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep):
+    """``bsdkm-ci release`` on the worker; the report comes back as an HTML log."""
+
+    renderables = ("candidate", "previous", "config_path")
+    name = "release"
+    haltOnFailure = True
+
+    def __init__(self, *, candidate: Any, previous: Any, config_path: Any = None,
+                 targets: tuple[str, ...] = (), freebsd_release: str | None = None,
+                 bsdkm_ci: str = "bsdkm-ci", out_dir: str = OUT_DIR, **kwargs: Any) -> None:
+        self.candidate, self.previous, self.config_path = candidate, previous, config_path
+        self.targets, self.freebsd_release = tuple(targets), freebsd_release
+        self.bsdkm_ci, self.out_dir = bsdkm_ci, out_dir
+        self.summary_text: str | None = None
+        kwargs = self.setupShellMixin(kwargs, prohibitArgs=["command"])
+        kwargs.setdefault("description", ["comparing"])
+        super().__init__(**kwargs)
+
+    def release_command(self) -> list[str]:
+        cmd = [self.bsdkm_ci, "release", "--candidate", str(self.candidate), "--previous", str(self.previous),
+               "--out", self.out_dir]
+        if self.config_path:
+            cmd += ["--config", str(self.config_path)]
+        for t in self.targets:
+            cmd += ["--target", t]
+        if self.freebsd_release:
+            cmd += ["--freebsd-release", self.freebsd_release]
+        return cmd
+
+    async def run(self) -> int:
+        if not self.candidate or not self.previous:
+            missing = "candidate" if not self.candidate else "previous"
+            self.summary_text = (f"no {missing} source: give it in the force form or set release.previous "
+                                 "in bsdkm.yml")
+            await self.addCompleteLog("error", self.summary_text)
+            return FAILURE
+        cmd = await self.makeRemoteShellCommand(command=self.release_command(), collectStdout=True,
+                                                collectStderr=True)
+        await self.runCommand(cmd)
+        for name, add in (("release.html", self.addHTMLLog), ("release.md", self.addCompleteLog)):
+            content = await self.getFileContentFromWorker(f"{self.out_dir}/{name}")
+            if content is not None:
+                text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
+                await add("release report" if name == "release.html" else name, text)
+        output = ((cmd.stdout or "") + (cmd.stderr or ""))[-OUTPUT_LIMIT:]
+        lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+        verdict = next((ln for ln in reversed(lines) if ln.startswith(("PASS:", "FAIL:"))), None)
+        if cmd.rc == 0:
+            self.summary_text = f"release: {verdict or 'passed'}"
+            self.setProperty("bsdkm_release_verdict", "passed", "bsdkm")
+            return SUCCESS
+        self.setProperty("bsdkm_release_verdict", "failed" if cmd.rc == 1 else "error", "bsdkm")
+        why = verdict if cmd.rc == 1 and verdict else (lines[-1] if lines else f"exit {cmd.rc}")
+        self.summary_text = f"release: {why}"
+        return FAILURE
+
+    def getResultSummary(self) -> dict[str, str]:
+        if self.summary_text is None:
+            return super().getResultSummary()
+        return {"step": self.summary_text, "build": self.summary_text}
+
+
+def release_builders(config: Config, specs: list[WorkerSpec], config_path: Any, bsdkm_ci: str) -> list[Any]:
+    """``release/linux`` and one ``release/freebsd-X.Y`` per declared release a worker carries."""
+    previous = util.Property(PROP_PREVIOUS, default=config.release.previous or "")
+    out = []
+    others = tuple(t for t in config.targets if t != "freebsd-kmod")
+    linux = [s.name for s in specs if others and all(s.can_run(t) for t in others)]
+    if linux:
+        factory = util.BuildFactory()
+        factory.addStep(ReleaseCandidate(candidate=candidate_source, previous=previous,
+                                         config_path=config_path, targets=others, bsdkm_ci=bsdkm_ci))
+        out.append(util.BuilderConfig(name=LINUX_BUILDER, workernames=linux, factory=factory,
+                                      tags=["release"], collapseRequests=False))
+    if "freebsd-kmod" in config.targets:
+        for rel in config.release.freebsd_releases:
+            tag = f"freebsd-{rel}-{config.release.arch}"
+            names = [s.name for s in specs if tag in s.tags]
+            if not names:
+                continue  # the report of every release builder lists it as "not covered"
+            factory = util.BuildFactory()
+            factory.addStep(ReleaseCandidate(candidate=candidate_source, previous=previous,
+                                             config_path=config_path, targets=("freebsd-kmod",),
+                                             freebsd_release=rel, bsdkm_ci=bsdkm_ci))
+            out.append(util.BuilderConfig(name=f"release/freebsd-{rel}", workernames=names, factory=factory,
+                                          tags=["release", tag], collapseRequests=False))
+    return out
+
+
+def release_schedulers(config: Config, builder_names: list[str]) -> list[Any]:
+    pattern = config.release.tag_pattern
+    return [
+        schedulers.AnyBranchScheduler(
+            name="release-tags", builderNames=builder_names, treeStableTimer=None,
+            change_filter=util.ChangeFilter(branch_fn=lambda b: is_release_tag(b, pattern)),
+            properties={"bsdkm_run": "release-candidate"},
+        ),
+        schedulers.ForceScheduler(
+            name="release-force", builderNames=builder_names, buttonName="Compare release candidate",
+            label="Release candidate against the previous release",
+            properties=[
+                util.StringParameter(name=PROP_CANDIDATE, label="candidate SOURCE", required=True, size=60,
+                                     default=""),
+                util.StringParameter(name=PROP_PREVIOUS, label="previous SOURCE", required=True, size=60,
+                                     default=config.release.previous or ""),
+            ],
+        ),
+    ]
+
+
+def apply_release(c: dict[str, Any], config: Config, specs: list[WorkerSpec], config_path: Any,
+                  bsdkm_ci: str = "bsdkm-ci") -> None:
+    """Adds the release builders and their two schedulers to a ``BuildmasterConfig``."""
+    builders = release_builders(config, specs, config_path, bsdkm_ci)
+    if not builders:
+        return
+    c["builders"].extend(builders)
+    c["schedulers"].extend(release_schedulers(config, [b.name for b in builders]))

@@ -1,0 +1,524 @@
+"""A release candidate against the release before it: the full matrix, measured fairly, one report.
+
+``run_release`` fetches both sources, builds every (target, variant) of the config (disabled
+variants included) for both with the same flags in the same (fresh) build area on this
+worker, then measures them interleaved -- candidate, previous, previous, candidate, ... for
+``release.repeats`` rounds -- so drift of the machine falls on both sides alike. The candidate
+is then judged by ``judge_candidate`` (the one place a comparison rule is chosen) and the
+comparison in ``release_report.py`` is written next to the runs.
+
+FreeBSD: one matrix item per declared OS release (``release.freebsd_releases``); a release
+runs here when this host is that release, is "covered elsewhere" when some worker carries its
+``freebsd-<release>-<arch>`` tag, and is "not covered" otherwise. A target whose sources the
+previous tree lacks (``bsdkm/`` before 5.9) is "not in previous": the candidate still runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import (
+    Config,
+    DebianSource,
+    GitSource,
+    LocalSource,
+    SourceSpec,
+    TarballSource,
+    usable_git_ref,
+)
+from ..model import Benchmark, FailureCategory, RunResult, StageFailure, to_json
+from ..policy import Policy, Verdict, evaluate, load_policy
+from ..release_report import comparison, compiler_warnings, html_release, markdown_release, parse_size
+from . import fips as fipsmod
+from . import kernel
+from .errors import StageError
+from .run import _build_phase, _concurrency, _measure_phase, _record_failure
+from .source import SourceTree, cache_root, fetch_source
+from .stages import MEASURE_LOCK, Job, Progress, collect, stage_fetch, stderr_progress
+
+SIDES = ("candidate", "previous")
+
+# Item status in the matrix.
+RUN = "run"
+NOT_COVERED = "not covered"  # a declared FreeBSD release no worker carries
+ELSEWHERE = "covered elsewhere"  # a worker has the release, this host is not it
+NOT_IN_CANDIDATE = "not in candidate"
+
+# Sources each kernel target is built from; a tree without them has no such target.
+TARGET_DIRS = {"freebsd-kmod": "bsdkm", "linux-kmod-qemu": "linuxkm"}
+
+
+class SourceSyntaxError(ValueError):
+    """A SOURCE argument in none of the accepted forms; the message names it."""
+
+
+class UnknownSourceError(ValueError):
+    """A SOURCE the archive or repository does not have (a version, tag or path); names it."""
+
+
+SOURCE_FORMS = (
+    "debian:SUITE/VERSION (debian:trixie/5.7.2), debian:SUITE/PACKAGE=VERSION, debian:SUITE; "
+    "git:URL[@REF]; tarball:PATH|URL[#SHA256] or a path/URL ending in .tar.gz/.tar.xz/.tgz; "
+    "dir:PATH or an existing directory"
+)
+_DEBIAN = re.compile(
+    r"^debian:(?P<suite>[a-z][a-z0-9-]*)(?:/(?:(?P<package>[a-z0-9][a-z0-9.+-]*)=)?(?P<version>\d[\w.+~-]*))?$"
+)
+_TARBALL_NAME = re.compile(r"\.(tar\.(gz|xz|bz2)|tgz)$")
+
+
+def parse_source(text: str, base: Path | None = None) -> SourceSpec:
+    """A ``--candidate``/``--previous`` SOURCE as a config source; ``SourceSyntaxError`` otherwise."""
+    base = base or Path.cwd()
+    raw = text.strip()
+    if not raw:
+        raise SourceSyntaxError("empty source")
+    if raw.startswith("debian:"):
+        m = _DEBIAN.match(raw)
+        if not m:
+            raise SourceSyntaxError(f"unknown source {text!r}: a Debian source is debian:SUITE/VERSION")
+        return DebianSource(suite=m["suite"], package=m["package"] or "wolfssl", version=m["version"])
+    if raw.startswith("git:"):
+        url, ref = raw[4:], "HEAD"
+        head, sep, tail = url.rpartition("@")
+        if sep and head and ":" not in tail and "/" not in tail.split("refs/", 1)[0]:
+            url, ref = head, tail
+        if not url or url.startswith("-") or not usable_git_ref(ref):
+            raise SourceSyntaxError(f"unknown source {text!r}: a git source is git:URL[@REF]")
+        return GitSource(url=url, ref=ref)
+    if raw.startswith("tarball:") or _TARBALL_NAME.search(raw.split("#", 1)[0]):
+        loc, _, sha = raw.removeprefix("tarball:").partition("#")
+        if sha and not re.fullmatch(r"[0-9a-fA-F]{64}", sha):
+            raise SourceSyntaxError(f"unknown source {text!r}: #SHA256 must be 64 hex digits")
+        if not re.match(r"^(https?|ftp)://", loc):
+            path = Path(loc).expanduser()
+            loc = str(path if path.is_absolute() else base / path)
+            if not Path(loc).is_file():
+                raise SourceSyntaxError(f"unknown source {text!r}: no tarball at {loc}")
+        return TarballSource(location=loc, sha256=sha.lower() or None)
+    path = Path(raw.removeprefix("dir:")).expanduser()
+    path = path if path.is_absolute() else base / path
+    if path.is_dir():
+        return LocalSource(path.resolve())
+    raise SourceSyntaxError(f"unknown source {text!r} (accepted: {SOURCE_FORMS})")
+
+
+# --------------------------------------------------------------------------- the matrix
+
+
+@dataclass
+class MatrixItem:
+    target: str
+    variant: str
+    os_release: str | None = None  # FreeBSD release for freebsd-kmod
+    status: str = RUN
+    note: str = ""
+    in_previous: bool = True
+
+    @property
+    def label(self) -> str:
+        where = f"{self.target}@{self.os_release}" if self.os_release else self.target
+        return f"{where}/{self.variant}"
+
+    def record(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "label": self.label}
+
+
+def host_freebsd_release() -> str | None:
+    """``14.3`` on a FreeBSD 14.3 host, None elsewhere."""
+    if platform.system() != "FreeBSD":
+        return None
+    m = re.match(r"(\d+\.\d+)", platform.release())
+    return m.group(1) if m else None
+
+
+def release_workers(config: Config, os_release: str) -> list[str]:
+    """Workers whose tags say they run this FreeBSD release on the configured arch."""
+    tag = f"freebsd-{os_release}-{config.release.arch}"
+    out = []
+    for name, raw in (config.workers or {}).items():
+        tags = raw.get("tags", []) if isinstance(raw, dict) else []
+        tags = tags.split() if isinstance(tags, str) else tags
+        if tag in tags:
+            out.append(str(name))
+    return out
+
+
+def plan_matrix(
+    config: Config,
+    variants: list[str] | None,
+    targets: list[str] | None,
+    host_release: str | None,
+) -> list[MatrixItem]:
+    """Every (target, variant[, FreeBSD release]) to report on; ``config.pairs`` checks the names."""
+    items = []
+    for target, variant in config.pairs(variants or list(config.variants), targets):
+        if target != "freebsd-kmod":
+            items.append(MatrixItem(target, variant))
+            continue
+        releases = list(config.release.freebsd_releases)
+        if host_release and host_release not in releases:
+            releases.append(host_release)
+        for rel in releases:
+            workers = release_workers(config, rel)
+            if rel == host_release:
+                items.append(MatrixItem(target, variant, rel, RUN, "this host"))
+            elif workers:
+                tag = f"freebsd-{rel}-{config.release.arch}"
+                items.append(MatrixItem(target, variant, rel, ELSEWHERE, f"worker(s) {', '.join(workers)} "
+                                        f"({tag}) run it; not this host"))
+            else:
+                items.append(MatrixItem(target, variant, rel, NOT_COVERED,
+                                        f"no worker has tag freebsd-{rel}-{config.release.arch}"))
+    return items
+
+
+def has_target(tree: Path, target: str) -> bool:
+    sub = TARGET_DIRS.get(target)
+    return sub is None or (tree / sub).is_dir()
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def median_run(repeats: list[RunResult]) -> RunResult:
+    """One run standing for its repeats: each benchmark's numbers are the median over the repeats.
+
+    The first repeat gives the shape (logs, self-tests, failure); a self-test that failed in any
+    repeat is kept failed, so a flaky failure is never averaged away.
+    """
+    first = repeats[0]
+    if len(repeats) == 1:
+        return first
+    by_key: dict[tuple[str, int | None], list[Benchmark]] = {}
+    for r in repeats:
+        for b in r.benchmarks:
+            by_key.setdefault((b.name, b.block_size), []).append(b)
+    logs = []
+    for log in first.logs:
+        benches = []
+        for b in log.benchmarks:
+            same = [x for x in by_key.get((b.name, b.block_size), [b]) if not x.failed] or [b]
+            benches.append(dataclasses.replace(
+                b,
+                value=statistics.median(x.value for x in same),
+                per_second=statistics.median(x.per_second for x in same),
+                cycles=statistics.median(x.cycles for x in same if x.cycles is not None)
+                if any(x.cycles is not None for x in same) else None,
+            ))
+        logs.append(dataclasses.replace(log, benchmarks=benches))
+    failed_first = {t.name for t in first.tests if not t.passed}
+    extra = [t for r in repeats[1:] for t in r.tests if not t.passed and t.name not in failed_first]
+    host = next((i for i, log in enumerate(logs) if log.tests), None)
+    if extra and host is not None:
+        logs[host] = dataclasses.replace(logs[host], tests=[*logs[host].tests, *extra])
+    failure = next((r.failure for r in repeats if r.failure is not None), None)
+    return dataclasses.replace(first, logs=logs, failure=failure,
+                               metadata={**first.metadata, "repeats": len(repeats)})
+
+
+def judge_candidate(
+    candidate: dict[str, list[RunResult]],
+    previous: dict[str, list[RunResult]],
+    policy: Policy,
+) -> Verdict:
+    """Is the candidate at least as good as the previous release? The one comparison rule in use.
+
+    Both sides come as repeats per matrix item. Until the statistical gate of
+    ``buildbot_bsdkm/perf`` exists this reduces each side to its medians and applies the
+    policy's current regression rules with the previous release as the baseline; switching
+    to the gate means changing only this function.
+    """
+    runs = [median_run(reps) for reps in candidate.values() if reps]
+    baseline = [median_run(reps) for reps in previous.values() if reps and _usable(reps)]
+    return evaluate(runs, policy, baseline=baseline or None)
+
+
+def _usable(reps: list[RunResult]) -> bool:
+    """A previous run that failed before measuring anything is no baseline."""
+    return any(r.benchmarks or r.tests for r in reps)
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class SideResult:
+    side: str
+    spec: SourceSpec
+    tree: SourceTree | None = None
+    fetch_failure: StageFailure | None = None
+    runs: dict[str, list[RunResult]] = field(default_factory=dict)  # item label → repeats
+    builds: dict[str, dict[str, Any]] = field(default_factory=dict)  # item label → build facts
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "side": self.side,
+            "source": self.spec.describe(),
+            "tree": self.tree.as_dict() if self.tree else None,
+            "fetch_failure": dataclasses.asdict(self.fetch_failure) if self.fetch_failure else None,
+        }
+
+
+@dataclass
+class ReleaseResult:
+    items: list[MatrixItem]
+    candidate: SideResult
+    previous: SideResult
+    verdict: Verdict
+    repeats: int
+    software_variant: str = "noasm"
+    seconds: float = 0.0
+    outputs: dict[str, Path] = field(default_factory=dict)
+    comparison: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        cand_failed = any(r.failure is not None for reps in self.candidate.runs.values() for r in reps)
+        return self.candidate.fetch_failure is None and self.verdict.passed and not cand_failed
+
+
+def _side_config(config: Config, spec: SourceSpec, build_cache: Path) -> Config:
+    # Builds go to the run's own area: a fresh build of each side, whose build.log then holds
+    # every compiler warning (ccache, when present, replays them) and whose time is a build's.
+    return dataclasses.replace(config, source=spec, cache_dir=build_cache)
+
+
+def _fetch(side: SideResult, config: Config, say: Progress) -> None:
+    try:
+        side.tree = fetch_source(side.spec, cache=cache_root(config), timeout_s=config.timeout("fetch"),
+                                 progress=say)
+        say(f"{side.side}: {side.tree.origin} wolfSSL {side.tree.version} at {side.tree.path}")
+    except StageError as e:
+        side.fetch_failure = e.failure
+        say(f"{side.side}: fetch FAILED ({e.failure.category}): {e.failure.message}")
+
+
+def _run_fips(job: Job) -> None:
+    """The FIPS round trip as the job's load, recorded like any stage (one step sequence)."""
+    started = time.monotonic()
+    config = job.config
+    var = config.variants[job.variant]
+    path = Path(job.need("source", "fetch")["path"])
+
+    def build(hash_value: str) -> Path:
+        kept = tuple(c for c in var.cflags if fipsmod.HASH_DEFINE not in c)
+        cflags = (*kept, fipsmod.hash_cflag(hash_value))
+        cfg = dataclasses.replace(config, variants={**config.variants,
+                                                    job.variant: dataclasses.replace(var, cflags=cflags)})
+        return kernel.build_module(cfg, job.target, job.variant, path, cache_root(cfg), job.jobs,
+                                   job.build_log)
+
+    def load(ko: Path, attempt: int) -> tuple[Any, Any]:
+        with MEASURE_LOCK:
+            outcome = kernel.load_module(config, job.target, ko, job.dir / f"vm-{attempt}")
+        return outcome, kernel.parse_kernel_log(job.target, outcome.kernel_log)
+
+    try:
+        trip = fipsmod.fips_round_trip(build, load)
+    except StageError as e:
+        _record_failure(job, e)
+        return
+    job.state["fips"] = trip.record()
+    if trip.outcome is not None:
+        job.state["outcome"] = kernel.outcome_record(trip.outcome)
+    job.state["stages"]["load"] = round(time.monotonic() - started, 3)
+    if not trip.passed:
+        failure = StageFailure("load", trip.failure or "FIPS round trip failed", FailureCategory.REAL,
+                               "fips", [str(job.dir)])
+        _record_failure(job, StageError(failure))
+    job.save()
+
+
+def _measure(job: Job) -> RunResult:
+    flags = job.config.configure_flags(job.target, job.variant)
+    if job.target in kernel.LOG_NAMES and fipsmod.is_fips(flags):
+        if job.failure is None:
+            _run_fips(job)
+        run, _ = collect(job)
+        run.failure = job.failure or run.failure
+        run.stages = dict(job.state.get("stages", {}))
+        run.metadata["fips"] = job.state.get("fips")
+        return run
+    return _measure_phase(job)
+
+
+def module_size(ko: str | None) -> dict[str, int] | None:
+    """text/data/bss of a built ``.ko`` (binutils ``size``), None without a module or the tool."""
+    if not ko or not Path(ko).is_file() or shutil.which("size") is None:
+        return None
+    proc = subprocess.run(["size", ko], capture_output=True, text=True, timeout=60, check=False)
+    return parse_size(proc.stdout) if proc.returncode == 0 else None
+
+
+def _build_facts(job: Job) -> dict[str, Any]:
+    stages = job.state.get("stages", {})
+    try:
+        log = job.build_log.read_text(errors="replace")
+    except OSError:
+        log = ""
+    warnings = compiler_warnings(log)
+    return {
+        "build_s": round(float(stages.get("configure", 0.0)) + float(stages.get("build", 0.0)), 2),
+        "build_log": str(job.build_log),
+        "ko": job.state.get("ko"),
+        "size": module_size(job.state.get("ko")),
+        "warnings": dict(warnings),
+        "warning_count": sum(warnings.values()),
+        "failed": job.failure.message if job.failure else None,
+    }
+
+
+def run_release(
+    config: Config,
+    candidate: SourceSpec,
+    previous: SourceSpec,
+    out_dir: Path,
+    *,
+    variants: list[str] | None = None,
+    targets: list[str] | None = None,
+    host_release: str | None = None,
+    repeats: int | None = None,
+    progress: Progress = stderr_progress,
+    write: Callable[[ReleaseResult, Path], dict[str, Path]] | None = None,
+) -> ReleaseResult:
+    """The whole release comparison into ``out_dir``; never raises ``StageError``."""
+    started = time.monotonic()
+    say = _timed(progress, started)
+    host_release = host_release if host_release is not None else host_freebsd_release()
+    items = plan_matrix(config, variants, targets, host_release)
+    policy = load_policy(config.policy)
+    repeats = max(1, repeats or config.release.repeats)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    build_cache = out_dir / "build-cache"
+    sides = {s: SideResult(s, spec) for s, spec in zip(SIDES, (candidate, previous), strict=True)}
+    for side in sides.values():
+        _fetch(side, config, say)
+        f = side.fetch_failure
+        if f is not None and f.category == FailureCategory.REAL:
+            # The archive or repository answered and has no such thing: a wrong SOURCE, not a run.
+            raise UnknownSourceError(f"--{side.side} {side.spec.describe()}: {f.message}")
+
+    cand_tree, prev_tree = sides["candidate"].tree, sides["previous"].tree
+    for item in items:
+        if item.status != RUN:
+            continue
+        if cand_tree is not None and not has_target(cand_tree.path, item.target):
+            item.status, item.note = NOT_IN_CANDIDATE, f"the candidate has no {TARGET_DIRS[item.target]}/"
+        if prev_tree is not None and not has_target(prev_tree.path, item.target):
+            item.in_previous = False
+            item.note = f"not in previous: {previous.describe()} has no {TARGET_DIRS[item.target]}/"
+    runnable = [i for i in items if i.status == RUN]
+    say(f"{len(items)} matrix item(s), {len(runnable)} run here, {repeats} interleaved repeat(s)")
+
+    jobs: dict[tuple[str, str, int], Job] = {}
+    for side in sides.values():
+        if side.tree is None:
+            continue
+        cfg = _side_config(config, side.spec, build_cache / side.side)
+        for item in runnable:
+            if side.side == "previous" and not item.in_previous:
+                continue
+            for rep in range(repeats):
+                root = out_dir / "runs" / side.side / f"r{rep + 1}"
+                job = Job(cfg, item.target, item.variant, root, jobs=1, progress=progress, started=started)
+                job.state = {"target": item.target, "variant": item.variant, "stages": {}}
+                stage_fetch(job, side.tree)
+                job.state["stages"]["fetch"] = 0.0
+                job.save()
+                jobs[(side.side, item.label, rep)] = job
+
+    first = [j for (s, _, rep), j in jobs.items() if rep == 0]
+    parallel, per_build = _concurrency(config, max(1, len(first)))
+    for j in jobs.values():
+        j.jobs = per_build
+    say(f"building {len(first)} (side, item) pair(s), {parallel} at once, make -j{per_build}")
+    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="bsdkm-release-build") as pool:
+        list(pool.map(_build_phase, first))
+    for (side_name, label, rep), job in jobs.items():
+        if rep == 0:
+            sides[side_name].builds[label] = _build_facts(job)
+        elif job.failure is None:  # the same inputs: configure is skipped, make finds nothing to do
+            _build_phase(job)
+
+    # Interleaved: round r measures candidate then previous, round r+1 previous then candidate.
+    for rep in range(repeats):
+        order = SIDES if rep % 2 == 0 else SIDES[::-1]
+        for item in runnable:
+            for side_name in order:
+                job = jobs.get((side_name, item.label, rep))
+                if job is None:
+                    continue
+                say(f"measure {side_name} {item.label} (round {rep + 1}/{repeats})")
+                run = _measure(job)
+                if item.os_release:
+                    run.metadata["os_release"] = item.os_release
+                sides[side_name].runs.setdefault(item.label, []).append(run)
+
+    verdict = judge_candidate(sides["candidate"].runs, sides["previous"].runs, policy)
+    result = ReleaseResult(items, sides["candidate"], sides["previous"], verdict, repeats,
+                           software_variant=config.release.software_variant)
+    result.seconds = time.monotonic() - started
+    result.outputs = (write or write_release)(result, out_dir)
+    say(f"done in {result.seconds:.1f} s: {verdict.summary()}")
+    return result
+
+
+def _timed(progress: Progress, started: float) -> Progress:
+    def say(message: str) -> None:
+        progress(f"[{time.monotonic() - started:7.1f}s] release: {message}")
+
+    return say
+
+
+# --------------------------------------------------------------------------- output
+
+
+def release_line(version: str | None) -> str:
+    """``5.9`` for wolfSSL 5.9.2: the line whose baseline a candidate replaces."""
+    m = re.match(r"(\d+)\.(\d+)", version or "")
+    return f"{m.group(1)}.{m.group(2)}" if m else "unknown"
+
+
+def release_comparison(result: ReleaseResult) -> dict[str, Any]:
+    return comparison(
+        items=[i.record() for i in result.items],
+        candidate=result.candidate.runs,
+        previous=result.previous.runs,
+        builds={"candidate": result.candidate.builds, "previous": result.previous.builds},
+        verdict=result.verdict,
+        sources={"candidate": result.candidate.record(), "previous": result.previous.record()},
+        software_variant=result.software_variant,
+        repeats=result.repeats,
+    )
+
+
+def write_release(result: ReleaseResult, out_dir: Path) -> dict[str, Path]:
+    """release.json/.md/.html and ``baseline-<line>.json`` (the candidate's medians) in ``out_dir``."""
+    doc = release_comparison(result)
+    doc["seconds"] = round(result.seconds, 1)
+    result.comparison = doc
+    tree = result.candidate.tree
+    line = release_line(tree.version if tree else None)
+    paths = {name: out_dir / name for name in ("release.json", "release.md", "release.html")}
+    paths["release.json"].write_text(json.dumps(doc, indent=2, default=str))
+    paths["release.md"].write_text(markdown_release(doc))
+    paths["release.html"].write_text(html_release(doc))
+    medians = [median_run(reps) for reps in result.candidate.runs.values() if reps]
+    if medians:
+        paths["baseline"] = out_dir / f"baseline-{line}.json"
+        paths["baseline"].write_text(to_json(medians, release_line=line,
+                                             source=result.candidate.spec.describe()))
+    return paths
