@@ -124,6 +124,12 @@ def _kernel_failure(stage: str, logs: Sequence[LogResult], evidence: list[str]) 
         for ev in log.lifecycle:
             if ev.kind in ("panic", "oops"):
                 return StageFailure(stage, f"kernel {ev.kind}: {ev.message}", REAL, "panic", evidence)
+        # BUG/Oops/GPF records (parsers/kernel_trouble.py) took the place of the old "oops" events
+        for kev in log.kernel:
+            if kev.kind in ("bug", "oops", "gpf", "fatal_trap"):
+                where = f" in {kev.function}" if kev.function else ""
+                message = f"kernel {kev.kind}{where}: {kev.message}"
+                return StageFailure(stage, message, REAL, "panic", evidence)
     return None
 
 

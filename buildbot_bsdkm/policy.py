@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from . import kernel_health
 from .model import RATE_UNITS, BenchKind, Benchmark, LogFormat, LogResult, RunResult
 
 
@@ -144,6 +145,7 @@ class Policy:
     regressions: list[RegressionRule] = field(default_factory=list)
     speedups: list[SpeedupRule] = field(default_factory=list)
     crossovers: list[CrossoverRule] = field(default_factory=list)
+    kernel: kernel_health.KernelRules = field(default_factory=kernel_health.KernelRules)
 
 
 # ---------------------------------------------------------------------------
@@ -344,6 +346,7 @@ def glob_problem(pattern: str) -> str | None:
 
 _TOP_KEYS = ("version", "metric", "selftests", "complete", "required", "floors", "regressions",
              "speedups", "crossovers")
+_TOP_KEYS = (*_TOP_KEYS, "kernel")  # kernel_health.py: the kernel-trouble gate
 _SCOPE_KEYS = ("pattern", "variants", "targets")
 
 
@@ -459,6 +462,8 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
     for key, read in readers.items():
         if key in fields:
             setattr(policy, key, _read_list(r, fields[key], key, read))
+    if "kernel" in fields:
+        policy.kernel = kernel_health.read_rules(r, fields["kernel"])
     return policy
 
 
@@ -588,6 +593,8 @@ class _Evaluation:
             self._benchmark_errors(run)
             self._required(run)
             self._floors(run)
+            for kc in kernel_health.checks(run, self.policy.kernel):
+                self.add(run, **kc)
         if self.policy.regressions:
             self._regressions()
         for rule in self.policy.speedups:

@@ -194,6 +194,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
         blocks.append(Block("links", table=Table(list(links), [Row(list(links.values()))])))
     blocks += [Block("note", n) for n in verdict.notes]
     blocks += _failures_block(verdict)
+    blocks += _kernel_blocks(runs, verdict)
     if any(c.kind == KIND_SELFTEST for c in verdict.checks):
         blocks += _selftest_blocks(runs, verdict)
     blocks += _speedup_blocks(verdict) + _crossover_blocks(verdict)
@@ -407,4 +408,115 @@ def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
             body.append(speedup_svg(verdict.of_kind(KIND_SPEEDUP)))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bsdkm-ci results</title>"
             f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+# ---------------------------------------------------------------------------
+# Kernel health (issue 12): what the kernel said while the module ran
+
+
+_KERNEL_EVIDENCE_RECORDS = 4  # records whose log lines are shown
+_KERNEL_EVIDENCE_LINES = 8
+
+
+def _kernel_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
+    from . import kernel_health as kh
+    from .model import LogFormat
+
+    kernel_logs = [log for run in runs for log in run.logs
+                   if log.format in (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG) or log.kernel]
+    notes = [f"{run.target}/{run.variant}: {run.metadata['benchmark_skipped']}"
+             for run in runs if run.metadata.get("benchmark_skipped")]
+    if not kernel_logs and not notes:
+        return []
+    blocks = [Block("h3", "Kernel health")]
+    blocks += [Block("note", f"Skipped under emulation: {n}") for n in notes]
+    judged = {(c.run_label, c.detail.get("source"), (c.detail.get("lines") or [None])[0]): c
+              for c in verdict.checks if c.kind == kh.CHECK_KIND}
+    table = Table(["run", "kind", "verdict", "whose", "duration", "process", "function",
+                   "first module frames", "log lines"])
+    shown = []
+    for run in runs:
+        for log, ev in kh.records(run):
+            check = judged.get((f"{run.target}/{run.variant}", log.source, ev.line))
+            if check is not None:
+                severity = check.detail.get("severity", "fail" if not check.passed else "warn")
+                whose = check.detail.get("classification", "")
+                status = "FAIL" if not check.passed else ("warning" if severity == "warn" else "pass")
+            else:  # ignored by the policy (or never gated): still shown
+                whose = kh.judge(ev, run.target, kh.KernelRules()).classification
+                status = "not gated"
+            where = f"{ev.line}" if ev.end_line in (None, ev.line) else f"{ev.line}-{ev.end_line}"
+            table.rows.append(Row([
+                f"{run.target}/{run.variant}", kh.LABELS.get(ev.kind, ev.kind), status, whose,
+                f"{ev.duration_s:g} s" if ev.duration_s is not None else "",
+                f"{ev.process}:{ev.pid}" if ev.process and ev.pid is not None else (ev.process or ""),
+                ev.function or "", ", ".join(ev.module_frames[:3]), f"{log.source}:{where}",
+            ], KEEP if status in ("FAIL", "warning") else SELFTEST_ROW))
+            shown.append((status, run, log, ev))
+    if not table.rows:
+        blocks.append(Block("p", f"No kernel trouble in {len(kernel_logs)} kernel log(s): no oops, "
+                                 "warning, lockup, stall, hung task or panic."))
+        return blocks
+    blocks.append(Block("table", table=table))
+    shown.sort(key=lambda s: {"FAIL": 0, "warning": 1}.get(s[0], 2))
+    for status, run, _log, ev in shown[:_KERNEL_EVIDENCE_RECORDS]:
+        lines = Table([f"{run.target}/{run.variant} {kh.LABELS.get(ev.kind, ev.kind)} ({status})", "log"])
+        for i, text in enumerate(ev.evidence[:_KERNEL_EVIDENCE_LINES]):
+            lines.rows.append(Row([str((ev.line or 0) + i) if i == 0 else "", text], BENCHMARK_ROW, 1.0))
+        if len(ev.evidence) > _KERNEL_EVIDENCE_LINES:
+            lines.rows.append(Row(["", f"... {len(ev.evidence) - _KERNEL_EVIDENCE_LINES} more line(s) "
+                                       f"to {ev.end_line}"], BENCHMARK_ROW, 1.0))
+        blocks.append(Block("table", table=lines))
+    return blocks
+
+
+# ---------------------------------------------------------------------------
+# Perf gate (learned limits): one row per item with its interval, limit and verdict
+
+
+def _signed_pct(x: float | None) -> str:
+    return "" if x is None else f"{x:+.1f}%"
+
+
+def _limit_pct(x: float | None) -> str:
+    return "" if x is None else f"{x:g}%"
+
+
+def regression_status(c: Check) -> str:
+    """pass / FAIL, or a learned-limit verdict (inconclusive is shown as such, never as pass)."""
+    verdict = c.detail.get("verdict") if c.detail.get("learned") else None
+    if verdict is None or verdict == "regression":
+        return _status(c.passed)
+    return verdict
+
+
+def _frac(x: float | None) -> str:
+    return "" if x is None else f"{x * 100:+.1f}%"
+
+
+def perf_blocks(verdict: Verdict) -> list[Block]:
+    """Per run: change, interval, limit, minimum detectable change and verdict of every item."""
+    blocks: list[Block] = []
+    for run in verdict.perf:
+        table = Table(["benchmark", "change", "interval", "limit", "min detectable", "repeats", "verdict"])
+        rows = [*run["items"], *([run["geomean"]] if run.get("geomean") else [])]
+        for i in rows:
+            name = i["name"] + (" (cycles)" if i.get("mis_timed") else "")
+            interval = f"{_frac(i['ci_low'])} .. {_frac(i['ci_high'])}" if i["ci_low"] is not None else ""
+            limit = f"-{i['limit'] * 100:.1f}%" if i["limit"] is not None else ""
+            mdc = f"{i['min_detectable'] * 100:.1f}%" if i["min_detectable"] is not None else ""
+            why = i["verdict"] == "inconclusive" and i["reason"]
+            word = i["verdict"] + (f" ({i['reason']})" if why else "")
+            keep = i["verdict"] in ("regression", "inconclusive") or i["name"] == "geomean"
+            table.rows.append(Row([name, _frac(i["change"]), interval, limit, mdc,
+                                   f"{i['n_base']} vs {i['n_head']}", word],
+                                  KEEP if keep else BENCHMARK_ROW, abs(i["change"] or 0.0)))
+        head = (f"Performance: {run['target']}/{run['variant']} — {run['verdict']} "
+                f"({run['family']} tests share a {run['alpha'] * 100:g} % false-alarm budget; "
+                f"base from {run['base_from']})")
+        blocks += [Block("h3", head), Block("table", table=table)]
+        odd = [i["name"] for i in rows if i["verdict"] == "inconclusive"]
+        if odd:
+            blocks.append(Block("p", f"Inconclusive (not judged, not passed): {', '.join(odd)}"))
+    return blocks
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..model import BenchKind, Benchmark, LifecycleEvent, LogFormat, Problem, SelfTest
 from . import wolfcrypt as wc
+from .kernel_trouble import KernelTroubleScanner
 from .lifecycle import SAVE_VECTOR_FAILED, match_lifecycle, unmatched_bsd_error
 from .openssl import OpenSSLParser
 from .records import ParseSummary, Record
@@ -44,6 +45,8 @@ _SELFTEST_FAILED = re.compile(
 )
 _SYMMETRIC = BenchKind.SYMMETRIC
 _KERNEL_FORMATS = (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG)
+# Logs scanned for kernel trouble (splats span lines: parsers/kernel_trouble.py).
+_KERNEL_SCAN_FORMATS = (*_KERNEL_FORMATS, LogFormat.UNKNOWN)
 # Lifecycle events that show the module's init ran to an end (or that the log is an unload log).
 _LOAD_OUTCOMES = frozenset(
     {
@@ -110,6 +113,7 @@ class LogParser:
         self.recent_kernel_lines: dict[str, None] = {}
         self.failed_tests_emitted = 0
         self.unnamed_failure: SelfTest | None = None
+        self.kernel = KernelTroubleScanner() if fmt in _KERNEL_SCAN_FORMATS else None
 
     # ------------------------------------------------------------------ input
     def feed(self, raw: str | bytes) -> list[Record]:
@@ -144,6 +148,8 @@ class LogParser:
             line = self._sanitise(line, n, out)
         if not line or line.isspace():
             return out
+        if self.kernel is not None:
+            self.kernel.feed(line, n, out)
         first = line[0]
         if first in "[<wl":
             stamped = line
@@ -182,6 +188,7 @@ class LogParser:
         dispatch = self._dispatch
         recent = self.recent_kernel_lines
         kprefix = _KERNEL_PREFIX.match
+        kernel = self.kernel.feed if self.kernel is not None else None
         try:
             for line in lines:
                 n += 1
@@ -197,6 +204,8 @@ class LogParser:
                 first = line[0]
                 if first in _SPACE_FIRST and line.isspace():
                     continue
+                if kernel is not None:
+                    kernel(line, n, out)
                 if first in _KERNEL_FIRST:
                     m = kprefix(line)
                     if m is not None:
@@ -642,6 +651,8 @@ class LogParser:
                     f"{self.problem_count - MAX_PROBLEMS} more problems not listed", self.lineno, "warning"
                 )
             )
+        if self.kernel is not None:
+            self.kernel.finish(out)
         if self.tsc_samples:
             self.metadata["tsc_hz"] = round(statistics.median(self.tsc_samples))
         out.append(self._summary(reasons))

@@ -73,10 +73,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule("insmod", r"^insmod: (?:can't insert|ERROR)", "load_failed"),
     _rule("Kernel panic", r"^Kernel panic - not syncing", "panic"),
-    _rule("Oops", r"^Oops: ", "oops"),
-    _rule("BUG", r"^(?:watchdog: )?BUG: ", "oops"),
-    _rule("general protection", r"^general protection fault", "oops"),
-    _rule("lockup", r"^(?:watchdog: )?(?:BUG: )?soft lockup", "oops"),
+    # BUG:/Oops:/general protection fault/lockups are kernel-trouble records (kernel_trouble.py).
     # --- FreeBSD plain module (§6 A)
     _rule("wolfkmod_event", r"^info: wolfkmod_event: (?P<event>MOD_\w+)", "mod_event", _strs(event="event")),
     _rule("vecreg_init", r"^error: wolfkmod_vecreg_init: (?P<what>.*)", "fpu_error", _strs(what="what")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Benchmark, LifecycleEvent, LogFormat, Problem, SelfTest
+from ..model import Benchmark, KernelEvent, LifecycleEvent, LogFormat, Problem, SelfTest
 
 
 @dataclass
@@ -28,4 +28,4 @@ class ParseSummary:
         return self.recognised == 0 and self.binary_lines > 0
 
 
-Record = Benchmark | SelfTest | LifecycleEvent | Problem | ParseSummary
+Record = Benchmark | SelfTest | LifecycleEvent | Problem | KernelEvent | ParseSummary

@@ -1,0 +1,228 @@
+"""Kernel health: the policy gate over kernel-trouble records (``LogResult.kernel``).
+
+Policy (``kernel:`` in a policy file; every key optional)::
+
+    kernel:
+      oops: fail           # BUG, Oops, general protection fault, panic, FreeBSD panic / Fatal trap
+      warning: fail        # WARNING: ... at ..., a bare KDB backtrace
+      soft_lockup: auto    # auto: warn on emulated targets (QEMU TCG), fail on real hardware
+      hard_lockup: auto    # also FreeBSD "spin lock ... held too long"
+      rcu_stall: auto
+      hung_task: auto
+      sanitizer: fail      # KASAN, UBSAN, kmemleak
+      locking: fail        # lockdep, witness lock order reversal, sleeping with a lock held
+      fpu: fail            # FreeBSD FPU-context complaints
+      unrelated: warn      # the most a record naming neither the module nor its loader can do
+      emulated: [linux-kmod-qemu]
+      targets:             # per-target overrides of the keys above
+        freebsd-kmod: {hung_task: warn}
+
+Actions: ``fail`` (a failed check), ``warn`` (a passing check marked as a warning, with its
+numbers), ``ignore`` (no check; still shown in the report), ``auto`` (warn where emulated, fail
+elsewhere). Every judged record also says whose fault it is: ``real`` (the module's code: it names
+the module and is not a timing symptom of emulation) or ``environment``.
+
+Pure: reads the model, returns plain check fields; ``policy.py`` turns them into ``Check``\\ s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import KernelEvent, LogResult, RunResult
+
+CHECK_KIND = "kernel"
+ACTIONS = ("fail", "warn", "ignore", "auto")
+SEVERITY_ORDER = {"ignore": 0, "warn": 1, "fail": 2}
+
+# Record kind -> policy key.
+GROUPS: dict[str, str] = {
+    "bug": "oops", "oops": "oops", "gpf": "oops", "panic": "oops", "fatal_trap": "oops",
+    "warning": "warning", "backtrace": "warning",
+    "soft_lockup": "soft_lockup",
+    "hard_lockup": "hard_lockup", "spin_lock_held": "hard_lockup",
+    "rcu_stall": "rcu_stall",
+    "hung_task": "hung_task",
+    "kasan": "sanitizer", "ubsan": "sanitizer", "kmemleak": "sanitizer",
+    "lockdep": "locking", "lock_order_reversal": "locking", "sleeping_thread_lock": "locking",
+    "sleep_with_lock": "locking",
+    "fpu": "fpu",
+}
+POLICY_KEYS = ("oops", "warning", "soft_lockup", "hard_lockup", "rcu_stall", "hung_task", "sanitizer",
+               "locking", "fpu")
+# Symptoms of time: under an emulator ~100x slower a 0.2 s loop takes 20 s and trips them.
+TIMING_KEYS = frozenset({"soft_lockup", "hard_lockup", "rcu_stall", "hung_task"})
+DEFAULT_ACTIONS: dict[str, str] = {
+    "oops": "fail", "warning": "fail", "soft_lockup": "auto", "hard_lockup": "auto", "rcu_stall": "auto",
+    "hung_task": "auto", "sanitizer": "fail", "locking": "fail", "fpu": "fail",
+}
+DEFAULT_EMULATED = ("linux-kmod-qemu",)
+LABELS: dict[str, str] = {
+    "bug": "kernel BUG", "oops": "Oops", "gpf": "general protection fault", "panic": "kernel panic",
+    "fatal_trap": "fatal trap", "warning": "kernel WARNING", "backtrace": "KDB backtrace",
+    "soft_lockup": "soft lockup", "hard_lockup": "hard lockup", "spin_lock_held": "spin lock held too long",
+    "rcu_stall": "RCU stall", "hung_task": "hung task", "kasan": "KASAN", "ubsan": "UBSAN",
+    "kmemleak": "kmemleak", "lockdep": "lockdep", "lock_order_reversal": "lock order reversal",
+    "sleeping_thread_lock": "sleeping thread owns a non-sleepable lock",
+    "sleep_with_lock": "sleeping with a lock held", "fpu": "FPU context",
+}
+MAX_CHECKS_PER_RUN = 40  # a storm of repeats is one line per record up to here, then one summary
+
+
+@dataclass(frozen=True)
+class KernelRules:
+    actions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ACTIONS))
+    unrelated: str = "warn"
+    emulated: tuple[str, ...] = DEFAULT_EMULATED
+    targets: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def action(self, target: str, key: str) -> str:
+        return self.targets.get(target, {}).get(key, self.actions.get(key, "fail"))
+
+    def unrelated_for(self, target: str) -> str:
+        return self.targets.get(target, {}).get("unrelated", self.unrelated)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    severity: str  # fail | warn | ignore
+    classification: str  # real | environment
+    why: str
+
+
+def judge(ev: KernelEvent, target: str, rules: KernelRules) -> Judgement:
+    key = GROUPS.get(ev.kind, "warning")
+    emulated = target in rules.emulated
+    action = rules.action(target, key)
+    if action == "auto":
+        action = "warn" if emulated else "fail"
+    timing_under_emulation = key in TIMING_KEYS and emulated
+    if not ev.names_module:
+        cap = rules.unrelated_for(target)
+        if SEVERITY_ORDER[action] > SEVERITY_ORDER[cap]:
+            action = cap
+        return Judgement(action, "environment", "names neither the module nor its loader")
+    if timing_under_emulation:
+        return Judgement(action, "environment", f"{target} is emulated (QEMU TCG, ~100x slower)")
+    return Judgement(action, "real", "in the module" if ev.module_frames or _rip_in_module(ev)
+                     else f"in the module's loader ({ev.process})")
+
+
+def _rip_in_module(ev: KernelEvent) -> bool:
+    return bool(ev.function and ev.function.endswith("]"))
+
+
+def describe(ev: KernelEvent) -> str:
+    """One line with the numbers: 'soft lockup: CPU#0 stuck 22 s [bsdkm-modload:110] at f [mod]'."""
+    parts = [LABELS.get(ev.kind, ev.kind)]
+    where = []
+    if ev.cpu is not None:
+        where.append(f"CPU#{ev.cpu}")
+    if ev.duration_s is not None:
+        where.append(f"{'blocked' if ev.kind == 'hung_task' else 'stuck'} {ev.duration_s:g} s")
+    if ev.process:
+        where.append(f"[{ev.process}{':' + str(ev.pid) if ev.pid is not None else ''}]")
+    if ev.function:
+        where.append(f"at {ev.function}")
+    text = parts[0] + (": " + " ".join(where) if where else "")
+    reason = ev.detail.get("reason") or ev.detail.get("bug") or ev.detail.get("lockdep")
+    if reason and ev.kind not in ("soft_lockup", "rcu_stall", "hung_task"):
+        text += f" ({reason})"
+    return text
+
+
+def _lines(ev: KernelEvent) -> str:
+    if ev.line is None:
+        return ""
+    return f"line {ev.line}" if ev.end_line in (None, ev.line) else f"lines {ev.line}-{ev.end_line}"
+
+
+def records(run: RunResult) -> Iterator[tuple[LogResult, KernelEvent]]:
+    for log in run.logs:
+        for ev in log.kernel:
+            yield log, ev
+
+
+def checks(run: RunResult, rules: KernelRules) -> list[dict[str, Any]]:
+    """Check fields (name, kind, passed, message, value, unit, detail) for every judged record."""
+    out: list[dict[str, Any]] = []
+    skipped = 0
+    for log, ev in records(run):
+        j = judge(ev, run.target, rules)
+        if j.severity == "ignore":
+            continue
+        if len(out) >= MAX_CHECKS_PER_RUN:
+            skipped += 1
+            continue
+        verdict = "fails" if j.severity == "fail" else "warning"
+        msg = (f"{verdict}: {describe(ev)} — {j.classification} ({j.why}); "
+               f"{log.source} {_lines(ev)}")
+        out.append({
+            "name": f"kernel:{ev.kind}@{ev.line}",
+            "kind": CHECK_KIND,
+            "passed": j.severity != "fail",
+            "message": msg,
+            "value": ev.duration_s,
+            "unit": "s" if ev.duration_s is not None else None,
+            "detail": {
+                "severity": j.severity, "classification": j.classification, "record_kind": ev.kind,
+                "group": GROUPS.get(ev.kind, "warning"), "function": ev.function,
+                "module_frames": ev.module_frames[:5], "process": ev.process, "cpu": ev.cpu,
+                "source": log.source, "lines": [ev.line, ev.end_line],
+            },
+        })
+    if skipped:
+        out.append({"name": "kernel:more", "kind": CHECK_KIND, "passed": all(c["passed"] for c in out),
+                    "message": f"{skipped} more kernel records (see the report)",
+                    "detail": {"severity": "warn"}})
+    return out
+
+
+def is_warning(check: Any) -> bool:
+    """A passing kernel check that is a warning (shown as such in reports and annotations)."""
+    return getattr(check, "kind", None) == CHECK_KIND and (getattr(check, "detail", None) or {}).get(
+        "severity") == "warn"
+
+
+def counts(runs: list[RunResult], rules: KernelRules | None = None) -> dict[str, int]:
+    """Records by severity over all runs (summary lines): {'fail': n, 'warn': n, 'ignore': n}."""
+    rules = rules or KernelRules()
+    out = {"fail": 0, "warn": 0, "ignore": 0}
+    for run in runs:
+        for _log, ev in records(run):
+            out[judge(ev, run.target, rules).severity] += 1
+    return out
+
+
+# ----------------------------------------------------------------------------- policy file
+
+
+def read_rules(r: Any, node: Any, key: str = "kernel") -> KernelRules:
+    """``kernel:`` of a policy file; ``r`` is policy.py's node reader (errors name the line)."""
+    allowed = (*POLICY_KEYS, "unrelated", "emulated", "targets")
+    fields = r.mapping(node, key, allowed)
+    actions = dict(DEFAULT_ACTIONS)
+    for name in POLICY_KEYS:
+        if name in fields:
+            actions[name] = r.choice(fields[name], f"{key}.{name}", ACTIONS)
+    unrelated = r.choice(fields["unrelated"], f"{key}.unrelated", ("fail", "warn", "ignore")) \
+        if "unrelated" in fields else "warn"
+    emulated = r.names(fields["emulated"], f"{key}.emulated") if "emulated" in fields else DEFAULT_EMULATED
+    targets: dict[str, dict[str, str]] = {}
+    if "targets" in fields:
+        import yaml  # the reader hands YAML nodes; only this branch walks a mapping of names
+
+        if not isinstance(fields["targets"], yaml.MappingNode):
+            raise r.fail(fields["targets"], f"{key}.targets", "must be a mapping of target name to actions")
+        for k_node, v_node in fields["targets"].value:
+            target = r.string(k_node, f"{key}.targets")
+            where = f"{key}.targets.{target}"
+            sub = r.mapping(v_node, where, (*POLICY_KEYS, "unrelated"))
+            targets[target] = {
+                name: r.choice(v, f"{where}.{name}",
+                               ACTIONS if name != "unrelated" else ("fail", "warn", "ignore"))
+                for name, v in sub.items()
+            }
+    return KernelRules(actions=actions, unrelated=unrelated, emulated=tuple(emulated), targets=targets)

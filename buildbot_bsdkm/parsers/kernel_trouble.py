@@ -1,0 +1,553 @@
+"""Kernel trouble in a kernel log, as structured records (``model.KernelEvent``).
+
+Linux: ``BUG:``, ``Oops:``, ``WARNING: CPU: … at …``, general protection faults, soft and hard
+lockups, RCU stalls, hung tasks, KASAN, UBSAN, kmemleak, lockdep splats, ``Kernel panic``,
+closed by ``</TASK>`` or ``---[ end trace``. FreeBSD: ``panic:``, ``Fatal trap N``, witness
+``lock order reversal``, ``Sleeping thread … owns a non-sleepable lock``, ``spin lock … held
+too long``, FPU-context complaints, ``KDB: stack backtrace``, sleeping with a lock held.
+Every shape, with the kernel source it was checked against: docs/kernel-messages.md.
+
+A splat spans many lines, so the scanner is a small state machine fed every line (timestamps
+still on: they join a splat's lines and tell the console's live copy from the dmesg dump that
+repeats it). Idle, a line costs one regex search. Memory is bounded: evidence, frames and the
+number of records per log are capped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import KernelEvent
+
+MODULE_NAMES = frozenset({"libwolfssl", "libwolfssl_fips"})
+# Processes that only ever run the module's init/exit: a lockup in them is the module's.
+LOADER_PROCESSES = frozenset({"bsdkm-modload", "kldload", "kldunload", "insmod", "modprobe", "rmmod"})
+MAX_EVENTS = 64  # per log; more are counted on the last one kept
+MAX_EVIDENCE = 80  # lines kept per record
+MAX_FRAMES = 48
+MAX_BODY = 400  # a splat longer than this is closed (a runaway, not a splat)
+SPLAT_GAP_S = 2.0  # printk stamps within one splat are milliseconds apart
+DEDUPE_KEYS = 512
+# Debian's kernels: CONFIG_HZ=250. The RCU stall line gives jiffies; seconds need HZ.
+LINUX_HZ = 250
+
+# One C-level search decides whether an idle line may start a record.
+_TRIGGER = re.compile(
+    r"BUG|Oops|WARNING|general protection|LOCKUP|stall|blocked for more|UBSAN|kmemleak|Kernel panic"
+    r"|panic: |Fatal trap|lock order reversal|Sleeping thread|Sleeping on|sleeping with|held too long"
+    r"|fpu_kern|fpudna|KDB: stack"
+).search
+_STAMP = re.compile(r"^(?:<\d>)?\[\s*(?P<ts>\d+(?:\.\d+)?)\] ?")
+_SUBSYS = re.compile(r"^(?:watchdog|rcu|NMI watchdog|kmemleak|kasan|ubsan): ")
+
+_FRAME_LINUX = re.compile(
+    r"^\s*(?P<unreliable>\? )?(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>\w+)\])?\s*$"
+)
+_FRAME_BSD = re.compile(r"^(?P<func>[\w.$]+)\(\) at (?P=func)\+0x[0-9a-f]+/frame 0x[0-9a-f]+\s*$")
+_FRAME_BSD_STACK = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ at (?P<func>[\w.$]+)\+0x[0-9a-f]+")
+_RIP = re.compile(r"^RIP: [0-9a-f]{4}:(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P"
+                  r"<mod>\w+)\])?")
+_CPU_LINE = re.compile(r"^CPU: (?P<cpu>\d+) (?:UID: \d+ )?PID: (?P<pid>\d+) Comm: (?P<comm>\S+)(?P<rest>.*)$")
+_FUNC_AT = re.compile(r"(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>\w+)\])?")
+_RCU_CPU = re.compile(r"^\s*(?P<cpu>\d+)-\S+: \((?P<ticks>\d+) ticks this GP\)")
+_RCU_T = re.compile(r"\(t=(?P<jiffies>\d+) jiffies")
+_TASK_BY = re.compile(r" by task (?P<comm>\S+?)/(?P<pid>\d+)")
+_BSD_CPUID = re.compile(r"^cpuid = (?P<cpu>\d+)")
+_BSD_PROCESS = re.compile(r"^current process\s*= (?P<pid>\d+) \((?P<comm>.*)\)")
+_BSD_IP = re.compile(r"^instruction pointer\s*= 0x[0-9a-f]+:(?P<ip>0x[0-9a-f]+)")
+_BSD_THREAD = re.compile(r"^\[ thread pid (?P<pid>\d+) tid (?P<tid>\d+) \]")
+_BSD_LOCK = re.compile(r"^\s*(?P<which>1st|2nd|3rd) (?P<addr>0x[0-9a-f]+) (?P<name>.+?) \((?P<type>[^)]*)\)"
+                       r"(?: @ (?P<where>\S+))?")
+_BSD_END = ("Uptime: ", "Rebooting", "db> ", "---<<BOOT>>---", "Automatic reboot")
+
+# FreeBSD frames that are the panic/trap/allocator machinery, or the kernel's loader around the
+# module: the module's own frames are what lies between (when one of them looks like wolfSSL's).
+_BSD_MACHINERY = re.compile(
+    r"^(?:db_trace_\w+|kdb_\w+|vpanic|panic|kassert_panic|trap\w*|calltrap|malloc\w*|free\w*|realloc"
+    r"|uma_\w+|zone_\w+|_?_?mtx_\w+|_?_?sx_\w+|_?rw_\w+|witness_\w+|_?sleep\w*|sleepq_\w+|turnstile_\w+"
+    r"|propagate_priority|critical_\w+|fpu\w*|stack_\w+|lockmgr\w*|__lockmgr\w*|sched_\w+|mi_switch"
+    r"|_?cv_\w+|_?sx_\w+|pause\w*|_?tsleep\w*|_?msleep\w*)$"
+)
+_BSD_LOADER = re.compile(
+    r"^(?:module_register_init|module_register|linker_\w+|kern_kldload|sys_kldload|kern_kldunload\w*"
+    r"|sys_kldunload\w*|mi_startup|amd64_syscall|fast_syscall_common|fork_exit|fork_trampoline"
+    r"|taskqueue_\w+|sysinit_\w+|btext)$"
+)
+_WOLF_NAME = re.compile(
+    r"^(?:wc_|_?wolf|Wolf|libwolf|sp_|_sp_|AES_|_?aes|Aes|GCM|gcm_|GHASH|ecc_|_ecc|rsa_|_rsa|Rsa|sha\d|Sha"
+    r"|Transform_|hmac_|Hmac|_?InitRng|Hash_DRBG|mp_|fp_|ge_|fe_|curve|ed25519|ed448|chacha|poly1305"
+    r"|add_entry|benchmark_|bench_|wolfcrypt_|\w+_test$)"
+)
+
+
+@dataclass
+class _Open:
+    """The record being read: header fields plus what the body adds."""
+
+    event: KernelEvent
+    key: tuple[str, str] | None
+    last_ts: float | None
+    in_trace: bool = False
+    task_depth: int = 0
+    body: int = 0
+    unreliable: int = 0
+
+
+Header = Callable[[re.Match[str]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class _Shape:
+    kind: str
+    os: str
+    pattern: re.Pattern[str]
+    fields: Header = lambda m: {}  # noqa: E731 - a default for shapes without fields
+    merges: tuple[str, ...] = ()  # kinds of the open record this header continues rather than ends
+
+
+def _shape(kind: str, os: str, rx: str, fields: Header | None = None, merges: tuple[str, ...] = ()) -> _Shape:
+    return _Shape(kind, os, re.compile(rx), fields or (lambda m: {}), merges)
+
+
+def _soft(m: re.Match[str]) -> dict[str, Any]:
+    return {"cpu": int(m["cpu"]), "duration_s": float(m["secs"]), "process": m["comm"], "pid": int(m["pid"])}
+
+
+def _hung(m: re.Match[str]) -> dict[str, Any]:
+    return {"process": m["comm"], "pid": int(m["pid"]), "duration_s": float(m["secs"])}
+
+
+def _func(m: re.Match[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    at = _FUNC_AT.search(m["at"] or "") if "at" in m.re.groupindex else None
+    if at:
+        out["function"] = at["func"] + (f" [{at['mod']}]" if at["mod"] else "")
+    if "cpu" in m.re.groupindex and m["cpu"]:
+        out["cpu"] = int(m["cpu"])
+    if "pid" in m.re.groupindex and m["pid"]:
+        out["pid"] = int(m["pid"])
+    return out
+
+
+def _lockup(m: re.Match[str]) -> dict[str, Any]:
+    return {"cpu": int(m["cpu"])}
+
+
+def _bsd_trap(m: re.Match[str]) -> dict[str, Any]:
+    return {"detail": {"trap": int(m["trap"]), "trap_message": m["what"], "mode": m["mode"]}}
+
+
+def _bsd_sleeping(m: re.Match[str]) -> dict[str, Any]:
+    return {"pid": int(m["pid"]), "detail": {"tid": int(m["tid"])}}
+
+
+def _bsd_spin(m: re.Match[str]) -> dict[str, Any]:
+    return {"detail": {"lock": m["name"], "owner_tid": int(m["tid"])}}
+
+
+def _bsd_sleep_on(m: re.Match[str]) -> dict[str, Any]:
+    return {"detail": {"wmesg": m["wmesg"]}}
+
+
+_PANIC_BODY = ("fatal_trap", "sleeping_thread_lock", "spin_lock_held", "backtrace", "lock_order_reversal")
+
+# Order matters: the first shape whose pattern matches wins (specific BUG: shapes before the
+# generic one). Patterns run on the line without its printk stamp and subsystem prefix.
+SHAPES: tuple[_Shape, ...] = (
+    # --- Linux: kernel/watchdog.c, kernel/watchdog_perf.c (hard lockups)
+    _shape("soft_lockup", "linux",
+           r"^BUG: soft lockup - CPU#(?P<cpu>\d+) stuck for (?P<secs>\d+)s! \[(?P<comm>.+):(?P<pid>"
+           r"\d+)\]", _soft),
+    _shape("hard_lockup", "linux", r"^(?:CPU\d+: )?Watchdog detected hard LOCKUP on cpu (?P<cpu>\d+"
+                                   r")", _lockup),
+    # --- kernel/rcu/tree_stall.h
+    _shape("rcu_stall", "linux", r"^INFO: (?P<flavour>\S+) self-detected stall on CPU",
+           lambda m: {"detail": {"flavour": m["flavour"], "self_detected": True}}),
+    _shape("rcu_stall", "linux", r"^INFO: (?P<flavour>\S+) detected stalls? on CPUs/tasks:",
+           lambda m: {"detail": {"flavour": m["flavour"], "self_detected": False}}),
+    # --- kernel/hung_task.c
+    _shape("hung_task", "linux", r"^INFO: task (?P<comm>.+):(?P<pid>\d+) blocked for more than (?P<s"
+                                 r"ecs>\d+) seconds",
+           _hung),
+    # --- mm/kasan/report.c, lib/ubsan.c, mm/kmemleak.c
+    _shape("kasan", "linux", r"^BUG: KASAN: (?P<what>\S+) in (?P<at>\S+(?: \[\w+\])?)",
+           lambda m: {**_func(m), "detail": {"bug": m["what"]}}),
+    _shape("ubsan", "linux", r"^UBSAN: (?P<what>.+?) in (?P<file>\S+):(?P<lno>\d+):\d+",
+           lambda m: {"detail": {"check": m["what"], "file": m["file"], "file_line": int(m["lno"])}}),
+    _shape("kmemleak", "linux", r"^(?P<n>\d+) new suspected memory leaks",
+           lambda m: {"detail": {"leaks": int(m["n"])}}),
+    # --- kernel/locking/lockdep.c, kernel/sched/core.c (might_sleep, scheduling while atomic)
+    _shape("lockdep", "linux",
+           r"^WARNING: (?P<what>possible circular locking dependency|possible recursive locking|inco"
+           r"nsistent lock state"
+           r"|possible irq lock inversion dependency|suspicious RCU usage|bad unlock balance|held lock freed"
+           r"|lock held when returning to user space)",
+           lambda m: {"detail": {"lockdep": m["what"]}}),
+    _shape("lockdep", "linux", r"^BUG: sleeping function called from invalid context at (?P<file>\S+)",
+           lambda m: {"detail": {"lockdep": "sleeping function called from invalid context",
+                                 "file": m["file"]}}),
+    _shape("lockdep", "linux", r"^BUG: scheduling while atomic: (?P<comm>.+)/(?P<pid>\d+)/",
+           lambda m: {"process": m["comm"], "pid": int(m["pid"]),
+                      "detail": {"lockdep": "scheduling while atomic"}}),
+    # --- kernel/panic.c (__warn), lib/bug.c, arch/x86/mm/fault.c, arch/x86/kernel/dumpstack.c + traps.c
+    _shape("warning", "linux", r"^WARNING: CPU: (?P<cpu>\d+) PID: (?P<pid>\d+) at (?P<at>.+)$", _func),
+    _shape("gpf", "linux", r"^(?:Oops: )?general protection fault(?P<why>[^:]*)?: (?P<code>[0-9a-f]{"
+                           r"4}) \[#(?P<n>\d+)\]",
+           lambda m: {"detail": {"code": m["code"], "die_counter": int(m["n"]),
+                                 "why": (m["why"] or "").strip(", ")}},
+           merges=("bug",)),
+    _shape("bug", "linux", r"^kernel BUG at (?P<file>\S+):(?P<lno>\d+)!",
+           lambda m: {"detail": {"file": m["file"], "file_line": int(m["lno"])}}),
+    _shape("bug", "linux", r"^BUG: (?P<what>.+)$", lambda m: {"detail": {"bug": m["what"]}}),
+    _shape("oops", "linux", r"^Oops: (?P<what>.*)$", lambda m: {"detail": {"oops": m["what"]}},
+           merges=("bug",)),
+    _shape("panic", "linux", r"^Kernel panic - not syncing: (?P<why>.*)$", lambda m: {"detail": {"re"
+                             r"ason": m["why"]}}),
+    # --- FreeBSD: kern/kern_shutdown.c (vpanic), amd64/amd64/trap.c (trap_fatal)
+    _shape("fatal_trap", "freebsd", r"^Fatal trap (?P<trap>\d+): (?P<what>.+) while in (?P<mode>\w+)"
+                                    r" mode", _bsd_trap),
+    _shape("fpu", "freebsd", r"^panic: (?P<why>.*(?:fpu_kern_\w+|fpudna|fpu_\w+:).*)$",
+           lambda m: {"detail": {"reason": m["why"], "panic": True}}, merges=_PANIC_BODY),
+    _shape("sleep_with_lock", "freebsd", r"^panic: (?P<why>.*sleeping with \"(?P<lock>[^\"]+)\" locked.*)$",
+           lambda m: {"detail": {"reason": m["why"], "lock": m["lock"], "panic": True}}, merges=_PANIC_BODY),
+    _shape("panic", "freebsd", r"^panic: (?P<why>.*)$", lambda m: {"detail": {"reason": m["why"]}},
+           merges=_PANIC_BODY),
+    # --- kern/subr_witness.c, kern/subr_turnstile.c, kern/kern_mutex.c, amd64/amd64/fpu.c
+    _shape("lock_order_reversal", "freebsd", r"^(?:witness: )?lock order reversal:(?P<what>.*)$",
+           lambda m: {"detail": {"variant": m["what"].strip(" ()")} if m["what"].strip() else {}}),
+    _shape("sleeping_thread_lock", "freebsd",
+           r"^Sleeping thread \(tid (?P<tid>\d+), pid (?P<pid>\d+)\) owns a non-sleepable lock",
+           _bsd_sleeping),
+    _shape("spin_lock_held", "freebsd",
+           r"^spin lock (?P<addr>0x[0-9a-f]+) \((?P<name>.+)\) held by (?P<owner>0x[0-9a-f]+) \(tid "
+           r"(?P<tid>\d+)\) "
+           r"too long", _bsd_spin),
+    _shape("sleep_with_lock", "freebsd",
+           r"^(?:witness: )?(?:\S+:\d+: )?Sleeping on \"(?P<wmesg>[^\"]*)\" with the following non-s"
+           r"leepable locks held",
+           _bsd_sleep_on),
+    _shape("sleep_with_lock", "freebsd", r"^(?P<why>.*sleeping with \"(?P<lock>[^\"]+)\" locked.*)$",
+           lambda m: {"detail": {"lock": m["lock"]}}),
+    _shape("fpu", "freebsd", r"^(?P<why>(?:fpu_kern_\w+|fpudna|fpu_\w+)[:(].*)$",
+           lambda m: {"detail": {"reason": m["why"]}}),
+    _shape("backtrace", "freebsd", r"^KDB: stack backtrace:", merges=_PANIC_BODY),
+)
+# The RIP of these is where the CPU was stuck or faulted (a WARNING names its caller itself).
+_RIP_IS_THE_FUNCTION = frozenset({"soft_lockup", "rcu_stall", "hard_lockup", "bug", "oops", "gpf"})
+_BSD_TRACE_STARTS = ("KDB: stack backtrace", "stack backtrace:", "--- trap", "--- syscall", "Tracing pid",
+                     "Tracing command")
+# Splats that print no '---[ end trace' line: their call trace's </TASK> is their end.
+_ENDS_AT_TASK = frozenset({"soft_lockup", "hard_lockup", "rcu_stall", "hung_task", "lockdep", "kmemleak"})
+# Lines that end a splat or only mark its end.
+_END_TRACE = re.compile(r"^---\[ end (?:trace (?P<id>[0-9a-f]+)|Kernel panic - not syncing: .*?) \]---")
+_SHAPE_HINTS = {
+    s: next(w for w in ("BUG", "Oops", "WARNING", "general protection", "LOCKUP", "stall", "blocked for more",
+                        "UBSAN", "leaks", "Kernel panic", "panic: ", "Fatal trap", "lock order reversal",
+                        "Sleeping thread", "too long", "Sleeping on", "sleeping with", "fpu", "KDB: stack")
+            if w in s.pattern.pattern)
+    for s in SHAPES
+}
+
+
+class KernelTroubleScanner:
+    """Feed raw log lines (``feed``), then ``finish``; both append KernelEvent records to ``out``."""
+
+    def __init__(self) -> None:
+        self.open: _Open | None = None
+        self.events: list[KernelEvent] = []
+        self.dropped = 0
+        # A console shows a splat's header live (quiet: only the error level), then the whole
+        # splat again in the dmesg dump, stamps and all: one record, the fuller copy.
+        self.by_key: dict[tuple[str, str], KernelEvent] = {}
+
+    def feed(self, raw: str, n: int, out: list) -> None:
+        cur = self.open
+        if cur is None and not _TRIGGER(raw):
+            return
+        ts_text, text = _split_stamp(raw)
+        ts = float(ts_text) if ts_text else None
+        if cur is not None:
+            if self._continues(cur, text, ts, n, out):
+                return
+            cur = self.open
+        shape, m = _header(text)
+        if shape is None or m is None:
+            return
+        if cur is not None and cur.event.kind in shape.merges:
+            self._merge(cur, shape, m, raw, n, ts)
+            return
+        if cur is not None:
+            self._close(out)
+        self._start(shape, m, raw, text, ts_text, ts, n)
+
+    def finish(self, out: list) -> None:
+        """Close the open record and append every record, in log order (held back until the end
+        because a later dmesg dump may complete a splat the live console only began)."""
+        if self.open is not None:
+            self._close(out)
+        if self.dropped and self.events:
+            self.events[-1].detail["more_events_not_listed"] = self.dropped
+        out.extend(sorted(self.events, key=lambda e: e.line or 0))
+
+    # ----------------------------------------------------------------- records
+    def _start(self, shape: _Shape, m: re.Match[str], raw: str, text: str, ts_text: str | None,
+               ts: float | None, n: int) -> None:
+        fields = shape.fields(m)
+        detail = dict(fields.pop("detail", {}))
+        event = KernelEvent(kind=shape.kind, message=text.strip(), line=n, end_line=n, os=shape.os,
+                            detail=detail, **fields)
+        key = (ts_text, text.strip()) if ts_text else None
+        self.open = _Open(event, key, ts)
+        self._evidence(self.open, raw)
+
+    def _merge(self, cur: _Open, shape: _Shape, m: re.Match[str], raw: str, n: int, ts: float | None) -> None:
+        """A header that continues the open record (a trap's panic, a BUG's Oops line)."""
+        ev = cur.event
+        fields = shape.fields(m)
+        ev.detail.update(fields.pop("detail", {}))
+        for key, value in fields.items():
+            if getattr(ev, key) is None:
+                setattr(ev, key, value)
+        if shape.kind == "fpu" and ev.kind in ("panic", "backtrace"):
+            ev.kind = "fpu"
+        elif shape.kind == "panic" and ev.kind == "backtrace":
+            ev.kind = "panic"
+            ev.message = _split_stamp(raw)[1].strip()
+        if shape.kind in ("panic", "fpu", "sleep_with_lock") and "panic" not in ev.detail:
+            ev.detail["panic"] = _split_stamp(raw)[1].strip()
+        if shape.kind == "backtrace" or ev.os == "freebsd":
+            cur.in_trace = cur.in_trace or shape.kind == "backtrace"
+        ev.end_line = n
+        cur.last_ts = ts if ts is not None else cur.last_ts
+        cur.body += 1
+        self._evidence(cur, raw)
+
+    def _continues(self, cur: _Open, text: str, ts: float | None, n: int, out: list) -> bool:
+        """Read one body line; False when it is not part of the record (which is then closed)."""
+        if ts is not None and cur.last_ts is not None and ts - cur.last_ts > SPLAT_GAP_S:
+            self._close(out)
+            return False
+        if cur.body >= MAX_BODY or text.startswith(("wolfssl: ", "### bsdkm-ci:", "### LKM-CI:")):
+            self._close(out)
+            return False
+        ev = cur.event
+        if ev.os == "freebsd" and text.startswith("KDB: stack backtrace"):
+            return self._freebsd_body(cur, text, ts, n, out)
+        end = _END_TRACE.match(text.strip())
+        if end:
+            if end["id"]:
+                ev.detail.setdefault("trace_id", end["id"])
+            self._take(cur, text, ts, n)
+            self._close(out)
+            return True
+        shape, m = _header(text)
+        if shape is not None and m is not None:
+            if ev.kind in shape.merges:
+                return False  # feed() merges it
+            if not (ev.os == "linux" and shape.kind == "bug" and cur.body and _is_linux_body(text)):
+                self._close(out)
+                return False
+        if ev.os == "freebsd":
+            return self._freebsd_body(cur, text, ts, n, out)
+        return self._linux_body(cur, text, ts, n, out)
+
+    def _linux_body(self, cur: _Open, text: str, ts: float | None, n: int, out: list) -> bool:
+        ev = cur.event
+        line = text.strip()
+        self._take(cur, text, ts, n)
+        if line == "<TASK>" or line == "<IRQ>" or line == "<NMI>":
+            cur.task_depth += 1
+            return True
+        if line in ("</TASK>", "</IRQ>", "</NMI>"):
+            cur.task_depth -= 1
+            if line == "</TASK>" and cur.task_depth <= 0 and cur.in_trace and ev.kind in _ENDS_AT_TASK:
+                self._close(out)
+            return True
+        if line.startswith("Call Trace:"):
+            cur.in_trace = True
+            return True
+        if cur.in_trace:
+            f = _FRAME_LINUX.match(text)
+            if f:
+                self._frame(cur, f["func"], f["mod"], bool(f["unreliable"]))
+                return True
+        if m := _RIP.match(line):
+            mod = m["mod"]
+            if ev.function is None or ev.kind in _RIP_IS_THE_FUNCTION:
+                ev.function = m["func"] + (f" [{mod}]" if mod else "")
+            if mod in MODULE_NAMES:
+                ev.names_module = True
+            return True
+        if m := _CPU_LINE.match(line):
+            ev.cpu = ev.cpu if ev.cpu is not None else int(m["cpu"])
+            ev.pid = ev.pid if ev.pid is not None else int(m["pid"])
+            ev.process = ev.process or m["comm"]
+            if "Tainted:" in m["rest"]:
+                ev.detail.setdefault("tainted", m["rest"].split("Tainted:", 1)[1].split()[0])
+            self._loader_check(ev)
+            return True
+        if line.startswith("Modules linked in:"):
+            ev.detail.setdefault("modules_linked", line.split(":", 1)[1].split())
+            return True
+        if ev.kind == "rcu_stall":
+            if (m := _RCU_CPU.match(_strip_subsys(line))) and ev.cpu is None:
+                ev.cpu = int(m["cpu"])
+                ev.detail["ticks_this_gp"] = int(m["ticks"])
+            if m := _RCU_T.search(line):
+                jiffies = int(m["jiffies"])
+                ev.detail["jiffies"] = jiffies
+                ev.detail["hz_assumed"] = LINUX_HZ
+                ev.duration_s = round(jiffies / LINUX_HZ, 2)
+        if ev.kind == "kasan" and (m := _TASK_BY.search(line)) and ev.process is None:
+            ev.process, ev.pid = m["comm"], int(m["pid"])
+            self._loader_check(ev)
+        if line.startswith("Oops: ") and "oops" not in ev.detail:
+            ev.detail["oops"] = line[6:]
+        return True
+
+    def _freebsd_body(self, cur: _Open, text: str, ts: float | None, n: int, out: list) -> bool:
+        ev = cur.event
+        line = text.rstrip()
+        if line.startswith(_BSD_END):
+            self._close(out)
+            return False
+        if f := _FRAME_BSD.match(line) or _FRAME_BSD_STACK.match(line):
+            cur.in_trace = True
+            self._take(cur, text, ts, n)
+            self._frame(cur, f["func"], None, False)
+            return True
+        if line.startswith(_BSD_TRACE_STARTS):
+            cur.in_trace = True
+            self._take(cur, text, ts, n)
+            return True
+        if cur.in_trace and not line.startswith(("KDB: ", "[ thread", "Stopped at", "lock order ")):
+            self._close(out)
+            return False
+        self._take(cur, text, ts, n)
+        if m := _BSD_CPUID.match(line):
+            ev.cpu = int(m["cpu"]) if ev.cpu is None else ev.cpu
+        elif m := _BSD_PROCESS.match(line):
+            ev.pid, ev.process = int(m["pid"]), m["comm"]
+            self._loader_check(ev)
+        elif m := _BSD_IP.match(line):
+            ev.detail["instruction_pointer"] = m["ip"]
+        elif m := _BSD_THREAD.match(line):
+            ev.pid = ev.pid if ev.pid is not None else int(m["pid"])
+            ev.detail.setdefault("tid", int(m["tid"]))
+        elif m := _BSD_LOCK.match(line):
+            ev.detail.setdefault("locks", []).append(
+                {"which": m["which"], "name": m["name"], "type": m["type"], "where": m["where"]}
+            )
+        return True
+
+    def _take(self, cur: _Open, text: str, ts: float | None, n: int) -> None:
+        cur.body += 1
+        cur.event.end_line = n
+        if ts is not None:
+            cur.last_ts = ts
+        self._evidence(cur, text)
+
+    def _frame(self, cur: _Open, func: str, mod: str | None, unreliable: bool) -> None:
+        ev = cur.event
+        if unreliable:  # "? func+..." is a stale stack word, not a caller
+            cur.unreliable += 1
+            return
+        shown = func + (f" [{mod}]" if mod else "")
+        if len(ev.frames) < MAX_FRAMES:
+            ev.frames.append(shown)
+        if mod in MODULE_NAMES and len(ev.module_frames) < MAX_FRAMES:
+            ev.module_frames.append(shown)
+            ev.names_module = True
+
+    def _evidence(self, cur: _Open, raw: str) -> None:
+        if len(cur.event.evidence) < MAX_EVIDENCE:
+            cur.event.evidence.append(raw.rstrip()[:300])
+
+    def _loader_check(self, ev: KernelEvent) -> None:
+        if ev.process in LOADER_PROCESSES:
+            ev.names_module = True
+            ev.detail["loader_process"] = ev.process
+
+    def _close(self, out: list) -> None:
+        cur, self.open = self.open, None
+        if cur is None:
+            return
+        ev = cur.event
+        if ev.os == "freebsd":
+            _freebsd_module_frames(ev)
+        if ev.function is None and ev.module_frames:
+            ev.function = ev.module_frames[0]
+        if ev.function and any(f"[{m}]" in ev.function for m in MODULE_NAMES):
+            ev.names_module = True
+        if cur.unreliable:
+            ev.detail["unreliable_frames"] = cur.unreliable
+        if cur.key is not None:
+            prior = self.by_key.get(cur.key)
+            if prior is not None:
+                if len(ev.evidence) > len(prior.evidence):
+                    prior.__dict__.update(ev.__dict__)
+                return
+        if len(self.events) >= MAX_EVENTS:
+            self.dropped += 1
+            return
+        if cur.key is not None and len(self.by_key) < DEDUPE_KEYS:
+            self.by_key[cur.key] = ev
+        self.events.append(ev)
+
+
+def _split_stamp(raw: str) -> tuple[str | None, str]:
+    m = _STAMP.match(raw)
+    if m is None:
+        return None, raw
+    return m["ts"], raw[m.end():]
+
+
+def _strip_subsys(text: str) -> str:
+    m = _SUBSYS.match(text)
+    return text[m.end():] if m else text
+
+
+def _header(text: str) -> tuple[_Shape | None, re.Match[str] | None]:
+    line = _strip_subsys(text.strip())
+    for shape in SHAPES:
+        if _SHAPE_HINTS[shape] in line:
+            m = shape.pattern.match(line)
+            if m is not None:
+                return shape, m
+    return None, None
+
+
+def _is_linux_body(text: str) -> bool:
+    """A 'BUG: ...' inside a splat that is part of it (e.g. KASAN's banner repeats BUG)."""
+    return text.lstrip().startswith("BUG: KASAN")
+
+
+def _freebsd_module_frames(ev: KernelEvent) -> None:
+    """DDB names no modules: the module's frames are those between the panic machinery and the
+    kernel's loader, when one of them is a wolfSSL symbol (``wolfkmod_event``, ``wc_*``, ...)."""
+    frames = ev.frames
+    i = 0
+    while i < len(frames) and _BSD_MACHINERY.match(frames[i]):
+        i += 1
+    j = i
+    while j < len(frames) and not _BSD_LOADER.match(frames[j]):
+        j += 1
+    block = frames[i:j]
+    if block and any(_WOLF_NAME.match(f) for f in block):
+        ev.module_frames = block[:MAX_FRAMES]
+        ev.names_module = True
+        if ev.function is None:
+            ev.function = block[0]
+    elif ev.function is None and block:
+        ev.function = block[0]
+
+
+def summarise(events: list[KernelEvent]) -> dict[str, int]:
+    """Records per kind (report and summary lines)."""
+    out: dict[str, int] = {}
+    for ev in events:
+        out[ev.kind] = out.get(ev.kind, 0) + 1
+    return out
