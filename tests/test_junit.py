@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import io
+import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import junitparser
 import pytest
 import xunitparser
 from conftest import FIXTURES
+from junit_readers import JUnitInvalid, enricomi_counts, validate
 
 from buildbot_bsdkm.junit import junit_xml, write_junit
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.policy import evaluate, load_policy, parse_policy
+from buildbot_bsdkm.policy import evaluate, fmt_num, load_policy, parse_policy
 
 
 def parsed(variant: str, target: str, *rel: str) -> RunResult:
@@ -21,7 +24,7 @@ def parsed(variant: str, target: str, *rel: str) -> RunResult:
 
 
 def read_junitparser(text: str) -> dict[str, junitparser.TestSuite]:
-    xml = junitparser.JUnitXml.fromstring(text)
+    xml = junitparser.JUnitXml.fromstring(text.encode("utf-8"))  # lxml refuses str with a declaration
     return {s.name: s for s in xml}
 
 
@@ -30,8 +33,11 @@ def read_xunitparser(text: str):
     return list(suite), result
 
 
-def case_properties(case: junitparser.TestCase) -> dict[str, str]:
-    return {p.name: p.value for props in case.iterchildren(junitparser.Properties) for p in props}
+def case_output(case: junitparser.TestCase) -> dict[str, str]:
+    """``label: text`` lines of a testcase's system-out."""
+    out = case.system_out or ""
+    lines = [line for line in out.splitlines() if not line.startswith(("PASS ", "FAIL "))]
+    return dict(line.split(": ", 1) for line in lines if ": " in line)
 
 
 @pytest.fixture(scope="module")
@@ -61,17 +67,50 @@ def test_suites_and_counts_load_in_junitparser(gated) -> None:
     assert [c.name for c in bench][:2] == ["AES-128-CBC-enc", "AES-128-CBC-dec"]
 
 
-def test_benchmark_case_carries_value_baseline_delta_threshold(gated) -> None:
-    _, text = gated
+def test_benchmark_case_shows_value_baseline_change_limit_in_system_out(gated) -> None:
+    runs, text = gated
     bench = read_junitparser(text)["bsdkm.userspace.aesni-avx.benchmark"]
     case = next(c for c in bench if c.name == "AES-128-GCM-enc")
-    props = case_properties(case)
-    # accel_r03 vs accel_r01 (4937.746 MiB/s), default 15 % item limit, 10x speedup over noasm
-    assert props["baseline"] == "4937.75" and props["threshold"] == "15" and props["unit"] == "MiB/s"
-    assert props["metric"] == "per_second" and props["cycles_unit"] == "cycles/byte"
-    assert float(props["delta_pct"]) == pytest.approx((float(props["value"]) / 4937.746 - 1) * 100, abs=0.01)
-    assert props["speedup_threshold"] == "10" and float(props["speedup"]) > 25
+    facts = case_output(case)
+    gcm = next(b for b in runs[0].benchmarks if b.name == "AES-128-GCM-enc")
+    assert facts["log"] == runs[0].logs[0].source  # the benchmark log, not the self-test log
+    assert facts["value"] == f"{fmt_num(gcm.value)} MiB/s" and facts["cycles"].endswith("cycles/byte")
+    assert facts["baseline"].endswith(" MiB/s") and facts["change"].endswith("%")
+    assert "speedup 10x" in facts["limit"]
+    assert "PASS speedup: AES-128-GCM-enc aesni-avx is " in case.system_out
     assert case.is_passed
+    assert {c.classname for c in bench} == {"userspace/aesni-avx/benchmark"}
+
+
+def test_schema_rules_the_old_output_broke(gated) -> None:
+    _, text = gated
+    validate(text)
+    assert "disabled=" not in text and "<properties" not in text
+    assert re.findall(r'time="([^"]*)"', text) and all(
+        re.fullmatch(r"\d+\.\d{3}", t) for t in re.findall(r'time="([^"]*)"', text))
+    root = ET.fromstring(text.encode())
+    assert all(tc.get("file") is None for tc in root.iter("testcase"))  # not allowed there by the schema
+    bench = next(s for s in root.iter("testsuite") if s.get("name") == "bsdkm.userspace.aesni-avx.benchmark")
+    assert bench.get("file", "").endswith("noise/accel_r03.txt")
+
+
+def test_the_vendored_schema_rejects_what_junit_xml_writes_by_itself() -> None:
+    from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+    plain = to_xml_report_string([TestSuite("s", [TestCase("c", elapsed_sec=119.72600000000007)])])
+    with pytest.raises(JUnitInvalid, match="disabled"):
+        validate(plain)
+
+
+def test_enricomi_reads_the_counts_and_the_numbers(gated, tmp_path: Path) -> None:
+    runs, text = gated
+    path = tmp_path / "junit.xml"
+    path.write_text(text, encoding="utf-8")
+    counts = enricomi_counts(path)
+    n_bench = len(runs[0].benchmarks) + len(runs[1].benchmarks)
+    assert counts.suites == 4 and counts.failures == 0 and counts.errors == 0
+    assert counts.tests == sum(counts.cases.values()) == counts.cases["success"]
+    assert counts.with_output >= n_bench  # every benchmark's numbers reach the reader
 
 
 def test_same_report_loads_in_xunitparser(gated) -> None:
@@ -79,7 +118,7 @@ def test_same_report_loads_in_xunitparser(gated) -> None:
     cases, result = read_xunitparser(text)
     assert len(cases) == 2 * 31 + 89 + 2 + 1
     assert result.wasSuccessful() and not result.failures and not result.errors
-    assert {c.classname for c in cases} == {f"bsdkm.userspace.{v}.{part}" for v in ("aesni-avx", "noasm")
+    assert {c.classname for c in cases} == {f"userspace/{v}/{part}" for v in ("aesni-avx", "noasm")
                                             for part in ("benchmark", "selftest")}
 
 
@@ -116,6 +155,13 @@ def test_failed_selftest_regression_and_cut_off_log(tmp_path: Path) -> None:
     failing = {c.name: c.result[0].message for c in bench if not c.is_passed}
     assert sorted(failing) == sorted(regressions)
     assert all("(limit 0.5%)" in m for m in failing.values())
+    # the numbers in one fixed form at the end of every failure message
+    numbers = re.compile(r"\[value [\d.]+ MiB/s, baseline [\d.]+ MiB/s, change -[\d.]+%, "
+                         r"limit 0\.5% regression")
+    assert all(numbers.search(m) for m in failing.values()), failing
+    counts = enricomi_counts(out)
+    assert (counts.failures, counts.errors) == (len(regressions) + 1, 1)
+    assert counts.cases["failure"] == len(regressions) + 1 and counts.cases["error"] == 1
 
     cases, result = read_xunitparser(text)
     assert len(result.failures) == len(regressions) + 1 and len(result.errors) == 1

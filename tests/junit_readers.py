@@ -1,0 +1,93 @@
+"""What JUnit readers accept: the Jenkins xunit-plugin schema and EnricoMi's junitparser path.
+
+``validate(text)`` checks a report against ``tests/schemas/junit-10.xsd`` (lxml) plus the
+"at most 3 decimals" rule for times; ``enricomi_counts(path)`` reads a file the way
+EnricoMi/publish-unit-test-result-action's ``publish/junit.py`` does (lxml tree →
+``junitparser.JUnitXml.fromroot``, suite totals from the suite attributes, one result per
+testcase: the most severe of its children) and returns the counts it would publish.
+``conftest.py`` runs ``validate`` on every JUnit report the suite produces.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import junitparser
+from lxml import etree
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
+_TIME = re.compile(r"\d+(\.\d{1,3})?")
+
+
+class JUnitInvalid(AssertionError):
+    pass
+
+
+@functools.cache
+def _schema() -> etree.XMLSchema:
+    return etree.XMLSchema(etree.parse(str(SCHEMA_PATH)))
+
+
+def validate(text: str | bytes, where: str = "<junit>") -> None:
+    """Raise JUnitInvalid naming the first problems if ``text`` is not a junit-10.xsd report."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    try:
+        doc = etree.fromstring(data, parser=etree.XMLParser(huge_tree=True))
+    except etree.XMLSyntaxError as e:
+        raise JUnitInvalid(f"{where}: not XML: {e}") from None
+    schema = _schema()
+    if not schema.validate(doc):
+        problems = "; ".join(f"line {e.line}: {e.message}" for e in list(schema.error_log)[:5])
+        raise JUnitInvalid(f"{where}: not valid against junit-10.xsd: {problems}")
+    for el in doc.iter("testsuites", "testsuite", "testcase"):
+        t = el.get("time")
+        if t is not None and not _TIME.fullmatch(t):
+            raise JUnitInvalid(f"{where}: line {el.sourceline}: time={t!r} has more than 3 decimals")
+
+
+def is_junit_report(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return False
+    return b"<testsuites" in head or b"<testsuite " in head
+
+
+@dataclass(frozen=True)
+class PublishedCounts:
+    suites: int
+    tests: int  # from the suites' `tests` attributes
+    failures: int
+    errors: int
+    skipped: int
+    cases: dict[str, int]  # result ("success", "failure", "error", "skipped") -> testcases
+    with_output: int  # testcases whose system-out EnricoMi shows
+
+
+def enricomi_counts(path: str | Path) -> PublishedCounts:
+    tree = etree.parse(str(path), parser=etree.XMLParser(huge_tree=True))
+    xml = junitparser.JUnitXml.fromroot(tree.getroot())
+    suites = list(xml) if xml._tag == "testsuites" else [xml]
+    by_result: Counter[str] = Counter()
+    with_output = 0
+    for suite in suites:
+        for case in suite.iterchildren(junitparser.TestCase):
+            results = [r for r in case.result if r is not None]
+            tags = {r._tag for r in results}
+            state = next((s for s in ("error", "failure", "skipped") if s in tags), "success")
+            by_result[state] += 1
+            with_output += bool(case.system_out)
+    return PublishedCounts(
+        suites=len(suites),
+        tests=sum(s.tests or 0 for s in suites),
+        failures=sum(s.failures or 0 for s in suites),
+        errors=sum(s.errors or 0 for s in suites),
+        skipped=sum(s.skipped or 0 for s in suites),
+        cases=dict(by_result),
+        with_output=with_output,
+    )
