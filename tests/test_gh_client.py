@@ -47,7 +47,7 @@ def _publisher(
     github: FakeGitHub, tmp_path: Path, policy: RetryPolicy = FAST, timeout: float = 5.0
 ) -> Publisher:
     client = GitHubClient(github.url, github.token, policy=policy, timeout=timeout)
-    return Publisher(client, Outbox(tmp_path / "outbox.json"))
+    return Publisher(client, Outbox(tmp_path / "outbox.json"), bot_login="bsdkm-ci[bot]")
 
 
 # --- pure retry advice -----------------------------------------------------------------------

@@ -85,7 +85,7 @@ def test_bad_signatures_are_refused(
 def test_oversized_and_malformed_bodies_are_refused(master: Master) -> None:
     big = b'{"pad": "' + b"x" * 300000 + b'"}'
     response, _ = deliver(None, master.hook_url, "pull_request", big)
-    assert response.status_code == 400 and "exceeds the 262144-byte limit" in response.text
+    assert response.status_code == 413 and "exceeds the 262144-byte limit" in response.text
     garbage = b"{not json"
     response, _ = deliver(None, master.hook_url, "pull_request", garbage)
     assert response.status_code == 400 and "not JSON" in response.text

@@ -32,6 +32,13 @@ class GitHubError(Exception):
         self.transient = transient
 
 
+class Superseded(GitHubError):
+    """Retrying stopped because a newer report for the same slot is waiting."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, None, transient=False)
+
+
 @dataclass(frozen=True)
 class ApiResponse:
     status: int
@@ -85,6 +92,10 @@ class GitHubClient:
         self._clock = clock
         self.sleeps: list[float] = []  # waits taken, for measurements and tests
 
+    @property
+    def reactor(self) -> IReactorTime:
+        return self._reactor
+
     def _headers(self) -> dict[str, list[str]]:
         return {
             "Authorization": [f"Bearer {self._token}"],
@@ -96,7 +107,21 @@ class GitHubClient:
     def _log(self, text: str) -> None:
         log.msg("bsdkm github: " + redact(text, (self._token,)))
 
-    async def request(self, method: str, path: str, body: Any = None) -> ApiResponse:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        idempotent: bool = True,
+        still_wanted: Callable[[], bool] | None = None,
+    ) -> ApiResponse:
+        """One API call with retries.
+
+        ``idempotent=False`` (a POST that creates something): an attempt that got no answer or a
+        5xx may have been carried out, so it is not repeated here; the caller checks first.
+        ``still_wanted``: asked before each retry; False stops (a newer report replaced this one).
+        """
         url = self.api_url + path
         attempt = 0
         while True:
@@ -124,6 +149,11 @@ class GitHubClient:
             advice = advise(self.policy, attempt, status, headers, self._clock(), error)
             if status is not None and 200 <= status < 300:
                 return ApiResponse(status, json.loads(raw) if raw else None, headers)
+            maybe_done = status is None or status >= 500
+            if advice.retry and not idempotent and maybe_done:
+                advice = Advice(False, advice.delay, advice.reason + "; it may have been carried out", True)
+            if advice.retry and still_wanted is not None and not still_wanted():
+                raise Superseded(f"{method} {path}: {advice.reason}; a newer report replaced this one")
             self._raise_or_wait_reason(method, path, attempt, status, raw, advice)
             self.sleeps.append(advice.delay)
             await task.deferLater(self._reactor, advice.delay, lambda: None)
@@ -143,12 +173,19 @@ class GitHubClient:
     # --- the calls the reporters make --------------------------------------------------------
 
     async def create_status(
-        self, repo: str, sha: str, state: str, context: str, description: str, target_url: str | None
+        self,
+        repo: str,
+        sha: str,
+        state: str,
+        context: str,
+        description: str,
+        target_url: str | None,
+        still_wanted: Callable[[], bool] | None = None,
     ) -> ApiResponse:
         body: dict[str, Any] = {"state": state, "context": context, "description": description}
         if target_url:
             body["target_url"] = target_url
-        return await self.request("POST", f"/repos/{repo}/statuses/{sha}", body)
+        return await self.request("POST", f"/repos/{repo}/statuses/{sha}", body, still_wanted=still_wanted)
 
     async def list_issue_comments(self, repo: str, number: int) -> list[dict[str, Any]]:
         comments: list[dict[str, Any]] = []
@@ -162,8 +199,12 @@ class GitHubClient:
                 return comments
             page += 1
 
-    async def create_comment(self, repo: str, number: int, body: str) -> ApiResponse:
-        return await self.request("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
+    async def create_comment(
+        self, repo: str, number: int, body: str, *, idempotent: bool = True
+    ) -> ApiResponse:
+        return await self.request(
+            "POST", f"/repos/{repo}/issues/{number}/comments", {"body": body}, idempotent=idempotent
+        )
 
     async def update_comment(self, repo: str, comment_id: int, body: str) -> ApiResponse:
         return await self.request("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", {"body": body})

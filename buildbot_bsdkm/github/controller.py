@@ -4,11 +4,17 @@ The change hook (``hook.py``) verifies and parses; this service applies the trus
 trigger rules (``trust.py``), coalesces duplicates (``coalesce.py``), supersedes builds of a
 PR's older heads, and creates the buildset directly (no Change, so the master's generic
 branch scheduler does not also build it and a per-variant retest builds only that variant).
+
+Each PR's events are handled one at a time, and what must survive a restart (approvals, the
+PR's unfinished buildsets, the deliveries and comments already acted on) is written to the
+master's database (``store.py``) before the webhook is answered.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +26,17 @@ from .coalesce import Coalescer
 from .events import CommentEvent, EventError, PullRequest, PullRequestEvent, pull_request_from
 from .publisher import Publisher
 from .settings import GitHubSettings
+from .store import BuildbotStateStore, StateStore
 from .triggers import Trigger, parse_comment, selected_builders
-from .trust import Action, ApprovalBook, Decision, ReplyLimiter, decide_comment, decide_pull_request
+from .trust import (
+    Action,
+    ApprovalBook,
+    Decision,
+    PrRecord,
+    ReplyLimiter,
+    decide_comment,
+    decide_pull_request,
+)
 
 SCHEDULER_NAME = "github-pr"
 # Build properties every PR build carries; the reporters read them back.
@@ -57,16 +72,25 @@ class Outcome:
 class PullRequestBuilds(service.BuildbotService):
     name = "bsdkm-github-pr-builds"
 
-    def __init__(self, settings: GitHubSettings, builders: list[PrBuilder], publisher: Publisher, **kw: Any):
+    def __init__(
+        self,
+        settings: GitHubSettings,
+        builders: list[PrBuilder],
+        publisher: Publisher,
+        store: StateStore | None = None,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         self.settings = settings
         self.builders = builders
         self.publisher = publisher
+        self.store: StateStore | None = store  # None: the master's database, once running
         self.approvals = ApprovalBook()
         self.coalescer = Coalescer()
         self.limiter = ReplyLimiter(window_seconds=settings.reply_window_s)
         self._buildsets: dict[int, tuple[str, int, str]] = {}  # bsid -> (repo, PR, head)
-        self._requests: dict[int, list[int]] = {}  # bsid -> its build request ids
+        self._loaded: set[tuple[str, int]] = set()  # PRs whose record was read from the store
+        self._pr_locks: dict[tuple[str, int], defer.DeferredLock] = {}
         self._consumer: Any = None
         self._builder_ids: dict[str, int] = {}
         self._background: set[defer.Deferred[Any]] = set()
@@ -81,9 +105,22 @@ class PullRequestBuilds(service.BuildbotService):
     @defer.inlineCallbacks
     def startService(self) -> Any:
         yield super().startService()
+        if self.store is None:
+            self.store = BuildbotStateStore(self.master)
+        self._limit_bodies()
         self._consumer = yield self.master.mq.startConsuming(
             self._buildset_complete, ("buildsets", None, "complete")
         )
+
+    def _limit_bodies(self, tries: int = 0) -> None:
+        """Refuse oversized webhook bodies as they arrive (``bodylimit``), once the web site exists."""
+        from .bodylimit import install
+
+        site = getattr(getattr(self.master, "www", None), "site", None)
+        if site is not None:
+            install(site, self.settings.max_payload_bytes)
+        elif tries < 60:
+            self.master.reactor.callLater(1.0, self._limit_bodies, tries + 1)
 
     @defer.inlineCallbacks
     def stopService(self) -> Any:
@@ -95,32 +132,79 @@ class PullRequestBuilds(service.BuildbotService):
 
     # --- events ------------------------------------------------------------------------------
 
+    def accepts_repo(self, repo: str) -> bool:
+        return repo.lower() in {r.lower() for r in self.settings.repos}
+
+    async def first_delivery(self, delivery: str) -> bool:
+        """False when this ``X-GitHub-Delivery`` was acted on before (a re-POST, or a replay)."""
+        assert self.store is not None
+        return await self.store.first_time(f"delivery:{delivery}")
+
     async def on_pull_request(self, event: PullRequestEvent, received: float) -> Outcome:
+        async with self._pr(event.pull.repo, event.pull.number) as record:
+            return await self._on_pull_request(event, record, received)
+
+    async def _on_pull_request(self, event: PullRequestEvent, record: PrRecord, received: float) -> Outcome:
+        pull = event.pull
         decision = decide_pull_request(event, self.settings.trust, self.approvals)
+        if event.action in ("opened", "synchronize", "reopened", "ready_for_review"):
+            # A retest of this head later must know whether someone untrusted pushed it.
+            vetted = self.settings.trust.push_problem(pull, event.sender) is None
+            self.approvals.saw_head(pull.repo, pull.number, pull.head_sha, pull.updated_at, vetted=vetted)
         if decision.action == Action.AWAIT_APPROVAL:
-            await self._supersede(event.pull)
-            await self._explain(decision, self._approval_request(event.pull))
+            self._supersede(pull, record)
+            await self._explain(decision, self._approval_request(pull))
             return Outcome(decision.action, decision.reason)
         if not decision.builds:
             return Outcome(decision.action, decision.reason)
-        return await self._build(event.pull, decision, None, received)
+        return await self._build(pull, record, decision, None, received)
 
     async def on_comment(self, event: CommentEvent, received: float) -> Outcome:
         trigger = parse_comment(event.body, self.settings.triggers)
-        pull = None
-        if event.action == "created" and event.is_pull_request and trigger is not None:
+        if event.action != "created" or not event.is_pull_request or trigger is None:
+            decision = decide_comment(event, trigger, None, self.settings.trust, self.approvals)
+            return Outcome(decision.action, decision.reason)
+        assert self.store is not None
+        if not await self.store.first_time(f"comment:{event.comment_id}"):
+            return Outcome("duplicate", f"comment {event.comment_id} was acted on before")
+        async with self._pr(event.repo, event.issue_number) as record:
             pull = await self._fetch_pull(event.repo, event.issue_number)
             if pull is None:
                 return Outcome("error", f"could not read PR #{event.issue_number} from GitHub")
-        decision = decide_comment(event, trigger, pull, self.settings.trust, self.approvals)
-        if decision.action == Action.REPLY:
-            await self._explain(decision, decision.reason)
-            return Outcome(decision.action, decision.reason)
-        if not decision.builds or pull is None:
-            return Outcome(decision.action, decision.reason)
-        if decision.approve_head:
-            self.approvals.approve(pull.repo, pull.number, pull.head_sha)
-        return await self._build(pull, decision, decision.trigger, received)
+            decision = decide_comment(event, trigger, pull, self.settings.trust, self.approvals)
+            if decision.action == Action.REPLY:
+                await self._explain(decision, decision.reason)
+                return Outcome(decision.action, decision.reason)
+            if not decision.builds:
+                return Outcome(decision.action, decision.reason)
+            if decision.approve_head:
+                self.approvals.approve(pull.repo, pull.number, pull.head_sha)
+            return await self._build(pull, record, decision, decision.trigger, received)
+
+    @contextlib.asynccontextmanager
+    async def _pr(self, repo: str, number: int) -> AsyncIterator[PrRecord]:
+        """The PR's record, read from the store the first time; events of one PR run one at a time."""
+        key = (repo, number)
+        lock = self._pr_locks.setdefault(key, defer.DeferredLock())
+        await lock.acquire()
+        try:
+            if key not in self._loaded:
+                assert self.store is not None
+                doc = await self.store.load(_store_key(repo, number))
+                self.approvals.records[key] = PrRecord.from_doc(doc)
+                for bsid, entry in self.approvals.records[key].buildsets.items():
+                    self._buildsets[int(bsid)] = (repo, number, str(entry.get("head", "")))
+                self._loaded.add(key)
+            record = self.approvals.record(repo, number)
+            before = record.to_doc()
+            yield record
+            if record.to_doc() != before:
+                assert self.store is not None
+                await self.store.save(_store_key(repo, number), record.to_doc())
+        finally:
+            lock.release()
+            if not lock.waiting:
+                self._pr_locks.pop(key, None)
 
     async def _fetch_pull(self, repo: str, number: int) -> PullRequest | None:
         from .client import GitHubError
@@ -141,18 +225,23 @@ class PullRequestBuilds(service.BuildbotService):
         return [b for b in self.builders if (b.target, b.variant) in wanted]
 
     async def _build(
-        self, pull: PullRequest, decision: Decision, trigger: Trigger | None, received: float
+        self,
+        pull: PullRequest,
+        record: PrRecord,
+        decision: Decision,
+        trigger: Trigger | None,
+        received: float,
     ) -> Outcome:
         chosen = self._selected(trigger)
         if not chosen:
             return Outcome("ignore", "no configured builder matches the request")
         scope = tuple(sorted(b.name for b in chosen))
-        await self._supersede(pull)
+        self._supersede(pull, record)
         if not self.coalescer.claim(pull.repo, pull.number, pull.head_sha, scope, time.monotonic()):
             return Outcome(
                 "coalesced", f"a build of PR #{pull.number} head {pull.head_sha[:12]} is already pending"
             )
-        bsid = await self._add_buildset(pull, chosen, decision.reason)
+        bsid = await self._add_buildset(pull, record, chosen, decision.reason)
         latency = (time.monotonic() - received) * 1000.0
         self.latencies_ms.append(latency)
         log.msg(
@@ -173,7 +262,9 @@ class PullRequestBuilds(service.BuildbotService):
                 )
         return Outcome("build", decision.reason, bsid, latency)
 
-    async def _add_buildset(self, pull: PullRequest, chosen: list[PrBuilder], reason: str) -> int:
+    async def _add_buildset(
+        self, pull: PullRequest, record: PrRecord, chosen: list[PrBuilder], reason: str
+    ) -> int:
         builderids = [await self._builder_id(b.name) for b in chosen]
         sourcestamp = {
             "codebase": "",
@@ -202,7 +293,12 @@ class PullRequestBuilds(service.BuildbotService):
             builderids=builderids,
         )
         self._buildsets[bsid] = (pull.repo, pull.number, pull.head_sha)
-        self._requests[bsid] = list(brids.values())
+        contexts = {b.name: b.context for b in chosen}
+        names = {self._builder_ids[b.name]: b.name for b in chosen}
+        record.buildsets[str(bsid)] = {
+            "head": pull.head_sha,
+            "requests": {str(brid): contexts[names[builderid]] for builderid, brid in brids.items()},
+        }
         return bsid
 
     async def _builder_id(self, name: str) -> int:
@@ -214,46 +310,56 @@ class PullRequestBuilds(service.BuildbotService):
         base = getattr(self.master.config, "buildbotURL", None)
         return f"{base}#/buildsets/{bsid}" if base else None
 
-    async def _supersede(self, pull: PullRequest) -> None:
+    def _supersede(self, pull: PullRequest, record: PrRecord) -> None:
         """A new head makes every unfinished build of the PR's older heads pointless: cancel them."""
-        # Claim the old buildsets before any await, so concurrent events never cancel one twice.
-        old = [
-            bsid
-            for bsid, (repo, number, head) in list(self._buildsets.items())
-            if (repo, number) == (pull.repo, pull.number) and head != pull.head_sha
-        ]
-        for bsid in old:
-            self._buildsets.pop(bsid, None)
+        old = {bsid: entry for bsid, entry in record.buildsets.items() if entry.get("head") != pull.head_sha}
+        for bsid, entry in old.items():
+            del record.buildsets[bsid]
+            self._buildsets.pop(int(bsid), None)
             # Cancelling is the master's work, not the webhook's: GitHub does not wait for it.
-            self._in_background(self._cancel_buildset(bsid, f"superseded by {pull.head_sha[:12]}"))
+            self._in_background(self._cancel_buildset(pull.repo, int(bsid), entry, pull.head_sha))
 
-    async def _cancel_buildset(self, bsid: int, reason: str) -> None:
-        """Cancel the buildset's requests: queued ones in one claim + complete, running ones by
-        Buildbot's own cancel (which stops the build).
+    async def _cancel_buildset(self, repo: str, bsid: int, entry: dict[str, Any], new_head: str) -> None:
+        """Cancel the buildset's unfinished requests and resolve their pending statuses.
 
-        Cancelling request by request costs the master's single sqlite thread about six
-        transactions each; under a burst of pushes that, not the hook, bounded throughput.
+        Queued requests go in one claim + complete, running ones by Buildbot's own cancel (which
+        stops the build). Cancelling request by request costs the master's single sqlite thread
+        about six transactions each; under a burst of pushes that, not the hook, bounded throughput.
         """
         from buildbot.db.buildrequests import AlreadyClaimedError
         from buildbot.process.results import CANCELLED
 
-        requests = self._requests.pop(bsid, [])
-        if not requests:
+        wanted = {int(brid): str(context) for brid, context in (entry.get("requests") or {}).items()}
+        # After a restart the record may name requests that finished meanwhile: leave those alone.
+        rows = await self.master.db.buildrequests.getBuildRequests(bsid=bsid)
+        live = [_brid(r) for r in rows if _brid(r) in wanted and not _complete(r)]
+        if not live:
             return
+        reason = f"superseded by {new_head}"
         try:
-            await self.master.db.buildrequests.claimBuildRequests(brids=requests)
+            await self.master.db.buildrequests.claimBuildRequests(brids=live)
         except AlreadyClaimedError:
-            for brid in requests:  # some already run: stop those builds the standard way
+            for brid in live:  # some already run: stop those builds the standard way
                 await self.master.data.control("cancel", {"reason": reason}, ("buildrequests", brid))
         else:
-            await self.master.data.updates.completeBuildRequests(requests, CANCELLED)
-        log.msg(f"bsdkm github: cancelled {len(requests)} request(s) of buildset {bsid}: {reason}")
+            await self.master.data.updates.completeBuildRequests(live, CANCELLED)
+        log.msg(f"bsdkm github: cancelled {len(live)} request(s) of buildset {bsid}: {reason}")
+        if self.settings.statuses:
+            old_head = str(entry.get("head", ""))
+            for brid in live:
+                await self.publisher.post_status(
+                    repo, old_head, wanted[brid], "error", reason, self._buildset_url(bsid)
+                )
 
     def _buildset_complete(self, key: tuple[str, ...], msg: dict[str, Any]) -> None:
-        self._requests.pop(msg.get("bsid"), None)
         entry = self._buildsets.pop(msg.get("bsid"), None)
         if entry is not None:
             self.coalescer.release(*entry)
+            self._in_background(self._forget_buildset(entry[0], entry[1], int(msg["bsid"])))
+
+    async def _forget_buildset(self, repo: str, number: int, bsid: int) -> None:
+        async with self._pr(repo, number) as record:
+            record.buildsets.pop(str(bsid), None)
 
     # --- replies -----------------------------------------------------------------------------
 
@@ -280,3 +386,15 @@ class PullRequestBuilds(service.BuildbotService):
     async def idle(self) -> None:
         while self._background:
             await defer.DeferredList(list(self._background))
+
+
+def _store_key(repo: str, number: int) -> str:
+    return f"pr:{repo.lower()}#{number}"
+
+
+def _brid(row: Any) -> int:
+    return int(row["buildrequestid"] if isinstance(row, dict) else row.buildrequestid)
+
+
+def _complete(row: Any) -> bool:
+    return bool(row["complete"] if isinstance(row, dict) else row.complete)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -54,6 +55,11 @@ def parse_body(body: bytes, content_type: str | None) -> dict[str, Any]:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise EventError(f"webhook body is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        # Signed is not the same as sane: nothing GitHub sends nests this deep.
+        raise EventError("webhook body is JSON nested too deeply to be a GitHub event") from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        raise EventError(f"webhook body is unusable JSON: {e}") from None
     if not isinstance(doc, dict):
         raise EventError(f"webhook body is a JSON {type(doc).__name__}, not an object")
     return doc
@@ -73,10 +79,16 @@ class PullRequest:
     draft: bool
     html_url: str
     title: str = ""
+    updated_at: str = ""  # GitHub's clock: a push to the head moves it
 
     @property
     def from_fork(self) -> bool:
         return self.head_repo != self.repo
+
+    @property
+    def head_owner(self) -> str | None:
+        """Who owns the repository the head commits come from (None: the fork was deleted)."""
+        return self.head_repo.split("/")[0] if self.head_repo else None
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,18 @@ class CommentEvent:
     author: str
     author_association: str
     html_url: str
+    created_at: str = ""  # when the comment was written (GitHub's clock)
+
+
+def parse_time(text: str) -> datetime | None:
+    """GitHub's ISO 8601 timestamp (``2019-05-15T15:20:33Z``), or None when absent or malformed."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def pull_request_from(pr: Any, repo: str) -> PullRequest:
@@ -113,6 +137,7 @@ def pull_request_from(pr: Any, repo: str) -> PullRequest:
         draft=bool(pr.get("draft", False)),
         html_url=_field(pr, "html_url", str),
         title=str(pr.get("title") or ""),
+        updated_at=str(pr.get("updated_at") or ""),
     )
 
 
@@ -140,4 +165,5 @@ def parse_comment_event(payload: dict[str, Any]) -> CommentEvent:
         author=_field(comment, "user.login", str),
         author_association=_field(comment, "author_association", str),
         html_url=str(comment.get("html_url") or ""),
+        created_at=str(comment.get("created_at") or ""),
     )

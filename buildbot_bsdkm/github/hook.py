@@ -50,6 +50,12 @@ def _read_body(request: Request, max_bytes: int) -> bytes:
     return content.read()
 
 
+def _repository(payload: dict[str, Any]) -> str:
+    repo = payload.get("repository")
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 class BsdkmGitHubEventHandler(GitHubEventHandler):
     """Pass as ``class`` in the ``github`` change-hook dialect (see ``services.github_services``)."""
 
@@ -92,6 +98,17 @@ class BsdkmGitHubEventHandler(GitHubEventHandler):
             self.refused += 1
             log.msg(f"bsdkm github: refused delivery {delivery} ({event or 'no event'}): {e}")
             raise WebhookRefused(f"refused: {e}") from None
+        repo = _repository(payload)
+        # (A payload without a repository is refused by the event parser, naming the field.)
+        if event not in ("ping", "") and repo and not self.controller.accepts_repo(repo):
+            self.refused += 1
+            log.msg(f"bsdkm github: refused delivery {delivery} ({event}): repository {repo!r} is not served")
+            raise WebhookRefused(f"refused: repository {repo!r} is not one this CI serves")
+        if delivery != "?" and event in ("pull_request", "issue_comment"):
+            first = yield defer.ensureDeferred(self.controller.first_delivery(delivery))
+            if not first:
+                log.msg(f"bsdkm github: delivery {delivery} ({event}) was handled before: ignored")
+                return [], "git"
         result = yield defer.ensureDeferred(self._dispatch(event, delivery, payload, received))
         return result
 

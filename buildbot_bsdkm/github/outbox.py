@@ -1,8 +1,9 @@
 """Reports GitHub has not accepted yet, and the id of each PR's report comment, on disk.
 
-A report that could not be delivered (GitHub down, rate limited for longer than we wait
-inline) is kept here and re-sent later; a master restart does not lose it. Each slot keeps
-only the newest report (a late ``pending`` must never overwrite a delivered ``success``).
+Write-ahead: every report is written here *before* its first attempt and removed once GitHub
+accepted it, so a master killed in the middle of retries re-sends it after the restart (and a
+report GitHub accepted is not sent again). Each slot keeps only the newest report (a late
+``pending`` must never overwrite a delivered ``success``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Outbox:
         self._lock = threading.Lock()
         self._pending: dict[str, Delivery] = {}
         self._comment_ids: dict[str, int] = {}
+        self.bot_login: str | None = None  # the login our comments are made under, once seen
         if self.path is not None and self.path.exists():
             self._load(self.path)
 
@@ -55,6 +57,8 @@ class Outbox:
                 delivery = Delivery(kind=item["kind"], repo=item["repo"], payload=item["payload"])
                 self._pending[delivery.key] = delivery
             self._comment_ids = {str(k): int(v) for k, v in doc["comments"].items()}
+            login = doc.get("bot_login")
+            self.bot_login = str(login) if login else None
         except OutboxError:
             raise
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -67,6 +71,7 @@ class Outbox:
             "version": OUTBOX_VERSION,
             "pending": [asdict(d) for d in self._pending.values()],
             "comments": self._comment_ids,
+            "bot_login": self.bot_login,
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Write-then-rename so a crash mid-write leaves the previous outbox intact.
@@ -82,9 +87,15 @@ class Outbox:
             self._save()
 
     def discard(self, delivery: Delivery) -> None:
+        """Forget ``delivery`` once handled; a newer report kept in its slot meanwhile stays."""
         with self._lock:
-            if self._pending.pop(delivery.key, None) is not None:
+            if self._pending.get(delivery.key) == delivery:
+                del self._pending[delivery.key]
                 self._save()
+
+    def holds(self, delivery: Delivery) -> bool:
+        with self._lock:
+            return self._pending.get(delivery.key) == delivery
 
     def pending(self) -> list[Delivery]:
         with self._lock:
@@ -93,6 +104,12 @@ class Outbox:
     def comment_id(self, repo: str, number: int) -> int | None:
         with self._lock:
             return self._comment_ids.get(f"{repo}#{number}")
+
+    def set_bot_login(self, login: str) -> None:
+        with self._lock:
+            if login and login != self.bot_login:
+                self.bot_login = login
+                self._save()
 
     def set_comment_id(self, repo: str, number: int, comment_id: int | None) -> None:
         with self._lock:

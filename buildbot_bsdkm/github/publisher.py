@@ -1,18 +1,22 @@
 """Delivering statuses, the single PR report comment and replies, with nothing dropped.
 
-Every delivery either reaches GitHub, or (transient failure) waits in the outbox for
-``resend_pending``, or (GitHub refused it: 4xx) is logged and dropped because re-sending
-the same request cannot succeed.
+Every delivery is written to the outbox before its first attempt, and then either reaches
+GitHub (and leaves the outbox), or (transient failure) waits there for ``resend_pending``, or
+(GitHub refused it: 4xx) is logged and dropped because re-sending it cannot succeed.
+
+Reports for one slot (a commit's status context, a PR's comment) go out one at a time, in the
+order they were made; one still waiting when a newer one arrives is not sent at all, so a
+retried ``queued`` can never land after ``building`` or the final state.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet import defer
+from twisted.internet import defer, task
 from twisted.python import log
 
-from .client import GitHubClient, GitHubError
+from .client import GitHubClient, GitHubError, Superseded
 from .outbox import Delivery, Outbox
 
 REPORT_MARKER = "<!-- bsdkm-ci:pr-report -->"
@@ -25,11 +29,16 @@ def short_description(text: str) -> str:
 
 
 class Publisher:
-    def __init__(self, client: GitHubClient, outbox: Outbox) -> None:
+    def __init__(self, client: GitHubClient, outbox: Outbox, bot_login: str | None = None) -> None:
         self.client = client
         self.outbox = outbox
+        # Only a comment by this login is ours; anyone can paste the marker into theirs.
+        self.bot_login = bot_login or outbox.bot_login
         self._comment_locks: dict[tuple[str, int], defer.DeferredLock] = {}
+        self._slot_locks: dict[str, defer.DeferredLock] = {}
+        self._latest: dict[str, Delivery] = {}  # slot -> the newest report made for it
         self.delivered = 0
+        self.superseded = 0
         self.dropped: list[str] = []
 
     async def post_status(
@@ -57,24 +66,46 @@ class Publisher:
         """Try every kept delivery once more; returns how many got through."""
         sent = 0
         for delivery in self.outbox.pending():
+            if delivery.key in self._latest:
+                continue  # being delivered right now (or a newer one for its slot is)
             if await self._deliver(delivery):
                 sent += 1
         return sent
 
     async def _deliver(self, delivery: Delivery) -> bool:
+        key = delivery.key
+        self.outbox.keep(delivery)  # write-ahead: a crash from here on re-sends it after the restart
+        self._latest[key] = delivery
+        lock = self._slot_locks.setdefault(key, defer.DeferredLock())
+        await lock.acquire()
+        try:
+            if self._latest.get(key) is not delivery:
+                self.superseded += 1  # a newer report for this slot is queued behind us
+                return True
+            return await self._attempt(delivery)
+        finally:
+            if self._latest.get(key) is delivery:
+                del self._latest[key]
+            lock.release()
+            if not lock.waiting:
+                self._slot_locks.pop(key, None)
+
+    async def _attempt(self, delivery: Delivery) -> bool:
         try:
             await self._send(delivery)
+        except Superseded as e:
+            self.superseded += 1
+            log.msg(f"bsdkm github: {delivery.key}: {e}")
+            return True
         except GitHubError as e:
             if e.transient:
-                self.outbox.keep(delivery)
                 log.msg(f"bsdkm github: kept {delivery.key} for re-sending: {e}")
             else:
                 self.outbox.discard(delivery)
                 self.dropped.append(f"{delivery.key}: {e}")
                 log.msg(f"bsdkm github: GitHub refused {delivery.key}, not re-sending: {e}")
             return False
-        except Exception as e:  # a bug here must not kill the reporter; keep the report instead
-            self.outbox.keep(delivery)
+        except Exception as e:  # a bug here must not kill the reporter; the report stays kept
             log.err(e, f"bsdkm github: unexpected error delivering {delivery.key}")
             return False
         self.outbox.discard(delivery)
@@ -85,7 +116,13 @@ class Publisher:
         p = delivery.payload
         if delivery.kind == "status":
             await self.client.create_status(
-                delivery.repo, p["sha"], p["state"], p["context"], p["description"], p.get("target_url")
+                delivery.repo,
+                p["sha"],
+                p["state"],
+                p["context"],
+                p["description"],
+                p.get("target_url"),
+                still_wanted=lambda: self._latest.get(delivery.key) is delivery,
             )
         elif delivery.kind == "comment":
             await self._locked_upsert(delivery.repo, p["number"], p["body"])
@@ -104,6 +141,21 @@ class Publisher:
             lock.release()
 
     async def _upsert(self, repo: str, number: int, body: str) -> None:
+        """Edit our comment, or create it; a create whose answer was lost is checked, not repeated."""
+        policy = self.client.policy
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                await self._upsert_once(repo, number, body)
+                return
+            except GitHubError as e:
+                if not e.transient or attempt >= policy.max_attempts:
+                    raise
+                log.msg(f"bsdkm github: report comment on #{number}: {e}; looking for it before retrying")
+                await task.deferLater(self.client.reactor, policy.backoff(attempt), lambda: None)
+
+    async def _upsert_once(self, repo: str, number: int, body: str) -> None:
         comment_id = self.outbox.comment_id(repo, number)
         if comment_id is None:
             comment_id = await self._find_report_comment(repo, number)
@@ -116,15 +168,31 @@ class Publisher:
                 if e.status != 404:
                     raise
                 self.outbox.set_comment_id(repo, number, None)  # someone deleted it: start afresh
-        created = await self.client.create_comment(repo, number, body)
+        # Not repeated inline on a lost answer: GitHub may have made the comment; the next attempt
+        # looks for it first.
+        created = await self.client.create_comment(repo, number, body, idempotent=False)
+        login = _login(created.data)
+        if login and not self.bot_login:
+            self.bot_login = login
+            self.outbox.set_bot_login(login)
         self.outbox.set_comment_id(repo, number, _comment_id(created.data))
 
     async def _find_report_comment(self, repo: str, number: int) -> int | None:
-        """Our comment from before a restart (or a lost outbox), found by its hidden marker."""
+        """Our comment from before a restart (or a lost answer), by its hidden marker and our login."""
+        if not self.bot_login:
+            return None  # can't tell ours from a copy of the marker in someone else's comment
         for comment in await self.client.list_issue_comments(repo, number):
-            if str(comment.get("body") or "").startswith(REPORT_MARKER):
+            if str(comment.get("body") or "").startswith(REPORT_MARKER) and (
+                _login(comment).lower() == self.bot_login.lower()
+            ):
                 return _comment_id(comment)
         return None
+
+
+def _login(data: Any) -> str:
+    user = data.get("user") if isinstance(data, dict) else None
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) else ""
 
 
 def _comment_id(data: Any) -> int:

@@ -70,7 +70,9 @@ def github_services(
     outbox_path = Path(settings.outbox)
     if not outbox_path.is_absolute():
         outbox_path = Path(basedir or os.getcwd()) / outbox_path
-    publisher = Publisher(GitHubClient(settings.api_url, settings.token), Outbox(outbox_path))
+    publisher = Publisher(
+        GitHubClient(settings.api_url, settings.token), Outbox(outbox_path), bot_login=settings.bot_login
+    )
     controller = PullRequestBuilds(settings, builders, publisher)
     reporter = GitHubPrReporter(
         publisher,

@@ -42,6 +42,7 @@ KNOWN_KEYS = frozenset(
         "statuses",
         "comment",
         "dialect",
+        "bot_login",
     }
 )
 ASSOCIATIONS = frozenset(
@@ -82,6 +83,12 @@ class GitHubSettings:
     statuses: bool = True
     comment: bool = True
     dialect: str = "github"
+    bot_login: str | None = None  # the login our comments appear under; learned from the first one
+
+    @property
+    def repos(self) -> tuple[str, ...]:
+        """Repositories whose events are acted on; any other is refused."""
+        return (self.repo,)
 
 
 def _strings(section: Mapping[str, Any], key: str, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -172,4 +179,5 @@ def parse_settings(
         statuses=_flag(section, "statuses", True),
         comment=_flag(section, "comment", True),
         dialect=str(section.get("dialect", "github")),
+        bot_login=str(section["bot_login"]) if section.get("bot_login") else None,
     )

@@ -19,6 +19,7 @@ DEFAULT_RETEST_PHRASES: tuple[str, ...] = ("retest this please", "test this plea
 DEFAULT_APPROVE_PHRASES: tuple[str, ...] = ("ok to test",)
 _SELECTOR_PREFIX = "bsdkm/"
 _TRAILING_PUNCTUATION = ".!,;:"
+_SHA = re.compile(r"[0-9a-f]{7,40}")
 
 
 class TriggerKind(StrEnum):
@@ -49,6 +50,8 @@ class Trigger:
     # Names typed that are no known variant/target (reported back, never built).
     unknown: tuple[str, ...] = ()
     line: str = ""
+    # ``ok to test 1a2b3c4``: the approval names the commit reviewed (a prefix of 7-40 hex digits).
+    sha: str | None = None
 
     @property
     def everything(self) -> bool:
@@ -140,6 +143,9 @@ def parse_comment(body: str, config: TriggerConfig | None = None) -> Trigger | N
             continue
         if line in approve:
             return Trigger(TriggerKind.APPROVE, line=line)
+        phrase, _, last = line.rpartition(" ")
+        if phrase in approve and _SHA.fullmatch(last):
+            return Trigger(TriggerKind.APPROVE, line=line, sha=last)
         if line in retest:
             return Trigger(TriggerKind.RETEST, line=line)
         variant_trigger = _parse_variant_form(line, config)

@@ -3,18 +3,21 @@
 Pure functions over the parsed events (``events.py``) and small state objects with the
 clock passed in, so the GitHub Action and tests use exactly what the Buildbot hook uses.
 
-The rule: code from an untrusted author is loaded into no kernel until a trusted user
-comments ``ok to test`` on that PR, and the approval covers only the head commit it was
-given for: a later push needs a new approval.
+The rule: code from an untrusted author, pusher or fork owner is loaded into no kernel until a
+trusted user comments ``ok to test`` on that PR, and the approval covers only a head commit that
+existed when the comment was written (or the commit it names: ``ok to test 1a2b3c4``): a push
+after the comment, even one that reaches the master before the comment does, needs a new one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from .events import CommentEvent, PullRequest, PullRequestEvent
+from .events import CommentEvent, PullRequest, PullRequestEvent, parse_time
 from .triggers import Trigger, TriggerKind
 
 TRUSTED_ASSOCIATIONS: frozenset[str] = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
@@ -35,6 +38,24 @@ class TrustPolicy:
 
     def trusts(self, login: str, association: str) -> bool:
         return association.upper() in self.associations or login.lower() in self.allow_list
+
+    def push_problem(self, pull: PullRequest, sender: str) -> str | None:
+        """Why the head's pusher or the repository it comes from is not trusted, or None.
+
+        A webhook tells who pushed (``sender``) but not their role, so only the PR's trusted author
+        and allow-listed users count as trusted pushers; the head must live in the base repository's
+        owner's account, the author's own fork, or an allow-listed user's.
+        """
+        who = sender.lower()
+        if who != pull.author.lower() and who not in self.allow_list:
+            return f"the head was pushed by {sender}, not by the PR's author"
+        owner = (pull.head_owner or "").lower()
+        trusted_owners = {pull.repo.split("/")[0].lower(), pull.author.lower(), *self.allow_list}
+        if not owner:
+            return "the head repository was deleted"
+        if owner not in trusted_owners:
+            return f"the head comes from {pull.head_repo}, a fork owned by {pull.head_owner}"
+        return None
 
     def describe(self) -> str:
         roles = ", ".join(sorted(a.lower().replace("_", " ") + "s" for a in self.associations))
@@ -64,17 +85,85 @@ class Decision:
         return self.action == Action.BUILD
 
 
+MAX_APPROVED_PER_PR = 20  # approved commits remembered per PR (newest kept)
+
+
+@dataclass
+class PrRecord:
+    """What the master remembers about one PR across restarts (``store.py`` persists it)."""
+
+    head: str = ""
+    head_seen_at: str = ""  # GitHub's time of the event that showed this head first
+    head_vetted: bool = True  # False: pushed by, or from a fork of, someone the policy does not trust
+    approved: list[str] = field(default_factory=list)
+    # Unfinished buildsets of this PR: bsid -> {"head": sha, "requests": {brid: status context}}.
+    buildsets: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "head": self.head,
+            "head_seen_at": self.head_seen_at,
+            "head_vetted": self.head_vetted,
+            "approved": list(self.approved),
+            "buildsets": self.buildsets,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any] | None) -> PrRecord:
+        if not isinstance(doc, Mapping):
+            return cls()
+        buildsets = doc.get("buildsets")
+        return cls(
+            head=str(doc.get("head") or ""),
+            head_seen_at=str(doc.get("head_seen_at") or ""),
+            head_vetted=bool(doc.get("head_vetted", True)),
+            approved=[str(x) for x in doc.get("approved") or []],
+            buildsets=dict(buildsets) if isinstance(buildsets, Mapping) else {},
+        )
+
+
 @dataclass
 class ApprovalBook:
-    """``ok to test`` approvals: (repo, PR) → the head commit a trusted user approved."""
+    """Per PR: the approved commits and when (and by whom) its current head was pushed."""
 
-    approved: dict[tuple[str, int], str] = field(default_factory=dict)
+    records: dict[tuple[str, int], PrRecord] = field(default_factory=dict)
+
+    def record(self, repo: str, number: int) -> PrRecord:
+        return self.records.setdefault((repo, number), PrRecord())
 
     def approve(self, repo: str, number: int, head_sha: str) -> None:
-        self.approved[(repo, number)] = head_sha
+        approved = self.record(repo, number).approved
+        if head_sha not in approved:
+            approved.append(head_sha)
+            del approved[:-MAX_APPROVED_PER_PR]
 
     def is_approved(self, repo: str, number: int, head_sha: str) -> bool:
-        return self.approved.get((repo, number)) == head_sha
+        record = self.records.get((repo, number))
+        return record is not None and head_sha in record.approved
+
+    def saw_head(self, repo: str, number: int, head_sha: str, at: str, vetted: bool) -> bool:
+        """Note a pull_request event's head; True when it is a head not seen before."""
+        record = self.record(repo, number)
+        if record.head == head_sha:
+            record.head_vetted = record.head_vetted and vetted
+            return False
+        record.head, record.head_seen_at, record.head_vetted = head_sha, at, vetted
+        return True
+
+    def head_vetted(self, repo: str, number: int, head_sha: str) -> bool:
+        record = self.records.get((repo, number))
+        return record is None or record.head != head_sha or record.head_vetted
+
+    def head_since(self, pull: PullRequest) -> datetime | None:
+        """A time the PR's current head is known to have existed by.
+
+        From the event that showed the head when we saw one; otherwise the PR's ``updated_at``
+        (a push moves it, so a comment written after it was written after the push).
+        """
+        record = self.records.get((pull.repo, pull.number))
+        if record is not None and record.head == pull.head_sha and record.head_seen_at:
+            return parse_time(record.head_seen_at)
+        return parse_time(pull.updated_at)
 
 
 def decide_pull_request(event: PullRequestEvent, policy: TrustPolicy, approvals: ApprovalBook) -> Decision:
@@ -84,15 +173,18 @@ def decide_pull_request(event: PullRequestEvent, policy: TrustPolicy, approvals:
         return Decision(Action.IGNORE, f"pull_request action '{event.action}' starts no build", **base)
     if pull.draft:
         return Decision(Action.IGNORE, f"PR #{pull.number} is a draft", **base)
-    if policy.trusts(pull.author, pull.author_association):
+    push_problem = policy.push_problem(pull, event.sender)
+    if policy.trusts(pull.author, pull.author_association) and push_problem is None:
         trusted = f"PR #{pull.number} by trusted {pull.author} ({pull.author_association})"
         return Decision(Action.BUILD, trusted, **base)
     if approvals.is_approved(pull.repo, pull.number, pull.head_sha):
         return Decision(Action.BUILD, f"head {pull.head_sha[:12]} of PR #{pull.number} was approved", **base)
+    why = push_problem if policy.trusts(pull.author, pull.author_association) else (
+        f"{pull.author} ({pull.author_association}) is not trusted"
+    )
     return Decision(
         Action.AWAIT_APPROVAL,
-        f"PR #{pull.number} by {pull.author} ({pull.author_association}) needs a trusted `ok to test` "
-        f"for head {pull.head_sha[:12]}",
+        f"PR #{pull.number} needs a trusted `ok to test` for head {pull.head_sha[:12]}: {why}",
         reply_to=pull.author,
         **base,
     )
@@ -105,7 +197,11 @@ def decide_comment(
     policy: TrustPolicy,
     approvals: ApprovalBook,
 ) -> Decision:
-    """What a comment does. ``pull`` is the PR's current state (None when not a PR)."""
+    """What a comment does. ``pull`` is the PR's current state (None when not a PR).
+
+    An approval without a commit covers the current head only if that head is known to have
+    existed before the comment was written; otherwise the maintainer is asked to name the commit.
+    """
     base = {"repo": event.repo, "number": event.issue_number}
     if event.action != "created":
         return Decision(Action.IGNORE, f"issue_comment action '{event.action}' is ignored", **base)
@@ -124,6 +220,9 @@ def decide_comment(
             **base,
         )
     if trigger.kind == TriggerKind.APPROVE:
+        problem = _approval_problem(event, trigger, pull, approvals)
+        if problem is not None:
+            return Decision(Action.REPLY, problem, trigger=trigger, reply_to=event.author, **base)
         return Decision(
             Action.BUILD,
             f"{event.author} approved head {pull.head_sha[:12]} of PR #{pull.number}",
@@ -139,7 +238,9 @@ def decide_comment(
             reply_to=event.author,
             **base,
         )
-    author_trusted = policy.trusts(pull.author, pull.author_association)
+    author_trusted = policy.trusts(pull.author, pull.author_association) and approvals.head_vetted(
+        pull.repo, pull.number, pull.head_sha
+    )
     if not author_trusted and not approvals.is_approved(pull.repo, pull.number, pull.head_sha):
         return Decision(
             Action.REPLY,
@@ -150,6 +251,28 @@ def decide_comment(
             **base,
         )
     return Decision(Action.BUILD, f"{event.author} asked for a retest", trigger=trigger, **base)
+
+
+def _approval_problem(
+    event: CommentEvent, trigger: Trigger, pull: PullRequest, approvals: ApprovalBook
+) -> str | None:
+    """Why this ``ok to test`` does not cover the PR's current head, or None when it does."""
+    head = pull.head_sha
+    if trigger.sha is not None:
+        if head.startswith(trigger.sha):
+            return None
+        return (
+            f"@{event.author}: `ok to test {trigger.sha}` names a commit that is not the PR's head "
+            f"({head[:12]}), so nothing ran."
+        )
+    written = parse_time(event.created_at)
+    since = approvals.head_since(pull)
+    if written is not None and since is not None and since < written:
+        return None
+    return (
+        f"@{event.author}: head {head[:12]} may have been pushed after your comment was written, so it "
+        f"is not approved and nothing ran. Review it and comment `ok to test {head[:12]}`."
+    )
 
 
 @dataclass
