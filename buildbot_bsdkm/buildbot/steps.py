@@ -10,11 +10,13 @@ build properties, plus the failure record the bounded-retry build reads.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 from buildbot.process import buildstep
 from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
+from twisted.python import log
 
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
 from . import summaries
@@ -29,6 +31,13 @@ STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any 
 PR_NUMBER_PROPERTY = "github_pr"
 PR_HEAD_PROPERTY = "github_head_sha"  # PROP_HEAD there
 REPOSITORY_PROPERTY = "repository"
+# The results document is too big for a build property (81 KB for two variants): the master keeps
+# it in a file under its basedir and the property names that file (github/aggregate.py reads it).
+RESULTS_PATH_PROPERTY = "bsdkm_results_path"
+RESULTS_DIR = "bsdkm-results"
+# What the UI shows while a step runs ("configureing" before).
+STAGE_DOING = {"fetch": "fetching", "configure": "configuring", "build": "building", "load": "loading",
+               "collect": "collecting", "unload": "unloading", "gate": "gating"}
 
 
 class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep):
@@ -59,7 +68,7 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         self.stage_summary: str | None = None
         kwargs = self.setupShellMixin(kwargs, prohibitArgs=["command"])
         kwargs.setdefault("name", self.stage)
-        kwargs.setdefault("description", [f"{self.stage}ing" if self.stage != "gate" else "gating"])
+        kwargs.setdefault("description", [STAGE_DOING.get(self.stage, self.stage)])
         super().__init__(**kwargs)
 
     # -- the remote command
@@ -229,8 +238,26 @@ class CollectResults(BsdkmStageStep):
             if selftest:
                 self.setProperty("bsdkm_selftest", selftest, PROPERTY_SOURCE)
             self.setProperty("bsdkm_benchmarks", len(run.benchmarks), PROPERTY_SOURCE)
-        # The whole results document, for the GitHub reporter's per-PR comment (issue 5).
-        self.setProperty("bsdkm_results", json.loads(to_json(runs)), PROPERTY_SOURCE)
+        # The whole results document, for the GitHub reporter's per-PR comment (issue 5): a file on
+        # the master, its path the property, so the build's properties stay small.
+        path = self.store_results(to_json(runs))
+        if path:
+            self.setProperty(RESULTS_PATH_PROPERTY, path, PROPERTY_SOURCE)
+
+    def store_results(self, text: str) -> str | None:
+        basedir = getattr(self.master, "basedir", None)
+        if not basedir:
+            return None
+        build_id = self.build.buildid if getattr(self.build, "buildid", None) is not None else "unknown"
+        name = f"{build_id}-{self.target}-{self.variant}.json".replace("/", "_")
+        path = Path(basedir) / RESULTS_DIR / name
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as e:
+            log.msg(f"bsdkm: cannot keep the results of build {build_id} in {path}: {e}")
+            return None
+        return str(path)
 
     async def add_selftests(self, run: RunResult) -> None:
         rows = summaries.selftest_rows(run)
@@ -288,7 +315,7 @@ class Gate(BsdkmStageStep):
         return verdict
 
     async def attach_report(self, verdict: dict[str, Any]) -> None:
-        """JUnit from the worker; the Markdown report rendered by the core from results + verdict."""
+        """JUnit from the worker; the Markdown and HTML (with the chart) reports rendered by the core."""
         junit = await self.read_worker_text(f"{self.run_dir()}/junit.xml")
         if junit is not None:
             await self.addCompleteLog("junit.xml", junit)
@@ -298,10 +325,12 @@ class Gate(BsdkmStageStep):
         try:
             runs = from_json(text, f"{self.run_dir()}/results.json")
             report = summaries.markdown_from(runs, verdict)
+            html = summaries.html_from(runs, verdict)
         except (ModelError, TypeError, ValueError, KeyError) as e:
             await self.addCompleteLog("report-error", f"cannot render the report: {e}")
             return
         await self.addCompleteLog("report.md", report)
+        await self.addHTMLLog("report.html", html)
 
 
 STAGE_STEPS: tuple[type[BsdkmStageStep], ...] = (

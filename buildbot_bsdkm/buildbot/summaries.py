@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import kernel_health
 from ..model import RunResult, SelfTest
 
 MINUS = "\u2212"  # a real minus sign reads better than a hyphen next to a percentage
@@ -65,7 +66,7 @@ def benchmark_summary(run: RunResult) -> str | None:
 def results_summary(runs: Sequence[RunResult]) -> str:
     parts: list[str] = []
     for run in runs:
-        for piece in (selftest_summary(run), benchmark_summary(run)):
+        for piece in (selftest_summary(run), benchmark_summary(run), kernel_health.summary_line(run)):
             if piece:
                 parts.append(piece)
         if not run.complete:
@@ -138,3 +139,10 @@ def markdown_from(runs: Sequence[RunResult], verdict: Mapping[str, Any]) -> str:
     from ..report import markdown_report
 
     return markdown_report(list(runs), verdict_from_dict(verdict))
+
+
+def html_from(runs: Sequence[RunResult], verdict: Mapping[str, Any]) -> str:
+    """The core's HTML report (tables and the speedup chart), for the build's HTML log."""
+    from ..report import html_report
+
+    return html_report(list(runs), verdict_from_dict(verdict))

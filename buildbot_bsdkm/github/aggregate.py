@@ -20,6 +20,7 @@ from .publisher import REPORT_MARKER
 
 GITHUB_COMMENT_LIMIT = 65536
 RESULTS_PROPERTY = "bsdkm_results"  # model.to_json document of the build's runs
+RESULTS_PATH_PROPERTY = "bsdkm_results_path"  # or a file on the master holding it (buildbot/steps.py)
 
 # Buildbot result codes (buildbot.process.results) without importing Buildbot here.
 SUCCESS, WARNINGS, FAILURE, SKIPPED, EXCEPTION, RETRY, CANCELLED = range(7)
@@ -45,9 +46,21 @@ def plain_properties(props: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (v[0] if isinstance(v, list | tuple) and len(v) == 2 else v) for k, v in props.items()}
 
 
+def _results_file(build: BuildFacts) -> str | None:
+    """The results document the Buildbot step kept on the master (``bsdkm_results_path``)."""
+    path = build.properties.get(RESULTS_PATH_PROPERTY)
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return None  # pruned or never written: the build is reported from its other properties
+
+
 def runs_of(build: BuildFacts) -> list[RunResult]:
     """The build's results; a build that never produced any still gets a run saying why."""
-    doc = build.properties.get(RESULTS_PROPERTY)
+    doc = build.properties.get(RESULTS_PROPERTY) or _results_file(build)
     if doc:
         try:
             text = doc if isinstance(doc, str) else json.dumps(doc)
