@@ -17,8 +17,8 @@ from typing import Any
 from .model import RunResult
 from .policy import KIND_REGRESSION, PER_SECOND, Verdict, display_unit, measure, shown
 
-# gcc/clang: "path/file.c:123:45: warning: text [-Wflag]"
-_WARNING = re.compile(r"^(?P<file>[^\s:]+):\d+(?::\d+)?: warning: (?P<text>.*)$")
+# gcc/clang: "path/file.c:123:45: warning: text [-Wflag]", and the driver's "cc1: warning: text"
+_WARNING = re.compile(r"^(?P<file>[^\s:]+)(?::\d+(?::\d+)?)?: warning: (?P<text>.*)$")
 
 
 def compiler_warnings(text: str) -> Counter[str]:
@@ -139,9 +139,10 @@ def comparison(
             facts = builds.get(side, {}).get(label)
             if facts:
                 row[f"{side}_build"] = dict(facts)
-        if row.get("candidate_build") and row.get("previous_build"):
-            c_w = Counter(row["candidate_build"].get("warnings", {}))
-            p_w = Counter(row["previous_build"].get("warnings", {}))
+        cw = (row.get("candidate_build") or {}).get("warnings")
+        pw = (row.get("previous_build") or {}).get("warnings")
+        if cw is not None and pw is not None:
+            c_w, p_w = Counter(cw), Counter(pw)
             row["warnings"] = {
                 "candidate": sum(c_w.values()), "previous": sum(p_w.values()),
                 "new": sorted((c_w - p_w).elements()), "gone": sorted((p_w - c_w).elements()),
@@ -155,7 +156,8 @@ def comparison(
         changes.append({
             "item": run_label.get(c.run_label, c.run_label), "name": c.name, "previous": c.baseline,
             "candidate": c.value, "unit": c.unit, "delta_pct": c.delta_pct, "limit_pct": c.threshold,
-            "metric": c.metric, "verdict": "ok" if c.passed else "regression", "message": c.message,
+            "metric": c.metric, "verdict": c.detail.get("verdict") or ("ok" if c.passed else "regression"),
+            "passed": c.passed, "message": c.message,
         })
     then = _speedups(previous, labels, software_variant)
     now = _speedups(candidate, labels, software_variant)
@@ -201,6 +203,15 @@ def _size(b: Mapping[str, Any] | None) -> str:
     return "—" if not size else f"{size['text']}/{size['data']}/{size['bss']}"
 
 
+def _limit(x: float | None) -> str:
+    return "—" if x is None else f"{x:g}%"
+
+
+def _secs(b: Mapping[str, Any] | None) -> str:
+    value = (b or {}).get("build_s")
+    return "—" if value is None else f"{value:.1f}"
+
+
 def _list(xs: Sequence[str], limit: int = 8) -> str:
     if not xs:
         return "—"
@@ -235,9 +246,10 @@ def markdown_release(doc: Mapping[str, Any]) -> str:
     for r in doc["matrix"]:
         status = r["status"] + (f" ({r['note']})" if r.get("note") else "")
         pb, cb = r.get("previous_build"), r.get("candidate_build")
-        bt = f"{pb['build_s'] if pb else '—'} → {cb['build_s'] if cb else '—'}"
+        bt = f"{_secs(pb)} → {_secs(cb)}"
         w = r.get("warnings")
-        warn = f"{w['previous']} → {w['candidate']}" if w else str((cb or {}).get("warning_count", "—"))
+        count = (cb or {}).get("warning_count")
+        warn = f"{w['previous']} → {w['candidate']}" if w else ("—" if count is None else str(count))
         out.append(f"| {_md(r['label'])} | {_md(status)} | {_md(r['candidate'])} | {_md(r['previous'])} | "
                    f"{bt} | {_size(pb)} → {_size(cb)} | {warn} |")
     diffs = [r for r in doc["matrix"] if r.get("selftests") or r.get("benchmarks") or r.get("warnings")]
@@ -258,10 +270,10 @@ def markdown_release(doc: Mapping[str, Any]) -> str:
                 "| item | benchmark | previous | candidate | unit | change | limit | verdict |",
                 "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for c in doc["changes"]:
-            mark = "✅" if c["verdict"] == "ok" else "❌ regression"
+            mark = f"✅ {c['verdict']}" if c["passed"] else f"❌ {c['verdict']}"
             out.append(f"| {_md(c['item'])} | {_md(c['name'])} | {_num(c['previous'])} "
                        f"| {_num(c['candidate'])} | {_md(c['unit'] or '')} | {_pct(c['delta_pct'])} "
-                       f"| {c['limit_pct']:g}% | {mark} |")
+                       f"| {_limit(c['limit_pct'])} | {mark} |")
     if doc["speedups"]:
         out += ["", f"### Speedups against {doc['software_variant']} (then → now)", "",
                 "| target | variant | benchmark | previous | candidate |", "| --- | --- | --- | --- | --- |"]
@@ -297,7 +309,7 @@ def change_svg(changes: Sequence[Mapping[str, Any]], *, width: int = 760, bar: i
         y = pad + i * (bar + 4)
         d = float(c["delta_pct"])
         x, w = (mid, d * scale) if d >= 0 else (mid + d * scale, -d * scale)
-        color = "#2e7d32" if c["verdict"] == "ok" else "#c62828"
+        color = "#2e7d32" if c["passed"] else "#c62828"
         label = html.escape(f"{c['item']} {c['name']}")
         parts.append(f'<text x="{label_w - 6}" y="{y + bar - 4}" text-anchor="end">{label}</text>')
         parts.append(f'<rect x="{x:.1f}" y="{y}" width="{max(w, 1):.1f}" height="{bar}" fill="{color}"/>')
@@ -353,8 +365,7 @@ def html_release(doc: Mapping[str, Any]) -> str:
     v = doc["verdict"]
     cls = "pass" if v["passed"] else "fail"
     matrix = [[r["label"], r["status"] + (f" ({r['note']})" if r.get("note") else ""), r["candidate"],
-               r["previous"], f"{(r.get('previous_build') or {}).get('build_s', '—')} → "
-               f"{(r.get('candidate_build') or {}).get('build_s', '—')}",
+               r["previous"], f"{_secs(r.get('previous_build'))} → {_secs(r.get('candidate_build'))}",
                f"{_size(r.get('previous_build'))} → {_size(r.get('candidate_build'))}",
                (f"{r['warnings']['previous']} → {r['warnings']['candidate']}" if r.get("warnings") else "—")]
               for r in doc["matrix"]]
@@ -365,7 +376,7 @@ def html_release(doc: Mapping[str, Any]) -> str:
               _list((r.get("benchmarks") or {}).get("removed", []))]
              for r in doc["matrix"] if r.get("selftests") or r.get("benchmarks")]
     changes = [[c["item"], c["name"], _num(c["previous"]), _num(c["candidate"]), c["unit"] or "",
-                _pct(c["delta_pct"]), f"{c['limit_pct']:g}%", c["verdict"]] for c in doc["changes"]]
+                _pct(c["delta_pct"]), _limit(c["limit_pct"]), c["verdict"]] for c in doc["changes"]]
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>bsdkm-ci release report</title>",
         f"<style>{_CSS}</style></head><body>",

@@ -23,6 +23,7 @@ import shutil
 import statistics
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ ELSEWHERE = "covered elsewhere"  # a worker has the release, this host is not it
 NOT_IN_CANDIDATE = "not in candidate"
 
 # Sources each kernel target is built from; a tree without them has no such target.
-TARGET_DIRS = {"freebsd-kmod": "bsdkm", "linux-kmod-qemu": "linuxkm"}
+TARGET_DIRS = {"freebsd-kmod": "bsdkm", "freebsd-kmod-qemu": "bsdkm", "linux-kmod-qemu": "linuxkm"}
 
 
 class SourceSyntaxError(ValueError):
@@ -236,13 +237,17 @@ def judge_candidate(
 ) -> Verdict:
     """Is the candidate at least as good as the previous release? The one comparison rule in use.
 
-    Both sides come as repeats per matrix item. Until the statistical gate of
-    ``buildbot_bsdkm/perf`` exists this reduces each side to its medians and applies the
-    policy's current regression rules with the previous release as the baseline; switching
-    to the gate means changing only this function.
+    Both sides come as repeats per matrix item, and the previous release is the baseline.
+    A policy with learned limits (the statistical gate, ``buildbot_bsdkm/perf``) gets every
+    repeat of both sides; with fixed limits only, the candidate is reduced to its medians so
+    each item is judged once (the baseline's repeats are reduced to their median by the policy).
     """
-    runs = [median_run(reps) for reps in candidate.values() if reps]
-    baseline = [median_run(reps) for reps in previous.values() if reps and _usable(reps)]
+    learned = any(getattr(r, "limit", "fixed") == "learned" for r in policy.regressions)
+    if learned:
+        runs = [r for reps in candidate.values() for r in reps]
+    else:
+        runs = [median_run(reps) for reps in candidate.values() if reps]
+    baseline = [r for reps in previous.values() if reps and _usable(reps) for r in reps]
     return evaluate(runs, policy, baseline=baseline or None)
 
 
@@ -291,8 +296,7 @@ class ReleaseResult:
 
 
 def _side_config(config: Config, spec: SourceSpec, build_cache: Path) -> Config:
-    # Builds go to the run's own area: a fresh build of each side, whose build.log then holds
-    # every compiler warning (ccache, when present, replays them) and whose time is a build's.
+    # Each side builds in its own area (the FreeBSD module's work tree is named by variant only).
     return dataclasses.replace(config, source=spec, cache_dir=build_cache)
 
 
@@ -319,7 +323,7 @@ def _run_fips(job: Job) -> None:
         cfg = dataclasses.replace(config, variants={**config.variants,
                                                     job.variant: dataclasses.replace(var, cflags=cflags)})
         return kernel.build_module(cfg, job.target, job.variant, path, cache_root(cfg), job.jobs,
-                                   job.build_log)
+                                   job.build_log, job.patterns)
 
     def load(ko: Path, attempt: int) -> tuple[Any, Any]:
         with MEASURE_LOCK:
@@ -363,20 +367,47 @@ def module_size(ko: str | None) -> dict[str, int] | None:
     return parse_size(proc.stdout) if proc.returncode == 0 else None
 
 
+REUSED_MARKS = ("# configure skipped:", "# module reused from cache:")
+
+
+def _facts_file(job: Job) -> Path | None:
+    """Where the build that made this job's build directory left its time and warnings."""
+    built = job.state.get("build_dir") or (str(Path(job.state["ko"]).parent) if job.state.get("ko") else None)
+    return Path(built + ".release-facts.json") if built else None
+
+
 def _build_facts(job: Job) -> dict[str, Any]:
+    """Build time and warnings of the build behind this job.
+
+    A reused build directory (same inputs as an earlier run) prints no compiler output, so the
+    build that made it records its time and warnings beside it and a reuse reads them back:
+    the figures are always those of a real build, and ``reused`` says when it was not this run's.
+    """
     stages = job.state.get("stages", {})
     try:
         log = job.build_log.read_text(errors="replace")
     except OSError:
         log = ""
-    warnings = compiler_warnings(log)
+    build_s: float | None = round(float(stages.get("configure", 0.0)) + float(stages.get("build", 0.0)), 2)
+    warnings: Counter[str] | None = compiler_warnings(log)
+    sidecar = _facts_file(job)
+    reused = any(mark in log for mark in REUSED_MARKS)
+    if reused:  # unknown unless the build that made the directory said
+        build_s, warnings = None, None
+    if sidecar is not None and job.failure is None:
+        if reused and sidecar.is_file():
+            known = json.loads(sidecar.read_text())
+            build_s, warnings = known["build_s"], Counter(known["warnings"])
+        elif not reused:
+            sidecar.write_text(json.dumps({"build_s": build_s, "warnings": dict(warnings or {})}))
     return {
-        "build_s": round(float(stages.get("configure", 0.0)) + float(stages.get("build", 0.0)), 2),
+        "build_s": build_s,
+        "reused": reused,
         "build_log": str(job.build_log),
         "ko": job.state.get("ko"),
         "size": module_size(job.state.get("ko")),
-        "warnings": dict(warnings),
-        "warning_count": sum(warnings.values()),
+        "warnings": None if warnings is None else dict(warnings),
+        "warning_count": None if warnings is None else sum(warnings.values()),
         "failed": job.failure.message if job.failure else None,
     }
 
@@ -396,13 +427,14 @@ def run_release(
 ) -> ReleaseResult:
     """The whole release comparison into ``out_dir``; never raises ``StageError``."""
     started = time.monotonic()
+    out_dir = out_dir.resolve()  # programs run from their build directories: paths must be absolute
     say = _timed(progress, started)
     host_release = host_release if host_release is not None else host_freebsd_release()
     items = plan_matrix(config, variants, targets, host_release)
     policy = load_policy(config.policy)
     repeats = max(1, repeats or config.release.repeats)
     out_dir.mkdir(parents=True, exist_ok=True)
-    build_cache = out_dir / "build-cache"
+    build_cache = cache_root(config) / "release"
     sides = {s: SideResult(s, spec) for s, spec in zip(SIDES, (candidate, previous), strict=True)}
     for side in sides.values():
         _fetch(side, config, say)
