@@ -226,3 +226,70 @@ def read_rules(r: Any, node: Any, key: str = "kernel") -> KernelRules:
                 for name, v in sub.items()
             }
     return KernelRules(actions=actions, unrelated=unrelated, emulated=tuple(emulated), targets=targets)
+
+
+# ----------------------------------------------------------------------------- JUnit
+
+_JUNIT_EVIDENCE_RECORDS = 3
+_JUNIT_EVIDENCE_LINES = 30
+
+
+def junit_cases(run: RunResult, checks: list[Any]) -> list[Any]:
+    """The ``kernel`` suite of a run with a kernel log: a testcase per policy key, failed when a
+    record of it failed the gate, the records' evidence (description, lines) in system-out."""
+    from .junit import JUnitCase  # junit.py registers this builder: imported late, no cycle
+    from .model import LogFormat
+
+    logs = [log for log in run.logs
+            if log.format in (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG) or log.kernel]
+    if not logs:
+        return []
+    found: dict[str, list[tuple[LogResult, KernelEvent]]] = {key: [] for key in POLICY_KEYS}
+    for log, ev in records(run):
+        found[GROUPS.get(ev.kind, "warning")].append((log, ev))
+    cases = []
+    for key in POLICY_KEYS:
+        case = JUnitCase(f"kernel:{key}", log=logs[0].source if len(logs) == 1 else None)
+        case.checks = [c for c in checks if (c.detail or {}).get("group") == key]
+        recs = found[key]
+        case.facts["records"] = str(len(recs))
+        if not recs:
+            case.facts["result"] = f"no {key.replace('_', ' ')} records in {len(logs)} kernel log(s)"
+        for log, ev in recs[:_JUNIT_EVIDENCE_RECORDS]:
+            j = judge(ev, run.target, KernelRules())
+            head = f"{describe(ev)} ({log.source} {_lines(ev)}; {j.classification})"
+            body = "\n".join(ev.evidence[:_JUNIT_EVIDENCE_LINES])
+            case.facts[f"{ev.kind} at line {ev.line}"] = f"{head}\n{body}"
+        if len(recs) > _JUNIT_EVIDENCE_RECORDS:
+            case.facts["more"] = f"{len(recs) - _JUNIT_EVIDENCE_RECORDS} more record(s), see the report"
+        cases.append(case)
+    return cases
+
+
+# ----------------------------------------------------------------------------- shells' one-liners
+
+
+def title(check: Any) -> str:
+    """An annotation title for a kernel check: 'Kernel soft lockup 101 s at f [mod] [target/variant]'."""
+    d = check.detail or {}
+    label = LABELS.get(d.get("record_kind", ""), d.get("record_kind") or "trouble")
+    numbers = f" {check.value:g} s" if isinstance(check.value, int | float) else ""
+    at = f" at {d['function']}" if d.get("function") else ""
+    return f"Kernel {label}{numbers}{at} [{check.target}/{check.variant}]"
+
+
+def summary_line(run: RunResult) -> str | None:
+    """Buildbot's step summary piece: 'kernel: 3 soft lockup (max 101 s), 2 RCU stall'; None if clean."""
+    found: dict[str, list[KernelEvent]] = {}
+    for _log, ev in records(run):
+        found.setdefault(ev.kind, []).append(ev)
+    if not found:
+        return None
+    parts = []
+    for kind, evs in found.items():
+        durations = [e.duration_s for e in evs if e.duration_s is not None]
+        longest = f" (max {max(durations):g} s)" if durations else ""
+        parts.append(f"{len(evs)} {LABELS.get(kind, kind)}{longest}")
+    verdicts = {judge(ev, run.target, KernelRules()).severity for evs in found.values() for ev in evs}
+    word = "FAILED" if "fail" in verdicts else "warning"
+    return f"kernel {word}: " + ", ".join(parts)

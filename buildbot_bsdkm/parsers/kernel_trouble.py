@@ -94,6 +94,7 @@ class _Open:
     task_depth: int = 0
     body: int = 0
     unreliable: int = 0
+    regs_seen: bool = False  # the stalled/locked-up CPU's "CPU: ... Comm:" line was read
 
 
 Header = Callable[[re.Match[str]], dict[str, Any]]
@@ -363,7 +364,10 @@ class KernelTroubleScanner:
             return True
         if line in ("</TASK>", "</IRQ>", "</NMI>"):
             cur.task_depth -= 1
-            if line == "</TASK>" and cur.task_depth <= 0 and cur.in_trace and ev.kind in _ENDS_AT_TASK:
+            # An RCU stall first dumps its grace-period kthread's stack: the stalled CPU comes after.
+            waits = ev.kind == "rcu_stall" and not cur.regs_seen
+            ends = ev.kind in _ENDS_AT_TASK and not waits
+            if line == "</TASK>" and cur.task_depth <= 0 and cur.in_trace and ends:
                 self._close(out)
             return True
         if line.startswith("Call Trace:"):
@@ -382,6 +386,10 @@ class KernelTroubleScanner:
                 ev.names_module = True
             return True
         if m := _CPU_LINE.match(line):
+            if ev.kind == "rcu_stall" and not cur.regs_seen:
+                ev.frames.clear()  # those were the grace-period kthread's, not the stalled task's
+                cur.in_trace = False
+            cur.regs_seen = True
             ev.cpu = ev.cpu if ev.cpu is not None else int(m["cpu"])
             ev.pid = ev.pid if ev.pid is not None else int(m["pid"])
             ev.process = ev.process or m["comm"]
