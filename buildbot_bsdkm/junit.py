@@ -34,6 +34,7 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite
 
+from . import kernel_health
 from .model import Benchmark, RunResult
 from .policy import KIND_COMPLETE, KIND_REGRESSION, KIND_SELFTEST, Check, Verdict, fmt_num
 
@@ -257,6 +258,9 @@ def _report(suites: list[TestSuite]) -> str:
     root.set("time", _seconds(seconds))
     text = _ILLEGAL_XML.sub("", ET.tostring(root, encoding="unicode"))
     return '<?xml version="1.0" encoding="utf-8"?>\n' + text + "\n"
+
+
+register_suite("kernel", kernel_health.junit_cases, kinds=[kernel_health.CHECK_KIND])  # issue 12
 
 
 def junit_xml(runs: list[RunResult], verdict: Verdict) -> str:

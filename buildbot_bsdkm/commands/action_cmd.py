@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import actions
+from .. import actions, kernel_health
 from ..actions import Annotation, Level
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
@@ -268,6 +268,8 @@ class RunOutcome:
             return [Annotation(Level.ERROR, self.unusable, title="bsdkm-ci: no results")]
         found = [check_annotation(c) for c in self.verdict.failures]
         found += [Annotation(Level.WARNING, note, title="bsdkm-ci note") for note in self.verdict.notes]
+        found += [Annotation(Level.WARNING, f"{c.run_label}: {c.message}", title=kernel_health.title(c))
+                  for c in self.verdict.checks if kernel_health.is_warning(c)]
         return found
 
 
@@ -298,6 +300,8 @@ def check_title(c: Check) -> str:
         return f"Crossover: {c.name} {where}"
     if c.kind == KIND_COMPLETE:
         return f"Incomplete run: {c.name} {where}"
+    if c.kind == kernel_health.CHECK_KIND:
+        return kernel_health.title(c)
     return f"{c.kind} failed: {c.name} {where}"
 
 
