@@ -12,16 +12,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from ..classify import Patterns, classify
+from ..config import Config
+from ..model import LogFormat
 from ..resources import kmod_dir
-from .errors import infra_error
+from .errors import StageError, infra_error
 from .loading import ModuleLoadOutcome
+from .proc import run_logged
+from .target import KernelTarget
 
 KMOD_DIR = Path(os.environ.get("BSDKM_KMOD_FREEBSD") or kmod_dir("freebsd"))  # package data
 SCRIPTS = ("load.sh", "unload.sh", "collect.sh", "_common.sh")
@@ -283,3 +290,60 @@ def _int_or_none(text: str | None) -> int | None:
         return int(text) if text not in (None, "") else None
     except ValueError:
         return None
+
+
+class FreeBSDWorkerTarget(KernelTarget):
+    """``freebsd-kmod``: built and kldloaded on a FreeBSD worker by the ``kmod/freebsd`` scripts."""
+
+    name = "freebsd-kmod"
+    log_format = LogFormat.FREEBSD_KERNEL_LOG
+    log_name = "kernel.log"
+
+    def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
+              patterns: Patterns | None = None) -> Path:
+        if os.uname().sysname != "FreeBSD":
+            raise infra_error(
+                "build",
+                "target-unavailable",
+                f"target not available: freebsd-kmod needs a FreeBSD worker (this is {os.uname().sysname})",
+            )
+        try:
+            args = freebsd_configure_flags(
+                config.variants[variant].flags, config.targets[self.name].options.get("kernel_source")
+            )
+        except ValueError as e:
+            raise StageError(classify("configure", exit_code=2, output=f"configure: error: {e}")) from None
+        work = cache / "build" / f"freebsd-{variant}"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(source, work, symlinks=True)
+        cflags = " ".join(config.cflags(self.name, variant))
+        if cflags:
+            args.append(f"CFLAGS={cflags}")
+        for stage, cmd in (("configure", ["./configure", *args]), ("build", ["make", f"-j{jobs}"])):
+            res = run_logged(cmd, cwd=work, log=log, timeout_s=config.timeout(stage))
+            if res.exit_code != 0:
+                raise StageError(
+                    classify(
+                        stage,
+                        exit_code=res.exit_code,
+                        output=log.read_text(errors="replace"),
+                        timed_out=res.timed_out,
+                        timeout_s=config.timeout(stage),
+                        patterns=patterns,
+                        evidence=[str(log)],
+                    )
+                )
+        ko = work / "bsdkm" / "libwolfssl.ko"
+        if not ko.is_file():
+            raise StageError(classify("build", exit_code=0, output=f"make succeeded but produced no {ko}"))
+        return ko
+
+    def load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
+        opts = config.targets[self.name].options
+        kwargs: dict[str, Any] = {"timeout_s": int(config.timeout("load"))}
+        if opts.get("kmod_dir"):
+            kwargs["kmod_dir"] = Path(opts["kmod_dir"])
+        return run_freebsd_module(ko, work, **kwargs)
+
+
+TARGET = FreeBSDWorkerTarget()

@@ -27,3 +27,6 @@ class ModuleLoadOutcome:
     # Appended last so positional construction stays valid.
     load_errno: int | None = None  # errno the kernel gave a failed load (125 = ECANCELED: init failed)
     unload_errno: int | None = None  # errno of a failed unload (16 = EBUSY)
+    # One outcome per kernel when a run boots several (freebsd-kmod-qemu: debug, release).
+    parts: dict[str, ModuleLoadOutcome] = field(default_factory=dict)
+    not_covered: list[str] = field(default_factory=list)  # kernels the run could not use, and why

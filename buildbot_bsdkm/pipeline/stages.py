@@ -182,9 +182,7 @@ def stage_configure(job: Job) -> None:
         return
     # The kernel module builders configure and make in one go (and cache the .ko); here
     # only check that the target can run on this worker at all.
-    mod = kernel.loader(job.target)
-    if job.target == "linux-kmod-qemu":
-        mod.linux_source_dir(job.config.targets[job.target].options.get("kernel_version"))
+    kernel.check_worker(job.config, job.target)
     job.state["configure_args"] = job.config.configure_flags(job.target, job.variant)
 
 
@@ -196,7 +194,8 @@ def stage_build(job: Job) -> None:
         return
     path, _ = _source(job)
     ko = kernel.build_module(
-        job.config, job.target, job.variant, path, cache_root(job.config), job.jobs, job.build_log
+        job.config, job.target, job.variant, path, cache_root(job.config), job.jobs, job.build_log,
+        job.patterns,
     )
     job.state["ko"] = str(ko)
 
@@ -273,6 +272,9 @@ def _logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
         return logs, userspace.judge(outcome, logs, _timeouts(job), job.patterns) if ran else None
     if "outcome" not in job.state:
         return [], None
+    own = kernel.target_logs(job.target, job.state, job.dir, job.config.timeout("load"), job.patterns)
+    if own is not None:  # a target with one log per kernel judges its run itself
+        return own
     outcome = kernel.outcome_from_record(job.state["outcome"])
     kept = job.dir / kernel.LOG_NAMES[job.target]
     if outcome.kernel_log.is_file() and outcome.kernel_log.resolve() != kept.resolve():

@@ -1,0 +1,731 @@
+"""wolfSSL's FreeBSD module cross-built on Linux and run on real FreeBSD kernels in QEMU.
+
+Target ``freebsd-kmod-qemu``. Everything comes from a FreeBSD kit directory
+(``freebsd: {kit: DIR}`` in bsdkm.yml, by default ``../shared/freebsd`` beside the
+checkout): the kernels, FreeBSD's EFI loader, and the part of the source tree a module
+build needs (``sysroot/sys``, ``sysroot/share/mk``). The module is built with bmake and
+clang ``--target=x86_64-unknown-freebsd15.0``; each kernel kind boots in its own
+QEMU (TCG, OVMF) from an ESP directory the loader reads:
+
+- ``debug`` (INVARIANTS/WITNESS): the loader preloads the module, so its self-test runs
+  during boot, where a sleeping-with-a-lock bug panics. The benchmark cannot run there
+  (its ``getnanouptime`` clock only starts after module init), so the run stops at the
+  benchmark's header.
+- ``release``: with the kit's crypto kernel (``device crypto``, MSDOSFS), a FAT root
+  holds ``kmod/freebsd/kldinit.c`` as init, which ``kldload``s the module on a running
+  system (benchmarks with working clocks), ``kldstat``s and ``kldunload``s it (cleanup
+  lines) and reboots. Without that kernel the release kernel preloads like ``debug``.
+
+Every boot's console is parsed by the core parsers (``freebsd-kernel-log``); a panic is a
+``real`` failure whose evidence carries the module's backtrace frames.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..classify import Patterns, classify
+from ..config import Config
+from ..model import FailureCategory, LogFormat, LogResult, StageFailure
+from ..resources import kmod_dir
+from .errors import StageError, infra_error
+from .freebsd import FREEBSD_BASE_FLAGS
+from .loading import ModuleLoadOutcome
+from .locks import exclusive
+from .proc import Watched, run_logged, run_watched
+from .target import KernelTarget, judge_outcome, parse_kernel_log
+
+TARGET_NAME = "freebsd-kmod-qemu"
+FREEBSD_TRIPLE = "x86_64-unknown-freebsd15.0"
+INIT_SOURCE = "kldinit.c"
+OVMF_CODE = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
+OVMF_VARS = Path("/usr/share/OVMF/OVMF_VARS_4M.fd")
+DEFAULT_KERNELS = ("debug", "release")
+CRYPTO_FLAG = "--enable-freebsdkm-crypto-register"
+# configure probes <machine/atomic.h> with the host compiler, which has no FreeBSD headers.
+CONFIGURE_VARS = ("CC=clang", "ac_cv_header_machine_atomic_h=yes")
+# After a panic the kernel prints its backtrace, then reboots (-no-reboot ends QEMU); if it
+# stops in the debugger instead, give the trace this long to reach the console.
+PANIC_GRACE_S = 20.0
+
+
+# --------------------------------------------------------------------------- the kit
+
+
+@dataclass(frozen=True)
+class Kit:
+    root: Path
+
+    @property
+    def sys_dir(self) -> Path:
+        return self.root / "sysroot" / "sys"
+
+    @property
+    def share_mk(self) -> Path:
+        return self.root / "sysroot" / "share" / "mk"
+
+    @property
+    def xargs(self) -> Path:
+        return self.root / "tools" / "bsdxargs"
+
+    @property
+    def loader(self) -> Path:
+        return self.root / "boot" / "loader_simp.efi"
+
+    def kernel(self, name: str) -> Path:
+        """``name``: debug, release, release-crypto (``boot/kernel-<name>.xz``)."""
+        return self.root / "boot" / f"kernel-{name}.xz"
+
+    def missing(self) -> list[str]:
+        need = [self.sys_dir / "conf" / "kmod.mk", self.share_mk / "bsd.kmod.mk", self.xargs, self.loader]
+        return [str(p) for p in need if not p.exists()]
+
+    def identity(self) -> str:
+        """What a module build depends on in the kit (the sysroot's checksums when listed)."""
+        sums = self.root / "SHA256SUMS"
+        if sums.is_file():
+            lines = [ln for ln in sums.read_text(errors="replace").splitlines() if "sysroot/" in ln]
+            return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
+        return str(self.root.resolve())
+
+
+def default_kit_dir() -> Path:
+    """``$BSDKM_SHARED/freebsd``, else ``../shared/freebsd`` beside the checkout."""
+    shared = os.environ.get("BSDKM_SHARED")
+    return (Path(shared) if shared else Path(__file__).resolve().parents[3] / "shared") / "freebsd"
+
+
+def kit_dir(config: Config) -> Path:
+    return config.freebsd.kit or default_kit_dir()
+
+
+def find_kit(config: Config, stage: str = "build") -> Kit:
+    kit = Kit(kit_dir(config))
+    if not kit.root.is_dir():
+        raise infra_error(stage, "target-unavailable",
+                          f"target not available: {TARGET_NAME} needs a FreeBSD kit directory "
+                          f"(freebsd: {{kit: DIR}} in bsdkm.yml); {kit.root} does not exist")
+    missing = kit.missing()
+    if missing:
+        raise infra_error(stage, "target-unavailable",
+                          f"FreeBSD kit {kit.root} is incomplete: missing {', '.join(missing)}")
+    return kit
+
+
+# --------------------------------------------------------------------------- the toolchain
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    bin_dir: Path
+    version: str
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        env.setdefault("LC_ALL", "C")
+        env.pop("CC", None)  # a host "ccache gcc" would build the module for Linux
+        return env
+
+
+def _llvm_dirs() -> list[Path]:
+    found = []
+    for d in Path("/usr/lib").glob("llvm-*"):
+        m = re.fullmatch(r"llvm-(\d+)", d.name)
+        if m and (d / "bin" / "clang").is_file() and (d / "bin" / "ld.lld").is_file():
+            found.append((int(m.group(1)), d / "bin"))
+    return [p for _, p in sorted(found, reverse=True)]
+
+
+def find_toolchain(stage: str = "build") -> Toolchain:
+    """The newest Debian LLVM (``/usr/lib/llvm-N/bin``): the kit's x86 intrinsic headers are
+    clang 19's, which clang 14 (bookworm's default) rejects (``evex512``)."""
+    override = os.environ.get("BSDKM_LLVM_BIN")
+    dirs = [Path(override)] if override else _llvm_dirs()
+    for d in dirs:
+        if all((d / tool).exists() for tool in ("clang", "ld.lld", "llvm-objcopy", "llvm-nm")):
+            return Toolchain(d, d.parent.name)
+    raise infra_error(stage, "worker-setup",
+                      "no LLVM toolchain with clang, ld.lld, llvm-objcopy and llvm-nm in /usr/lib/llvm-*/bin "
+                      "(install clang-19 lld-19 llvm-19)")
+
+
+def check_worker(config: Config) -> None:
+    """Configure-stage check: the kit, the cross toolchain, bmake and QEMU are all here."""
+    find_kit(config, "configure")
+    find_toolchain("configure")
+    for tool, package in (("bmake", "bmake"), ("gawk", "gawk"), ("qemu-system-x86_64", "qemu-system-x86"),
+                          ("mkfs.vfat", "dosfstools"), ("mcopy", "mtools")):
+        if shutil.which(tool) is None:
+            raise infra_error("configure", "worker-setup", f"{tool} not found (install {package})")
+    if not OVMF_CODE.is_file():
+        raise infra_error("configure", "worker-setup", f"{OVMF_CODE} not found (install ovmf)")
+
+
+# --------------------------------------------------------------------------- building
+
+
+def configure_args(kit: Kit, variant_flags: Sequence[str], cflags: str) -> list[str]:
+    """``./configure`` for bsdkm against the kit; the variant's flags come after the base ones."""
+    args = ["./configure", *CONFIGURE_VARS, *FREEBSD_BASE_FLAGS, *variant_flags,
+            f"--with-kernel-source={kit.sys_dir}"]
+    if cflags:
+        args.append(f"CFLAGS={cflags}")
+    return args
+
+
+def bmake_args(kit: Kit, jobs: int) -> list[str]:
+    return ["bmake", f"-j{jobs}", "-m", str(kit.share_mk), "MACHINE=amd64", "MACHINE_ARCH=amd64",
+            f"CC=clang --target={FREEBSD_TRIPLE}", "LD=ld.lld", "AWK=gawk", f"XARGS={kit.xargs}",
+            "OBJCOPY=llvm-objcopy", "NM=llvm-nm"]
+
+
+def _fingerprint(source: Path) -> str:
+    from .linuxkm import _source_fingerprint as source_fingerprint
+
+    return source_fingerprint(source, ("configure", "wolfcrypt/src", "wolfssl", "bsdkm"))
+
+
+def _own_flags(config: Config, variant: str) -> list[str]:
+    return [f for f in config.configure_flags(TARGET_NAME, variant) if f not in FREEBSD_BASE_FLAGS
+            and not f.startswith(("--enable-freebsdkm", "--with-kernel-source"))] + \
+        ([CRYPTO_FLAG] if CRYPTO_FLAG in config.configure_flags(TARGET_NAME, variant) else [])
+
+
+def build_module(config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
+                 patterns: Patterns | None = None) -> Path:
+    """``libwolfssl.ko`` for this variant, built at most once per (source, flags, kit, toolchain)."""
+    kit, tools = find_kit(config), find_toolchain()
+    flags = _own_flags(config, variant)
+    cflags = " ".join(config.cflags(TARGET_NAME, variant))
+    args = configure_args(kit, flags, cflags)
+    key = hashlib.sha256(json.dumps([_fingerprint(source), args, kit.identity(), tools.version],
+                                    sort_keys=True).encode()).hexdigest()[:20]
+    home = cache / "freebsd-qemu" / key
+    ko = home / "libwolfssl.ko"
+    with exclusive(cache / "locks" / f"freebsd-qemu-{key}.lock"):
+        if ko.is_file():
+            _append(log, f"# module reused from cache: {ko}\n", home / "build.log")
+            return ko
+        work = home.with_name(key + ".build")
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(source, work, symlinks=True)  # configure and bmake write into the tree
+        own_log = work / "build-freebsd.log"
+        try:
+            _step("configure", args, work, own_log, config.timeout("configure"), tools, patterns)
+            _step("build", bmake_args(kit, jobs), work, own_log, config.timeout("build"), tools, patterns)
+            built = work / "bsdkm" / "libwolfssl.ko"
+            if not built.is_file():
+                raise StageError(classify("build", exit_code=0, patterns=patterns, evidence=[str(log)],
+                                          output=f"bmake succeeded but produced no {built}"))
+            home.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(own_log, home / "build.log")
+            shutil.copy2(built, ko)
+        finally:
+            if own_log.is_file():
+                _append(log, "", own_log)
+            shutil.rmtree(work, ignore_errors=True)
+    return ko
+
+
+def _step(stage: str, argv: list[str], cwd: Path, log: Path, timeout_s: float, tools: Toolchain,
+          patterns: Patterns | None) -> None:
+    res = run_logged(argv, cwd=cwd, log=log, timeout_s=timeout_s, env=tools.env())
+    if res.exit_code != 0:
+        raise StageError(classify(stage, exit_code=res.exit_code, output=log.read_text(errors="replace"),
+                                  timed_out=res.timed_out, timeout_s=timeout_s, patterns=patterns,
+                                  evidence=[str(log)]))
+
+
+def _append(log: Path, note: str, other: Path) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(note)
+        if other.is_file():
+            out.write(other.read_text(errors="replace"))
+
+
+def init_program(cache: Path, tools: Toolchain | None = None) -> Path:
+    """``kmod/freebsd/kldinit.c`` built for FreeBSD (static, raw syscalls), cached by source and clang."""
+    tools = tools or find_toolchain("load")
+    src = Path(os.environ.get("BSDKM_KMOD_FREEBSD") or kmod_dir("freebsd")) / INIT_SOURCE
+    if not src.is_file():
+        raise infra_error("load", "worker-setup", f"init program source missing: {src}")
+    key = hashlib.sha256(src.read_bytes() + tools.version.encode()).hexdigest()[:16]
+    out = cache / "freebsd-qemu" / f"kldinit-{key}"
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    cmd = [str(tools.bin_dir / "clang"), f"--target={FREEBSD_TRIPLE}", "-static", "-nostdlib",
+           "-ffreestanding", "-fno-stack-protector", "-fno-pic", "-O2", "-Wall", "-Werror", "-fuse-ld=lld",
+           "-Wl,-e,_start", "-o", str(tmp), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        raise infra_error("load", "worker-setup", f"init program did not build: {proc.stderr.strip()[:300]}")
+    tmp.replace(out)
+    return out
+
+
+# --------------------------------------------------------------------------- boots
+
+
+@dataclass(frozen=True)
+class Boot:
+    kind: str  # debug | release (what the report says)
+    kernel: str  # kit kernel name: debug, release, release-crypto
+    mode: str  # preload | kldload
+
+
+def boot_plan(kit: Kit, kinds: Sequence[str], crypto: bool) -> tuple[list[Boot], list[str]]:
+    """(boots to run, notes on what is not covered)."""
+    boots, notes = [], []
+    has_crypto = kit.kernel("release-crypto").is_file()
+    for kind in kinds:
+        if kind == "debug":
+            if crypto:
+                notes.append("debug kernel: not covered (crypto-register needs device crypto; the kit's "
+                             "debug kernel has none)")
+            elif kit.kernel("debug").is_file():
+                boots.append(Boot("debug", "debug", "preload"))
+            else:
+                notes.append("debug kernel: not covered (the kit has no kernel-debug.xz)")
+        elif kind == "release":
+            if has_crypto:
+                boots.append(Boot("release", "release-crypto", "kldload"))
+            elif crypto:
+                notes.append("release kernel: not covered (crypto-register needs the kit's kernel with "
+                             "device crypto, kernel-release-crypto.xz)")
+            elif kit.kernel("release").is_file():
+                boots.append(Boot("release", "release", "preload"))
+            else:
+                notes.append("release kernel: not covered (the kit has no release kernel)")
+    return boots, notes
+
+
+def cached_kernel(kit: Kit, name: str, cache: Path) -> Path:
+    """The xz-decompressed kernel, kept in the cache by the compressed file's size and mtime."""
+    src = kit.kernel(name)
+    st = src.stat()
+    out = cache / "freebsd-qemu" / "kernels" / f"kernel-{name}-{st.st_size}-{st.st_mtime_ns}"
+    with exclusive(cache / "locks" / f"freebsd-kernel-{name}.lock"):
+        if not out.is_file():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = out.with_suffix(".tmp")
+            with lzma.open(src) as fin, open(tmp, "wb") as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+            tmp.replace(out)
+    return out
+
+
+ROOT_DEVICE = "/dev/vtbd1"  # the second virtio disk; the first is the ESP
+
+
+def loader_rc(mode: str) -> str:
+    lines = [
+        "echo bsdkm-ci: loader.rc " + mode,
+        "set console=comconsole",
+        "set comconsole_speed=115200",
+        "set boot_serial=YES",
+        "set hw.uart.console=io:0x3f8,br:115200",
+        "set vfs.mountroot.timeout=0",
+        # A panic prints its backtrace and reboots (no DDB prompt to wait at); -no-reboot ends QEMU.
+        "set debug.debugger_on_panic=0",
+        "set kern.panic_reboot_wait_time=0",
+    ]
+    if mode == "kldload":
+        lines += [f"set vfs.root.mountfrom=msdosfs:{ROOT_DEVICE}", "set init_path=/init",
+                  "load /boot/kernel/kernel"]
+    else:
+        lines += ["load /boot/kernel/kernel", "load /boot/modules/libwolfssl.ko"]
+    return "\n".join([*lines, "boot", ""])
+
+
+def make_esp(esp: Path, kit: Kit, kernel: Path, ko: Path | None, mode: str) -> Path:
+    shutil.rmtree(esp, ignore_errors=True)
+    for sub in ("EFI/BOOT", "boot/kernel", "boot/defaults", "boot/modules"):
+        (esp / sub).mkdir(parents=True)
+    shutil.copy2(kit.loader, esp / "EFI" / "BOOT" / "BOOTX64.EFI")
+    (esp / "boot" / "defaults" / "loader.conf").write_text("")  # loader_simp only needs it to exist
+    (esp / "boot" / "loader.rc").write_text(loader_rc(mode))
+    shutil.copy2(kernel, esp / "boot" / "kernel" / "kernel")
+    if ko is not None:
+        shutil.copy2(ko, esp / "boot" / "modules" / "libwolfssl.ko")
+    return esp
+
+
+def make_root(image: Path, init: Path, ko: Path) -> Path:
+    """A FAT image holding /init and /libwolfssl.ko (and /dev, where devfs is mounted)."""
+    image.unlink(missing_ok=True)
+    size_kib = (ko.stat().st_size + init.stat().st_size) // 1024 + 4096
+    steps = [
+        ["mkfs.vfat", "-C", str(image), str(size_kib)],
+        ["mmd", "-i", str(image), "::/dev"],
+        ["mcopy", "-i", str(image), str(init), "::/init"],
+        ["mcopy", "-i", str(image), str(ko), "::/libwolfssl.ko"],
+    ]
+    for cmd in steps:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        if proc.returncode != 0:
+            why = proc.stderr.strip()
+            raise infra_error("load", "worker-setup", f"root image not made ({cmd[0]}): {why}")
+    return image
+
+
+def qemu_command(esp: Path, vars_fd: Path, root: Path | None, cpu: str, memory_mb: int) -> list[str]:
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", str(memory_mb), "-smp", "1", "-cpu", cpu,
+           "-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio",
+           "-drive", f"if=pflash,format=raw,readonly=on,file={OVMF_CODE}",
+           "-drive", f"if=pflash,format=raw,file={vars_fd}",
+           "-drive", f"file=fat:rw:{esp},format=raw,if=virtio"]
+    if root is not None:
+        cmd += ["-drive", f"file={root},format=raw,if=virtio"]
+    return [*cmd, "-net", "none"]
+
+
+def stop_rule(mode: str, clock: Callable[[], float]) -> Callable[[str], str | None]:
+    """When a console has said all it will: the guest is done, panicked, or waits for nothing."""
+    panic_at: list[float] = []
+
+    def stop(text: str) -> str | None:
+        if "panic: " in text:
+            if not panic_at:
+                panic_at.append(clock())
+            tail = text[text.index("panic: "):]
+            if re.search(r"^(?:Uptime: |Rebooting|KDB: enter|db> )", tail, re.MULTILINE):
+                return "panic"
+            return "panic" if clock() - panic_at[0] > PANIC_GRACE_S else None
+        if "mountroot>" in text:
+            return "mountroot"
+        if mode == "preload" and "wolfCrypt Benchmark (" in text:
+            # Preloaded, the benchmark's clock has not started: it would wait forever.
+            return "benchmark-at-preload"
+        return None
+
+    return stop
+
+
+# --------------------------------------------------------------------------- the console
+
+
+MARKER_RE = re.compile(r"^### bsdkm-ci: (?P<body>.*?)\s*$")
+FRAME_RE = re.compile(r"^(?P<func>[\w.$]+)\(\) at (?P<where>[\w.$]+\+0x[0-9a-f]+)(?:/frame 0x[0-9a-f]+)?\s*$")
+LINK_ERROR_RE = re.compile(
+    r"^(?:link_elf_obj: symbol \S+ undefined|KLD file \S+ - could not finalize loading)")
+
+
+@dataclass
+class ConsoleFacts:
+    """What one FreeBSD console says about the module's life, from the markers and kernel lines."""
+
+    markers: list[str] = field(default_factory=list)
+    load_rc: int | None = None
+    load_errno: int | None = None
+    unload_rc: int | None = None
+    unload_errno: int | None = None
+    kldstat: str | None = None
+    still_listed: bool | None = None
+    panic: str | None = None
+    backtrace: list[str] = field(default_factory=list)  # "func+0xoff", innermost first
+    link_errors: list[str] = field(default_factory=list)
+    preloaded: bool = False
+    loaded_line: bool = False  # "info: libwolfssl loaded"
+    mountroot: bool = False
+
+    def seen(self, prefix: str) -> bool:
+        return any(m.startswith(prefix) for m in self.markers)
+
+
+def read_console(text: str) -> ConsoleFacts:
+    facts = ConsoleFacts()
+    in_trace = False
+    for raw in text.splitlines():
+        line = raw.replace("\r", "").rstrip()
+        if m := MARKER_RE.match(line):
+            _marker(facts, m.group("body"))
+            continue
+        if line.startswith("panic: ") and facts.panic is None:
+            facts.panic = line
+        elif line.startswith("KDB: stack backtrace:"):
+            in_trace = not facts.backtrace
+        elif in_trace and (m := FRAME_RE.match(line)):
+            facts.backtrace.append(m.group("where"))
+        elif in_trace and line:
+            in_trace = False
+        if LINK_ERROR_RE.match(line):
+            facts.link_errors.append(line)
+        elif line.startswith('Preloaded elf obj module "') and "libwolfssl" in line:
+            facts.preloaded = True
+        elif re.match(r"^(?:libwolf\d+: )?info: (?:libwolfssl\S* loaded|driver loaded: )", line):
+            facts.loaded_line = True
+        elif "mountroot>" in line:
+            facts.mountroot = True
+    return facts
+
+
+def _marker(facts: ConsoleFacts, body: str) -> None:
+    facts.markers.append(body)
+    if m := re.fullmatch(r"(load|unload) rc=(-?\d+)(?: errno=(\d+))?", body):
+        rc, errno = int(m.group(2)), int(m.group(3)) if m.group(3) else None
+        if m.group(1) == "load":
+            facts.load_rc, facts.load_errno = rc, errno
+        else:
+            facts.unload_rc, facts.unload_errno = rc, errno
+    elif body.startswith("kldstat "):
+        facts.kldstat = body
+    elif body in ("still listed after unload", "not listed after unload"):
+        facts.still_listed = body.startswith("still")
+
+
+def module_symbols(ko: Path) -> set[str]:
+    """Functions the module defines (``llvm-nm --defined-only``): tells its frames from the kernel's."""
+    try:
+        tools = find_toolchain("load")
+        out = subprocess.run([str(tools.bin_dir / "llvm-nm"), "--defined-only", str(ko)],
+                             capture_output=True, text=True, timeout=60, check=False).stdout
+    except (StageError, OSError, subprocess.TimeoutExpired):
+        return set()
+    return {parts[-1] for parts in (ln.split() for ln in out.splitlines()) if len(parts) >= 2}
+
+
+# Frames of the panic itself and of the allocator check that fired, above the caller at fault.
+PANIC_MACHINERY = frozenset({
+    "db_trace_self_wrapper", "kdb_backtrace", "vpanic", "panic", "kassert_panic", "malloc_dbg", "malloc",
+    "free", "free_dbg", "uma_zalloc_arg", "uma_zalloc_debug", "witness_checkorder", "witness_warn",
+    "trap_fatal", "trap_pfault", "trap", "calltrap",
+})
+
+
+def module_frames(backtrace: Sequence[str], symbols: set[str]) -> list[str]:
+    """The module's frames, innermost first: by the module's own symbols when known, else the
+    frames below the panic machinery (the kernel's startup frames stay at the end)."""
+    if symbols:
+        return [f for f in backtrace if f.split("+", 1)[0] in symbols]
+    frames = list(backtrace)
+    while frames and frames[0].split("+", 1)[0] in PANIC_MACHINERY:
+        frames.pop(0)
+    return frames
+
+
+def outcome_from_boot(boot: Boot, console: Path, run: Watched, symbols: set[str],
+                      extra_logs: dict[str, Path]) -> ModuleLoadOutcome:
+    """One boot's outcome: load/unload status from the markers (kldload) or the kernel lines (preload)."""
+    facts = read_console(console.read_text(encoding="utf-8", errors="replace") if console.is_file() else "")
+    notes: list[str] = []
+    if boot.mode == "kldload":
+        load_rc, unload_rc = facts.load_rc, facts.unload_rc
+        if facts.load_errno is not None:
+            notes.append(f"kldload failed: errno {facts.load_errno}")
+        if facts.unload_errno is not None:
+            notes.append(f"kldunload failed: errno {facts.unload_errno}")
+        if facts.still_listed:
+            notes.append("unload: still-listed")
+    else:
+        load_rc = 0 if facts.loaded_line else None
+        unload_rc = None  # a preloaded module stays loaded: nothing unloads it
+        if run.stopped == "benchmark-at-preload":
+            notes.append("benchmark not run: preloaded, the module's clock (getnanouptime) has not started")
+    if facts.link_errors:
+        load_rc = 1 if load_rc in (None, 0) else load_rc
+        notes.append(f"module did not link: {facts.link_errors[0]}")
+    if facts.panic:
+        frames = module_frames(facts.backtrace, symbols) or facts.backtrace
+        where = f" in {frames[0].split('+', 1)[0]}" if frames else ""
+        notes.append(f"{boot.kind} kernel panic{where}: {facts.panic}")
+        load_rc = None if facts.load_rc is None or boot.mode == "preload" else load_rc
+    if facts.mountroot and boot.mode == "kldload":
+        notes.append("the kernel could not mount the FAT root (mountroot> prompt): init never ran")
+    timed_out = run.timed_out
+    stage = None
+    if timed_out:
+        stage = "unload" if facts.seen("unload begin") and facts.unload_rc is None else "load"
+        notes.append(f"VM killed at the time limit after {run.seconds:.0f} s; last marker: "
+                     f"{facts.markers[-1] if facts.markers else None!r}")
+    elif not facts.panic and load_rc is None and not facts.link_errors:
+        notes.append(f"{boot.kind} kernel: the module's load never finished on the console "
+                     f"(QEMU ended: {run.stopped or f'exit {run.exit_code}'})")
+    return ModuleLoadOutcome(
+        kernel_log=console,
+        load_rc=load_rc,
+        unload_rc=unload_rc,
+        timed_out=timed_out,
+        timed_out_stage=stage,
+        duration_s=round(run.seconds, 2),
+        loaded_seen=bool(facts.kldstat) or facts.preloaded,
+        stages={"vm": round(run.seconds, 2)},
+        notes=notes,
+        extra_logs=dict(extra_logs),
+        load_errno=facts.load_errno,
+        unload_errno=facts.unload_errno,
+    )
+
+
+@dataclass(frozen=True)
+class VmOptions:
+    cpu: str = "max"  # exposes AES-NI, PCLMULQDQ, AVX to the guest under TCG
+    memory_mb: int = 1024
+
+
+def run_boot(boot: Boot, kit: Kit, ko: Path, work: Path, cache: Path, *, timeout_s: float,
+             options: VmOptions, symbols: set[str]) -> ModuleLoadOutcome:
+    work.mkdir(parents=True, exist_ok=True)
+    kernel = cached_kernel(kit, boot.kernel, cache)
+    esp = make_esp(work / "esp", kit, kernel, ko if boot.mode == "preload" else None, boot.mode)
+    root = make_root(work / "root.img", init_program(cache), ko) if boot.mode == "kldload" else None
+    vars_fd = work / "OVMF_VARS.fd"
+    shutil.copy2(OVMF_VARS, vars_fd)
+    console = work / "console.log"
+    run = run_watched(qemu_command(esp, vars_fd, root, options.cpu, options.memory_mb), log=console,
+                      timeout_s=timeout_s, stop=stop_rule(boot.mode, time.monotonic))
+    shutil.rmtree(esp, ignore_errors=True)  # a kernel and a module per boot: do not keep them
+    if root is not None:
+        root.unlink(missing_ok=True)
+    return outcome_from_boot(boot, console, run, symbols, {"console": console})
+
+
+def kernels_option(config: Config) -> tuple[str, ...]:
+    raw = config.targets[TARGET_NAME].options.get("kernels") if TARGET_NAME in config.targets else None
+    if raw is None:
+        return DEFAULT_KERNELS
+    kinds = tuple(str(k) for k in (raw if isinstance(raw, list) else [raw]))
+    bad = [k for k in kinds if k not in DEFAULT_KERNELS]
+    if bad or not kinds:
+        raise infra_error("load", "ci-exception",
+                          f"targets.{TARGET_NAME}.kernels: {bad[0] if bad else 'empty'!r} is not one of "
+                          f"{', '.join(DEFAULT_KERNELS)}")
+    return kinds
+
+
+def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None) -> ModuleLoadOutcome:
+    """Boot every configured kernel kind with ``ko``; the outcome's ``parts`` hold one per kernel."""
+    from .source import cache_root
+
+    kit = find_kit(config, "load")
+    if not ko.is_file():
+        raise infra_error("load", "ci-exception",
+                          f"kernel module {ko} does not exist (did the build stage run?)")
+    cache = cache or cache_root(config)
+    boots, not_covered = boot_plan(kit, kernels_option(config), needs_device_crypto(ko))
+    opts = config.targets[TARGET_NAME].options if TARGET_NAME in config.targets else {}
+    options = VmOptions(cpu=str(opts.get("cpu") or "max"), memory_mb=int(opts.get("memory_mb") or 1024))
+    symbols = module_symbols(ko)
+    parts = {b.kind: run_boot(b, kit, ko, work / b.kind, cache, timeout_s=config.timeout("load"),
+                              options=options, symbols=symbols) for b in boots}
+    return combine(parts, not_covered, work)
+
+
+def combine(parts: dict[str, ModuleLoadOutcome], not_covered: list[str], work: Path) -> ModuleLoadOutcome:
+    """One outcome for the stage: it loaded only if every kernel loaded it; notes from all."""
+    primary = parts.get("release") or next(iter(parts.values()), None)
+    kernel_log = primary.kernel_log if primary else work / "console.log"
+    if primary is None:
+        kernel_log.parent.mkdir(parents=True, exist_ok=True)
+        kernel_log.write_text("")
+    notes = list(not_covered)
+    for kind, part in parts.items():
+        notes += [n if n.startswith(kind) else f"{kind} kernel: {n}" for n in part.notes]
+    load_rcs = [p.load_rc for p in parts.values()]
+    return ModuleLoadOutcome(
+        kernel_log=kernel_log,
+        load_rc=None if not parts or None in load_rcs else max(load_rcs, key=abs),  # type: ignore[arg-type]
+        unload_rc=primary.unload_rc if primary else None,
+        timed_out=any(p.timed_out for p in parts.values()),
+        timed_out_stage=next((p.timed_out_stage for p in parts.values() if p.timed_out), None),
+        duration_s=round(sum(p.duration_s for p in parts.values()), 2),
+        loaded_seen=all(p.loaded_seen for p in parts.values()) if parts else False,
+        stages={f"vm-{k}": p.duration_s for k, p in parts.items()},
+        notes=notes,
+        extra_logs={f"console-{k}": p.kernel_log for k, p in parts.items()},
+        parts=parts,
+        not_covered=list(not_covered),
+    )
+
+
+def needs_device_crypto(ko: Path) -> bool:
+    """A crypto-register module imports the opencrypto framework (``crypto_get_driverid``)."""
+    try:
+        tools = find_toolchain("load")
+        out = subprocess.run([str(tools.bin_dir / "llvm-nm"), "--undefined-only", str(ko)],
+                             capture_output=True, text=True, timeout=60, check=False).stdout
+    except (StageError, OSError, subprocess.TimeoutExpired):
+        return False
+    return any(line.split()[-1] == "crypto_get_driverid" for line in out.splitlines() if line.split())
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def judge_boot(kind: str, outcome: ModuleLoadOutcome, log: LogResult, timeout_s: float, symbols: set[str],
+               patterns: Patterns | None) -> StageFailure | None:
+    """One kernel's failure, classified, with the kernel kind (and a panic's module frames) named."""
+    failure = judge_outcome(outcome, log, timeout_s, patterns)
+    if failure is None:
+        return None
+    text = outcome.kernel_log.read_text(errors="replace") if outcome.kernel_log.is_file() else ""
+    facts = read_console(text)
+    failure.message = f"{kind} kernel: {failure.message}"
+    if facts.panic:
+        frames = module_frames(facts.backtrace, symbols)
+        if frames:
+            failure.message += f" (in {frames[0].split('+', 1)[0]})"
+        if facts.backtrace:
+            failure.evidence = [*failure.evidence, "backtrace: " + " < ".join(frames or facts.backtrace)]
+    return failure
+
+
+def not_covered_failure(notes: Sequence[str], evidence: Path) -> StageFailure:
+    return StageFailure("load", "not covered: " + "; ".join(notes), FailureCategory.INFRASTRUCTURE,
+                        "target-unavailable", [str(evidence)])
+
+
+class FreeBSDQemuTarget(KernelTarget):
+    name = TARGET_NAME
+    log_format = LogFormat.FREEBSD_KERNEL_LOG
+    log_name = "console.log"
+
+    def check_worker(self, config: Config) -> None:
+        check_worker(config)
+
+    def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
+              patterns: Patterns | None = None) -> Path:
+        return build_module(config, variant, source, cache, jobs, log, patterns)
+
+    def load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
+        return load_module(config, ko, work)
+
+    def logs(self, state: dict[str, Any], run_dir: Path, timeout_s: float,
+             patterns: Patterns | None = None) -> tuple[list[LogResult], StageFailure | None]:
+        """One log per kernel (``console-debug.log``, ``console-release.log``), each judged on its own;
+        the first failure (debug before release) is the run's."""
+        from .kernel import outcome_from_record
+
+        outcome = outcome_from_record(state["outcome"])
+        symbols: set[str] | None = None
+        logs: list[LogResult] = []
+        failure: StageFailure | None = None
+        for kind, part in outcome.parts.items():
+            kept = run_dir / f"console-{kind}.log"
+            if part.kernel_log.is_file() and part.kernel_log.resolve() != kept.resolve():
+                shutil.copyfile(part.kernel_log, kept)
+            log = parse_kernel_log(self.log_format, kept if kept.is_file() else part.kernel_log)
+            logs.append(log)
+            if symbols is None:
+                symbols = module_symbols(Path(state["ko"])) if state.get("ko") else set()
+            failure = failure or judge_boot(kind, part, log, timeout_s, symbols, patterns)
+        if failure is None and outcome.not_covered:
+            failure = not_covered_failure(outcome.not_covered, run_dir)
+        return logs, failure
+
+
+TARGET = FreeBSDQemuTarget()

@@ -1,0 +1,89 @@
+"""What a kernel target is to the pipeline: one object per target, registered in ``kernel.TARGETS``.
+
+A target says how its module is built, loaded and judged; the stages only call these
+methods, so adding a target is one file with one ``KernelTarget`` subclass (and a line in
+the registry). The default ``judge`` suits a target with one kernel log per run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..classify import Patterns, classify
+from ..config import Config
+from ..model import LogFormat, LogResult, Problem, StageFailure
+from ..parsers import ParseError, parse_file
+from .loading import ModuleLoadOutcome
+
+
+class KernelTarget:
+    name: ClassVar[str]
+    log_format: ClassVar[LogFormat]
+    log_name: ClassVar[str]  # what the kernel log is called in the run's directory
+
+    def check_worker(self, config: Config) -> None:
+        """Configure stage: raise StageError when this worker cannot run the target at all."""
+
+    def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
+              patterns: Patterns | None = None) -> Path:
+        """The variant's ``.ko``; the build output is appended to ``log``."""
+        raise NotImplementedError
+
+    def load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
+        raise NotImplementedError
+
+    def logs(self, state: dict[str, Any], run_dir: Path, timeout_s: float,
+             patterns: Patterns | None = None) -> tuple[list[LogResult], StageFailure | None] | None:
+        """Targets with more than one kernel log per run parse and judge them here; None: the default."""
+        return None
+
+
+def module_flags(config: Config, target_name: str, variant: str) -> list[str]:
+    """The variant's configure flags without the kernel switches the target adds itself."""
+    # The loader adds --enable-linuxkm itself; a variant's lkcapi-register choice is the variant's own.
+    return [f for f in config.configure_flags(target_name, variant)
+            if ("linuxkm" not in f or "lkcapi" in f) and "freebsdkm" not in f]
+
+
+def append_log(log: Path, other: Path, note: str) -> None:
+    """``note`` and then ``other``'s text at the end of ``log`` (a cached build's log, say)."""
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(note + "\n")
+        if Path(other).is_file():
+            out.write(Path(other).read_text(errors="replace"))
+
+
+def parse_kernel_log(fmt: LogFormat, path: Path) -> LogResult:
+    try:
+        return parse_file(path, fmt)
+    except ParseError as e:
+        return LogResult(source=str(path), format=fmt, problems=[Problem(str(e))], incomplete_reason=str(e))
+
+
+def judge_outcome(
+    outcome: ModuleLoadOutcome, log: LogResult, timeout_s: float, patterns: Patterns | None = None
+) -> StageFailure | None:
+    """The load's failure, classified (self-test names and codes come from the parsed log)."""
+    text = outcome.kernel_log.read_text(errors="replace") if outcome.kernel_log.is_file() else ""
+    text += "\n" + "\n".join(outcome.notes)
+    ev = [str(outcome.kernel_log)]
+
+    def judged(stage: str, exit_code: int | None, program: str = "the module", **extra: Any) -> StageFailure:
+        return classify(stage, exit_code=exit_code, output=text, log_results=[log], patterns=patterns,
+                        evidence=ev, program=program, **extra)
+
+    if outcome.timed_out:
+        stage = outcome.timed_out_stage if outcome.timed_out_stage in ("load", "unload") else "load"
+        return judged(stage, outcome.load_rc, timed_out=True, timeout_s=timeout_s)
+    if outcome.load_rc != 0:
+        failure = judged("load", outcome.load_rc)
+        if failure.reason in ("load-error", "incomplete-log") and outcome.notes:
+            failure.message = f"module load failed: {outcome.notes[0]}"
+            failure.reason = "load-error"
+        return failure
+    if outcome.unload_rc not in (0, None):
+        return judged("unload", outcome.unload_rc, program="module unload")
+    if not log.complete or log.failed_tests or log.selftest_summary is False:
+        return judged("load", outcome.load_rc)
+    return None

@@ -1,0 +1,199 @@
+"""freebsd-kmod-qemu without booting: the real kit consoles read, judged and reported.
+
+The consoles are the kit's real FreeBSD logs (``../shared/freebsd/logs``) and this target's own
+recording of a kldload/kldunload run (``tests/freebsd_double/real/``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import SHARED
+
+from buildbot_bsdkm.config import ConfigError, parse_config
+from buildbot_bsdkm.model import FailureCategory
+from buildbot_bsdkm.pipeline import freebsd_qemu as fq
+from buildbot_bsdkm.pipeline import kernel
+from buildbot_bsdkm.pipeline.loading import ModuleLoadOutcome
+from buildbot_bsdkm.pipeline.proc import Watched
+
+KIT = SHARED / "freebsd"
+LOGS = KIT / "logs"
+REAL = Path(__file__).parent / "freebsd_double" / "real"
+AESNI_PANIC = "debug-kernel_aesni-nobench_aesni-panic.log"
+FPECC_PANIC = "debug-kernel_plain_fpecc-panic.log"
+RELEASE_PASS = "release-kernel_aesni-fpecc_selftest-pass.log"
+CRYPTO_REG = "release-crypto-kernel_crypto-register_driver-registered.log"
+KLDLOAD_RUN = "kldload-release-crypto_aesni.console.log"
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def test_backtrace_frames_of_the_real_aesni_panic() -> None:
+    facts = fq.read_console(_text(LOGS / AESNI_PANIC))
+    assert facts.panic == "panic: malloc: called with spinlock or critical section held"
+    assert facts.backtrace[:3] == ["db_trace_self_wrapper+0x2b", "vpanic+0x136", "panic+0x5b"]
+    frames = fq.module_frames(facts.backtrace, set())
+    assert frames[0] == "AES_set_decrypt_key_AESNI+0x47"
+    assert "wolfkmod_event+0xe9" in frames
+    # by the module's own symbols the kernel's startup frames drop out too
+    own = fq.module_frames(facts.backtrace, {"AES_set_decrypt_key_AESNI", "wc_AesSetKeyLocal", "aes_test"})
+    assert own == ["AES_set_decrypt_key_AESNI+0x47", "wc_AesSetKeyLocal+0x7e2", "aes_test+0x2ed"]
+
+
+def test_fpecc_panic_that_stopped_in_ddb_names_add_entry() -> None:
+    facts = fq.read_console(_text(LOGS / FPECC_PANIC))
+    assert fq.module_frames(facts.backtrace, set())[0].startswith("add_entry+")
+
+
+def test_kldload_markers_of_a_real_run() -> None:
+    facts = fq.read_console(_text(REAL / KLDLOAD_RUN))
+    assert (facts.load_rc, facts.unload_rc, facts.still_listed) == (0, 0, False)
+    assert facts.kldstat and "name=libwolfssl.ko" in facts.kldstat
+    assert facts.panic is None and not facts.link_errors
+
+
+def test_crypto_register_preload_counts_as_loaded() -> None:
+    facts = fq.read_console(_text(LOGS / CRYPTO_REG))
+    assert facts.loaded_line and facts.preloaded and facts.mountroot
+
+
+def test_stop_rule() -> None:
+    now = [0.0]
+    stop = fq.stop_rule("preload", lambda: now[0])
+    assert stop("booting\nmountroot> ") == "mountroot"
+    assert stop("info: wolfCrypt self-test passed.\nwolfCrypt Benchmark (block bytes 1024") == \
+        "benchmark-at-preload"
+    assert fq.stop_rule("kldload", lambda: 0.0)("wolfCrypt Benchmark (block bytes 1024") is None
+    panic = fq.stop_rule("preload", lambda: now[0])
+    assert panic("panic: boom\ncpuid = 0\n") is None  # the backtrace is still coming
+    now[0] = fq.PANIC_GRACE_S + 1
+    assert panic("panic: boom\ncpuid = 0\n") == "panic"
+    assert fq.stop_rule("preload", lambda: 0.0)("panic: boom\nKDB: stack backtrace:\nUptime: 1s\n") == "panic"
+
+
+def test_loader_rc_per_mode() -> None:
+    pre, kld = fq.loader_rc("preload"), fq.loader_rc("kldload")
+    assert "load /boot/modules/libwolfssl.ko" in pre and "init_path" not in pre
+    assert "libwolfssl.ko" not in kld and "set init_path=/init" in kld
+    assert f"vfs.root.mountfrom=msdosfs:{fq.ROOT_DEVICE}" in kld
+    for rc in (pre, kld):
+        assert "debug.debugger_on_panic=0" in rc and rc.rstrip().endswith("boot")
+
+
+def _kit_copy(tmp_path: Path, kernels: tuple[str, ...]) -> fq.Kit:
+    root = tmp_path / "kit"
+    (root / "boot").mkdir(parents=True)
+    for name in kernels:
+        (root / "boot" / f"kernel-{name}.xz").write_bytes(b"")
+    return fq.Kit(root)
+
+
+def test_boot_plan_uses_the_crypto_kernel_for_kldload(tmp_path: Path) -> None:
+    kit = _kit_copy(tmp_path, ("debug", "release", "release-crypto"))
+    boots, notes = fq.boot_plan(kit, ("debug", "release"), crypto=False)
+    assert [(b.kind, b.kernel, b.mode) for b in boots] == [
+        ("debug", "debug", "preload"), ("release", "release-crypto", "kldload")]
+    assert notes == []
+    boots, notes = fq.boot_plan(kit, ("debug", "release"), crypto=True)
+    assert [b.kernel for b in boots] == ["release-crypto"]
+    assert notes and "not covered" in notes[0] and "device crypto" in notes[0]
+
+
+def test_boot_plan_without_a_crypto_kernel(tmp_path: Path) -> None:
+    kit = _kit_copy(tmp_path, ("debug", "release"))
+    boots, _ = fq.boot_plan(kit, ("release",), crypto=False)
+    assert [(b.kernel, b.mode) for b in boots] == [("release", "preload")]
+    boots, notes = fq.boot_plan(kit, ("debug", "release"), crypto=True)
+    assert boots == [] and len(notes) == 2 and all("not covered" in n for n in notes)
+
+
+def _part(kind: str, log: Path, mode: str, run: Watched, tmp_path: Path) -> ModuleLoadOutcome:
+    kept = tmp_path / kind / "console.log"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(log, kept)
+    boot = fq.Boot(kind, kind, mode)
+    return fq.outcome_from_boot(boot, kept, run, set(), {"console": kept})
+
+
+def test_debug_panic_is_a_real_failure_naming_kernel_and_function(tmp_path: Path) -> None:
+    debug = _part("debug", LOGS / AESNI_PANIC, "preload", Watched(0, 60.0, False, None), tmp_path)
+    release = _part("release", REAL / KLDLOAD_RUN, "kldload", Watched(0, 300.0, False, None), tmp_path)
+    outcome = fq.combine({"debug": debug, "release": release}, [], tmp_path)
+    state = {"outcome": kernel.outcome_record(outcome)}
+    logs, failure = fq.TARGET.logs(state, tmp_path, 900.0)
+    assert failure is not None
+    assert failure.category is FailureCategory.REAL and failure.reason == "panic"
+    assert failure.message.startswith("debug kernel: kernel panic")
+    assert "(in AES_set_decrypt_key_AESNI)" in failure.message
+    assert any(e.startswith("backtrace: AES_set_decrypt_key_AESNI+0x47 < wc_AesSetKeyLocal") for e in
+               failure.evidence)
+    debug_log, release_log = logs
+    assert Path(debug_log.source).name == "console-debug.log"
+    assert release_log.selftest_summary is True and release_log.complete
+    assert len(release_log.benchmarks) > 50
+    assert {e.kind for e in release_log.lifecycle} >= {"loaded", "unloaded", "benchmark_passed"}
+
+
+def test_release_pass_and_preloaded_benchmark_stop(tmp_path: Path) -> None:
+    stopped = Watched(None, 50.0, False, "mountroot")
+    part = _part("release", LOGS / RELEASE_PASS, "preload", stopped, tmp_path)
+    assert part.load_rc == 0 and part.unload_rc is None and not part.timed_out
+    outcome = fq.combine({"release": part}, [], tmp_path)
+    logs, failure = fq.TARGET.logs({"outcome": kernel.outcome_record(outcome)}, tmp_path, 900.0)
+    assert failure is None and logs[0].selftest_summary is True
+
+
+def test_not_covered_is_never_a_pass(tmp_path: Path) -> None:
+    part = _part("release", LOGS / CRYPTO_REG, "preload", Watched(None, 50.0, False, "mountroot"), tmp_path)
+    outcome = fq.combine({"release": part}, ["debug kernel: not covered (no device crypto)"], tmp_path)
+    _, failure = fq.TARGET.logs({"outcome": kernel.outcome_record(outcome)}, tmp_path, 900.0)
+    assert failure is not None and failure.reason == "target-unavailable"
+    assert failure.message.startswith("not covered: debug kernel")
+
+
+def test_vm_killed_at_the_limit_is_a_load_timeout(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.log"
+    lines = _text(REAL / KLDLOAD_RUN).splitlines()
+    cut.write_text("\n".join(lines[: next(i for i, ln in enumerate(lines) if "took" in ln) + 3]) + "\n")
+    part = _part("release", cut, "kldload", Watched(None, 900.0, True, None), tmp_path)
+    assert part.timed_out and part.timed_out_stage == "load"
+    outcome = fq.combine({"release": part}, [], tmp_path)
+    _, failure = fq.TARGET.logs({"outcome": kernel.outcome_record(outcome)}, tmp_path, 900.0)
+    assert failure is not None and failure.reason == "load-timeout"
+    assert failure.category is FailureCategory.REAL
+
+
+def test_config_freebsd_kit(tmp_path: Path) -> None:
+    base = "targets: {freebsd-kmod-qemu: {kernels: [debug]}}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
+    cfg = parse_config(base + f"freebsd: {{kit: {KIT}}}\n", "b.yml")
+    assert cfg.freebsd.kit == KIT and fq.kit_dir(cfg) == KIT
+    assert fq.kernels_option(cfg) == ("debug",)
+    with pytest.raises(ConfigError, match=r"^b\.yml:4: freebsd\.kit: .* is not a directory"):
+        parse_config(base + "freebsd:\n  kit: /no/such/kit\n", "b.yml")
+    with pytest.raises(ConfigError, match=r"^b\.yml:3: freebsd\.kits: unknown key"):
+        parse_config(base + "freebsd: {kits: x}\n", "b.yml")
+    reg = "targets: {freebsd-kmod-qemu: null}\nvariants: {r: {flags: [--enable-freebsdkm-crypto-register], " \
+          "targets: [freebsd-kmod-qemu]}}\n"
+    assert parse_config(reg, "r.yml").variants["r"].targets == ("freebsd-kmod-qemu",)
+
+
+def test_missing_kit_is_target_unavailable(tmp_path: Path) -> None:
+    cfg = parse_config("targets: {freebsd-kmod-qemu: null}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
+                       f"freebsd: {{kit: {tmp_path}}}\n", "c.yml")
+    from buildbot_bsdkm.pipeline.errors import StageError
+
+    with pytest.raises(StageError) as err:
+        fq.find_kit(cfg)
+    assert err.value.failure.reason == "target-unavailable" and "incomplete" in err.value.failure.message
+
+
+def test_registry_has_one_entry_per_kernel_target() -> None:
+    from buildbot_bsdkm.config import KERNEL_TARGETS
+
+    assert set(kernel.TARGETS) == set(KERNEL_TARGETS)
+    assert kernel.TARGETS["freebsd-kmod-qemu"].log_name == "console.log"
