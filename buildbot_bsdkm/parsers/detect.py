@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..model import LogFormat
+from .afalg import STARTS as AFALG_STARTS
 from .text import _KERNEL_TS, strip_escapes
 from .wolfcsv import CSV_INTRO
 
@@ -35,6 +36,7 @@ def detect_format(first_lines: Iterable[str]) -> LogFormat:
         line = strip_escapes(raw).rstrip("\r\n")
         _classify(line, seen)
     for fmt in (
+        LogFormat.AFALG_BENCH,
         LogFormat.OPENSSL_SPEED,
         LogFormat.FREEBSD_KERNEL_LOG,
         LogFormat.LINUX_KERNEL_LOG,
@@ -53,6 +55,8 @@ def detect_format(first_lines: Iterable[str]) -> LogFormat:
 
 
 def _classify(line: str, seen: set[LogFormat]) -> None:
+    if line.startswith(AFALG_STARTS):
+        seen.add(LogFormat.AFALG_BENCH)
     if line.startswith(_OPENSSL_STARTS) or (line.startswith("version: ") and "." in line):
         seen.add(LogFormat.OPENSSL_SPEED)
     if "### LKM-CI:" in line or _KERNEL_TS.match(line) or "SeaBIOS" in line:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..model import BenchKind, Benchmark, LifecycleEvent, LogFormat, Problem, SelfTest
 from . import wolfcrypt as wc
+from .afalg import AfalgParser
 from .kernel_trouble import KernelTroubleScanner
 from .lifecycle import SAVE_VECTOR_FAILED, match_lifecycle, unmatched_bsd_error
 from .openssl import OpenSSLParser
@@ -90,7 +91,11 @@ class LogParser:
         self.problem_count = 0
         self.metadata: dict[str, Any] = {}
         self.block_size: int | None = None
-        self.openssl = OpenSSLParser() if fmt == LogFormat.OPENSSL_SPEED else None
+        # Line-oriented benchmark formats with their own parser (OpenSSLParser's shape).
+        self.openssl: OpenSSLParser | AfalgParser | None = (
+            OpenSSLParser() if fmt == LogFormat.OPENSSL_SPEED
+            else AfalgParser() if fmt == LogFormat.AFALG_BENCH else None
+        )
         self.csv = CsvTable()
         self.csv_active = False
         self.math_open = False

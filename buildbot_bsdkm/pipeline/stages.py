@@ -23,7 +23,7 @@ from ..classify import Patterns
 from ..config import Config
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, from_json, to_json
 from . import build as buildmod
-from . import kernel, userspace
+from . import afalg, kernel, userspace
 from .errors import StageError
 from .source import SourceTree, cache_root, fetch_source
 
@@ -198,6 +198,9 @@ def stage_build(job: Job) -> None:
         job.patterns,
     )
     job.state["ko"] = str(ko)
+    job.state["afalg_program"] = afalg.program_for(
+        job.config, job.target, job.variant, path, cache_root(job.config), job.jobs, job.build_log
+    )
 
 
 def _timeouts(job: Job) -> dict[str, float]:
@@ -218,6 +221,7 @@ def stage_load(job: Job) -> None:
             job.state["programs_run"] = out.record()
         else:
             ko = Path(job.need("ko", "build"))
+            afalg.stage_overlay(job.state.get("afalg_program"), ko, job.dir / "vm")
             outcome = kernel.load_module(job.config, job.target, ko, job.dir / "vm")
             job.state["outcome"] = kernel.outcome_record(outcome)
     run, failure = collect(job)
@@ -280,7 +284,9 @@ def _logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
     if outcome.kernel_log.is_file() and outcome.kernel_log.resolve() != kept.resolve():
         kept.write_bytes(outcome.kernel_log.read_bytes())
     log = kernel.parse_kernel_log(job.target, kept if kept.is_file() else outcome.kernel_log)
-    return [log], kernel.judge_outcome(outcome, log, job.config.timeout("load"), job.patterns)
+    wanted = bool(job.state.get("afalg_program")) and outcome.load_rc == 0
+    bench = afalg.console_logs(kept, job.dir, expected=wanted)
+    return [log, *bench], kernel.judge_outcome(outcome, log, job.config.timeout("load"), job.patterns)
 
 
 def collect(job: Job) -> tuple[RunResult, StageFailure | None]:

@@ -7,12 +7,13 @@
 # errors reach the console live). The markers come in a fixed order, so a hang or
 # panic is recognised by which marker is the last one printed:
 #   init begin -> boot dmesg begin/end -> load begin -> load rc=N | load timeout
-#   -> load dmesg begin/end -> modules begin/end -> unload begin -> unload rc=N
+#   -> load dmesg begin/end -> modules begin/end [-> after-load begin -> after-load rc=N
+#   | after-load timeout] -> unload begin -> unload rc=N
 #   | unload timeout | unload skipped -> unload dmesg begin/end -> poweroff
 #
 # Inputs: /etc/bsdkm-ci.conf (MODULE, MODNAME, MODPARAMS; written by
 # mkinitramfs.sh) and, on the kernel command line, bsdkm_ci.load_timeout=S and
-# bsdkm_ci.unload_timeout=S (seconds, guest-side watchdogs; the host keeps its
+# bsdkm_ci.unload_timeout=S, bsdkm_ci.after_load_timeout=S (seconds, guest-side watchdogs; the host keeps its
 # own hard timeout in case the guest itself stops).
 
 /bin/busybox mkdir -p /proc /sys /dev /tmp /sbin /usr/bin /usr/sbin
@@ -111,6 +112,16 @@ mark "modules begin"
 cat /proc/modules
 mark "modules end"
 mark "tainted=$(cat /proc/sys/kernel/tainted)"
+
+# Optional step while the module is loaded (an initramfs overlay may add one, e.g. the
+# AF_ALG benchmark of the lkcapi variant), bounded like the load itself.
+if [ -x /etc/bsdkm-ci.d/after-load ] && grep -q "^$MODNAME " /proc/modules; then
+    after_load_timeout=$(cmdline_opt after_load_timeout 300)
+    mark "after-load begin"
+    run_bounded "$after_load_timeout" /etc/bsdkm-ci.d/after-load
+    [ "$TIMED_OUT" = 1 ] && give_up after-load "$after_load_timeout"
+    mark "after-load rc=$RC"
+fi
 
 if grep -q "^$MODNAME " /proc/modules; then
     mark "unload begin"

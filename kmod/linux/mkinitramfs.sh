@@ -7,7 +7,7 @@
 # static), the module under /lib/modules/bsdkm/ and /etc/bsdkm-ci.conf naming it.
 # Environment: BUSYBOX (default /bin/busybox, must be static: Debian's
 # busybox-static), LOADER (a prebuilt bsdkm-modload; default: compile loader.c
-# with `gcc -static -Os`), CC (default gcc).
+# with `gcc -static -Os`), CC (default gcc), INITRAMFS_EXTRA (a directory laid over the image).
 set -eu
 
 die() { echo "mkinitramfs.sh: $*" >&2; exit 2; }
@@ -48,6 +48,12 @@ cp "$here/init.sh" "$stage/init"
 chmod 0755 "$stage/init" "$stage/bin/busybox" "$stage/bin/bsdkm-modload"
 modfile="/lib/modules/bsdkm/$(basename "$ko")"
 cp "$ko" "$stage$modfile"
+
+# INITRAMFS_EXTRA: a directory copied over the image (extra programs, /etc/bsdkm-ci.d/after-load).
+if [ -n "${INITRAMFS_EXTRA:-}" ]; then
+    [ -d "$INITRAMFS_EXTRA" ] || die "INITRAMFS_EXTRA is not a directory: $INITRAMFS_EXTRA"
+    cp -R "$INITRAMFS_EXTRA/." "$stage/"
+fi
 
 # Shell-quote for the conf file that /init sources.
 quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
