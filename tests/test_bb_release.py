@@ -1,0 +1,155 @@
+"""Release-candidate builds on Buildbot (issue 14): the tag scheduler, the force form, the builders,
+and the step that runs ``bsdkm-ci release`` and attaches the report as an HTML log."""
+
+from __future__ import annotations
+
+from buildbot.process import remotetransfer
+from buildbot.process.properties import Properties
+from buildbot.process.results import FAILURE, SUCCESS
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.test.steps import ExpectRemoteRef, ExpectShell, ExpectUploadFile, TestBuildStepMixin
+from conftest import ROOT
+from twisted.trial import unittest
+
+from buildbot_bsdkm.buildbot import release
+from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
+from buildbot_bsdkm.config import parse_config
+
+LOCAL = MasterSettings(www_port=8010, pb_port=9989, local_workers={"local": "pw"}, config_path="/x/bsdkm.yml")
+
+
+def config(extra: str = "", workers: str = "workers: {}"):
+    text = (ROOT / "bsdkm.yml").read_text().replace("workers: {}", workers) + extra
+    return parse_config(text, "bsdkm.yml", ROOT)
+
+
+class FakeChange:
+    def __init__(self, branch: str) -> None:
+        self.branch = branch
+        self.project = self.repository = self.codebase = ""
+        self.category = None
+        self.files: list[str] = []
+        self.properties = Properties()
+        self.comments = ""
+        self.who = "x"
+
+
+def scheduler(c, name):
+    return next(s for s in c["schedulers"] if s.name == name)
+
+
+def take(sched, branch: str) -> bool:
+    """Whether the scheduler's change filter passes a change on ``branch`` (its configured filter)."""
+    return bool(sched._config_kwargs["change_filter"].filter_change(FakeChange(branch)))
+
+
+def test_tag_scheduler_takes_release_tags_only():
+    c = buildmaster_config(config(), LOCAL)
+    tags = scheduler(c, "release-tags")
+    assert tags.builderNames == ["release/linux"]
+    assert take(tags, "refs/tags/v5.9.2-stable") and take(tags, "v5.8.4-stable")
+    assert not take(tags, "refs/tags/v5.9.2-rc1") and not take(tags, "master")
+    assert tags._config_kwargs["properties"] == {"bsdkm_run": "release-candidate"}
+
+
+def test_tag_pattern_comes_from_bsdkm_yml():
+    c = buildmaster_config(config("release: {tag_pattern: 'rc-*'}\n"), LOCAL)
+    tags = scheduler(c, "release-tags")
+    assert take(tags, "refs/tags/rc-1") and not take(tags, "refs/tags/v5.9.2-stable")
+
+
+def test_force_form_has_candidate_and_previous_fields():
+    c = buildmaster_config(config("release: {previous: 'debian:trixie/5.7.2'}\n"), LOCAL)
+    form = scheduler(c, "release-force")
+    fields = {p.name: p for p in form._config_kwargs["properties"]}
+    assert fields["candidate"].required and fields["previous"].required
+    assert fields["previous"].default == "debian:trixie/5.7.2"
+
+
+def test_one_release_builder_per_freebsd_release_with_a_worker(monkeypatch):
+    monkeypatch.setenv("X", "pw")
+    cfg = config(workers="workers:\n  fbsd143: {password: {env: X}, tags: [freebsd-14.3-amd64]}\n")
+    names = {b.name: b.workernames for b in buildmaster_config(cfg, LOCAL)["builders"]}
+    assert names["release/freebsd-14.3"] == ["fbsd143"]
+    assert "release/freebsd-13.5" not in names  # no worker: the report lists it "not covered"
+    assert names["release/linux"] == ["local"]  # fbsd143 cannot run the Linux module in QEMU
+    step = buildmaster_config(cfg, LOCAL)["builders"]
+    fb = next(b for b in step if b.name == "release/freebsd-14.3").factory.steps[0]
+    assert fb.kwargs["targets"] == ("freebsd-kmod",) and fb.kwargs["freebsd_release"] == "14.3"
+
+
+def test_candidate_of_a_tag_build_is_the_pushed_tag():
+    props = Properties(repository="https://github.com/wolfSSL/wolfssl.git", branch="refs/tags/v5.9.2-stable")
+    assert release.candidate_source.getRenderingFor(props).result == (
+        "git:https://github.com/wolfSSL/wolfssl.git@v5.9.2-stable")
+    props.setProperty("candidate", "debian:sid/5.9.2", "force")
+    assert release.candidate_source.getRenderingFor(props).result == "debian:sid/5.9.2"
+
+
+OUT = release.OUT_DIR
+CMD = ["bsdkm-ci", "release", "--candidate", "debian:sid/5.9.2", "--previous", "debian:trixie/5.7.2",
+       "--out", OUT, "--config", "/etc/bsdkm.yml", "--target", "userspace"]
+
+
+def upload(path: str) -> ExpectUploadFile:
+    return ExpectUploadFile(workersrc=path, workdir="wkdir", blocksize=32768, maxsize=None,
+                            writer=ExpectRemoteRef(remotetransfer.StringFileWriter))
+
+
+class TestReleaseStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
+    def setUp(self):
+        self.setup_test_reactor()
+        return self.setup_test_build_step()
+
+    def make(self):
+        step = self.setup_step(release.ReleaseCandidate(
+            candidate="debian:sid/5.9.2", previous="debian:trixie/5.7.2", config_path="/etc/bsdkm.yml",
+            targets=("userspace",)))
+        self.html_logs: dict[str, str] = {}
+        fake = step.addHTMLLog  # the mixin's fake keeps no record of HTML logs: keep one here
+
+        def record(name, html):
+            self.html_logs[name] = html
+            return fake(name, html)
+
+        step.addHTMLLog = record
+        return step
+
+    def test_report_is_attached_as_an_html_log(self):
+        self.make()
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", command=CMD).stdout("PASS: 40 checks passed\n").exit(0),
+            upload(f"{OUT}/release.html").upload_string("<html><svg></svg>report</html>").exit(0),
+            upload(f"{OUT}/release.md").upload_string("## Release candidate: PASS\n").exit(0),
+        )
+        self.expect_outcome(result=SUCCESS, state_string="release: PASS: 40 checks passed")
+        self.expect_log_file("release.md", "## Release candidate: PASS\n")
+        self.expect_property("bsdkm_release_verdict", "passed")
+        d = self.run_step()
+        return d.addCallback(lambda _: self.assertEqual(
+            self.html_logs, {"release report": "<html><svg></svg>report</html>"}))
+
+    def test_a_regression_fails_the_build_with_the_report_still_attached(self):
+        self.make()
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", command=CMD).stdout("FAIL: 1 of 40 checks failed (regression)\n")
+            .exit(1),
+            upload(f"{OUT}/release.html").upload_string("<html>r</html>").exit(0),
+            upload(f"{OUT}/release.md").upload_string("md").exit(0),
+        )
+        self.expect_outcome(result=FAILURE, state_string="release: FAIL: 1 of 40 checks failed (regression)")
+        self.expect_property("bsdkm_release_verdict", "failed")
+        d = self.run_step()
+        return d.addCallback(lambda _: self.assertEqual(self.html_logs, {"release report": "<html>r</html>"}))
+
+    def test_unknown_source_says_which(self):
+        self.make()
+        msg = "bsdkm-ci release: --previous: unknown source 'v5.7.2' (accepted: ...)\n"
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", command=CMD).stderr(msg).exit(2),
+            upload(f"{OUT}/release.html").exit(1),
+            upload(f"{OUT}/release.md").exit(1),
+        )
+        self.expect_outcome(result=FAILURE, state_string=f"release: {msg.strip()}")
+        self.expect_property("bsdkm_release_verdict", "error")
+        return self.run_step()
