@@ -4,6 +4,7 @@ schedulers, web UI and database. ``master.cfg`` is a few lines around ``buildmas
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -234,8 +235,39 @@ def _read_password(path: Path, name: str, where: str) -> str:
     return password
 
 
+# A master made the Buildbot way (`buildbot create-master`, master.cfg, bsdkm.yml) has no
+# bsdkm-master.json: Buildbot's usual ports, remote workers only.
+DEFAULT_WWW_PORT = 8010
+DEFAULT_PB_PORT = 9989
+DEFAULT_WORKER = "bsdkm-worker"  # when bsdkm.yml names none; password: secret file <basedir>/secrets/
+DEFAULT_WORKER_TAGS = ("linux-userspace", "linux-qemu", "freebsd-kmod")
+
+
+def default_master_settings(basedir: str | Path, environ: Mapping[str, str] | None = None) -> MasterSettings:
+    env = os.environ if environ is None else environ
+    base = Path(basedir)
+    secrets_dir = base / "secrets"
+    return MasterSettings(
+        www_port=DEFAULT_WWW_PORT, pb_port=DEFAULT_PB_PORT,
+        db_url=env.get("BSDKM_DB_URL") or "sqlite:///state.sqlite",
+        secrets_dir=str(secrets_dir) if secrets_dir.is_dir() else None,
+        basedir=str(base),
+    )
+
+
+def with_default_worker(config: Config) -> Config:
+    """``config`` with one remote worker able to run every target when it names none."""
+    if config.workers:
+        return config
+    worker = {"password": {"secret": DEFAULT_WORKER}, "tags": list(DEFAULT_WORKER_TAGS)}
+    return dataclasses.replace(config, workers={DEFAULT_WORKER: worker})
+
+
 def load_master_settings(basedir: str | Path, environ: Mapping[str, str] | None = None) -> MasterSettings:
-    """The master's own settings, written by ``scripts/master.sh``; ``BSDKM_DB_URL`` overrides the db."""
+    """The master's own settings, written by ``scripts/master.sh``; ``BSDKM_DB_URL`` overrides the db.
+
+    Without the file: the defaults of a master made with ``buildbot create-master``.
+    """
     env = os.environ if environ is None else environ
     base = Path(basedir)
     path = base / SETTINGS_FILE
@@ -243,7 +275,7 @@ def load_master_settings(basedir: str | Path, environ: Mapping[str, str] | None 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise MasterSettingsError(f"{where}: not found (scripts/master.sh up creates it)") from None
+        return default_master_settings(base, env)
     except (OSError, json.JSONDecodeError) as e:
         raise MasterSettingsError(f"{where}: unreadable: {e}") from None
     if not isinstance(doc, dict):
