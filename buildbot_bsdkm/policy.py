@@ -14,7 +14,9 @@ A policy file (see ``policies/default.yml`` for the documented default) holds:
                 as the geometric mean over every matching item (``aggregate: geomean``).
 ``speedups``    minimum ratio accelerated / software variant on the same target.
 ``crossovers``  offload-vs-software comparison across block sizes; reports the crossover block
-                size and can require it to be at most ``max_block`` bytes.
+                size and can require it to be at most ``max_block`` bytes. With ``paths: true`` it
+                compares two paths of one run (the lkcapi variant's AF_ALG benchmark, ``offload.py``)
+                and can also require ``max_slower_pct`` (never slower than that at any block size).
 
 Every rule takes ``pattern`` (an fnmatch glob over benchmark names) and optionally
 ``variants`` / ``targets`` to limit where it applies. For item regressions the first rule
@@ -34,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from . import kernel_health
+from . import kernel_health, offload
 from .model import RATE_UNITS, BenchKind, Benchmark, LogFormat, LogResult, RunResult
 
 
@@ -132,6 +134,8 @@ class CrossoverRule:
     targets: tuple[str, ...] = ()
     max_block: int | None = None
     metric: str = "auto"
+    paths: bool = False  # accelerated/software name paths inside one run (offload.py), not variants
+    max_slower_pct: float | None = None  # paths: accelerated never slower than this at any block size
 
 
 @dataclass
@@ -415,9 +419,16 @@ def _read_speedup(r: _Reader, node: yaml.Node, key: str) -> SpeedupRule:
 
 
 def _read_crossover(r: _Reader, node: yaml.Node, key: str) -> CrossoverRule:
-    fields = r.mapping(node, key, ("pattern", "accelerated", "software", "max_block", "targets", "metric"))
+    fields = r.mapping(node, key, ("pattern", "accelerated", "software", "max_block", "targets", "metric",
+                                   "paths", "max_slower_pct"))
     _require(r, node, fields, key, "pattern", "accelerated", "software")
+    on_paths = "paths" in fields and r.boolean(fields["paths"], f"{key}.paths")
+    if "max_slower_pct" in fields and not on_paths:
+        raise r.fail(fields["max_slower_pct"], f"{key}.max_slower_pct", "is only understood with paths: true")
     return CrossoverRule(
+        paths=r.boolean(fields["paths"], f"{key}.paths") if "paths" in fields else False,
+        max_slower_pct=(r.number(fields["max_slower_pct"], f"{key}.max_slower_pct")
+                        if "max_slower_pct" in fields else None),
         pattern=r.glob(fields["pattern"], f"{key}.pattern"),
         accelerated=r.string(fields["accelerated"], f"{key}.accelerated"),
         software=r.string(fields["software"], f"{key}.software"),
@@ -825,6 +836,9 @@ class _Evaluation:
         return 1
 
     def _crossover(self, rule: CrossoverRule) -> None:
+        if rule.paths:  # paths of one run (the AF_ALG benchmark), see offload.py
+            offload.evaluate_paths(self, rule)
+            return
         for acc, sw in self._pairs(rule.accelerated, rule.software, rule.targets):
             metric = _metric_for(rule.metric, self.policy, acc, sw)
             # one block size says nothing about where the lines cross

@@ -17,6 +17,7 @@ from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
 from .model import RunResult
+from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
 from .policy import (
     KIND_CROSSOVER,
     KIND_REGRESSION,
@@ -198,6 +199,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
     if any(c.kind == KIND_SELFTEST for c in verdict.checks):
         blocks += _selftest_blocks(runs, verdict)
     blocks += _speedup_blocks(verdict) + _crossover_blocks(verdict)
+    blocks += offload_blocks(runs, verdict)  # AF_ALG / devcrypto paths by block size (offload.py)
     blocks += _benchmark_blocks(runs, verdict)
     blocks += _retry_blocks(retries)
     source = _source_line(runs)
@@ -406,6 +408,8 @@ def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
         body.append(_html_block(b))
         if b.kind == "h3" and b.text.startswith("Speedups"):
             body.append(speedup_svg(verdict.of_kind(KIND_SPEEDUP)))
+        if b.kind == "h3" and b.text.startswith(OFFLOAD_HEADING):
+            body.append(offload_svg(runs, verdict))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bsdkm-ci results</title>"
             f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
@@ -519,4 +523,3 @@ def perf_blocks(verdict: Verdict) -> list[Block]:
         if odd:
             blocks.append(Block("p", f"Inconclusive (not judged, not passed): {', '.join(odd)}"))
     return blocks
-

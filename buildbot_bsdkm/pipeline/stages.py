@@ -22,8 +22,8 @@ from typing import Any
 from ..classify import Patterns
 from ..config import Config
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, from_json, to_json
-from . import build as buildmod
 from . import afalg, kernel, userspace
+from . import build as buildmod
 from .errors import StageError
 from .source import SourceTree, cache_root, fetch_source
 
