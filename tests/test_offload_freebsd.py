@@ -1,0 +1,128 @@
+"""Issue 15, FreeBSD path: crypto-register, then openssl speed through /dev/crypto vs software.
+
+Runs kmod/freebsd/load.sh + offload.sh against the replay double (scenario
+crypto-register-offload: constructed, OpenSSL 1.0.2's output shape), parses the two outputs
+as paths of one run and gates them with a ``paths: true`` crossover rule.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from freebsd_double import FreeBSDDouble, load_scenario, make_offload_scenario
+
+from buildbot_bsdkm.model import RunResult
+from buildbot_bsdkm.offload import KIND_OFFLOAD
+from buildbot_bsdkm.pipeline.freebsd_offload import offload_logs, registered_crid
+from buildbot_bsdkm.policy import KIND_CROSSOVER, evaluate, parse_policy
+
+KMOD = Path(__file__).resolve().parents[1] / "kmod" / "freebsd"
+SH = shutil.which("dash") or "/bin/sh"
+POLICY = """
+crossovers:
+  - pattern: "openssl:*"
+    paths: true
+    accelerated: devcrypto
+    software: software
+"""
+
+
+def _run(double: FreeBSDDouble, script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SH, str(KMOD / script), *args], env=double.env(), capture_output=True, text=True,
+                          timeout=60)
+
+
+def _boot(tmp_path: Path, scenario: str | dict) -> tuple[FreeBSDDouble, Path, Path]:
+    double = (FreeBSDDouble.boot_doc(scenario, tmp_path / "kernel") if isinstance(scenario, dict)
+              else FreeBSDDouble.boot(scenario, tmp_path / "kernel"))
+    ko = tmp_path / "libwolfssl.ko"
+    ko.write_bytes(b"\x7fELF not really a module")
+    return double, ko, tmp_path / "logs"
+
+
+def test_scenario_file_is_what_the_generator_builds() -> None:
+    committed = (Path(make_offload_scenario.HERE) / "scenarios" / "crypto-register-offload.json").read_text()
+    assert committed == make_offload_scenario.render()
+
+
+def test_offload_never_wins_through_cryptodev(tmp_path: Path) -> None:
+    double, ko, logs = _boot(tmp_path, "crypto-register-offload")
+    assert _run(double, "load.sh", str(ko), "5", str(logs)).returncode == 0
+    r = _run(double, "offload.sh", str(logs))
+    assert r.returncode == 0, r.stderr
+    status = (logs / "offload.status").read_text()
+    assert "crid=3" in status and "engine=cryptodev" in status and "result=measured" in status
+    assert "kern.crypto.allow_soft: 0" in (logs / "sysctl.kern.crypto.txt").read_text()
+    # devcrypto (OpenSSL >= 1.1) is tried first, then 1.0.2's cryptodev; -elapsed always
+    speeds = [c for c in double.calls() if c[:2] == ["openssl", "speed"]]
+    assert [c[c.index("-engine") + 1] if "-engine" in c else None for c in speeds] == [
+        "devcrypto", "cryptodev", None]
+    assert all("-elapsed" in c for c in speeds)
+    assert registered_crid(logs / "load.kernel.log") == 3
+
+    run = RunResult(variant="crypto-register", target="freebsd-kmod", logs=offload_logs(logs))
+    assert all(log.complete for log in run.logs)
+    names = {b.name for b in run.benchmarks}
+    assert "openssl:devcrypto:aes-128-gcm@16" in names and "openssl:software:aes-128-gcm@8192" in names
+    verdict = evaluate([run], parse_policy(POLICY))
+    (cross,) = [c for c in verdict.checks if c.kind == KIND_CROSSOVER]
+    assert cross.passed and cross.detail["crossover"] == "never"
+    # the thread's finding, as the scenario states it: 57x slower at 16 bytes, still slower at 8 KiB
+    rates = {b.name: b.per_second for b in run.benchmarks}
+    assert round(rates["openssl:software:aes-128-gcm@16"] / rates["openssl:devcrypto:aes-128-gcm@16"]) == 57
+    assert cross.detail["ratios"]["8192"] < 1
+    (crid,) = [c for c in verdict.checks if c.kind == KIND_OFFLOAD]
+    assert crid.passed and crid.detail["crid"] == "3"
+
+
+def test_required_crossover_fails_when_offload_never_wins(tmp_path: Path) -> None:
+    double, ko, logs = _boot(tmp_path, "crypto-register-offload")
+    _run(double, "load.sh", str(ko), "5", str(logs))
+    _run(double, "offload.sh", str(logs))
+    run = RunResult(variant="crypto-register", target="freebsd-kmod", logs=offload_logs(logs))
+    policy = parse_policy(POLICY + "    max_block: 8192\n")
+    verdict = evaluate([run], policy)
+    (cross,) = [c for c in verdict.checks if c.kind == KIND_CROSSOVER]
+    assert not cross.passed and "at or below 8192 bytes" in cross.message
+
+
+def test_offload_wins_from_a_block_size(tmp_path: Path) -> None:
+    doc = load_scenario("crypto-register-offload")
+    faster = (3725.36, 14501.22, 1300000.0, 2100000.0, 2600000.0)  # a driver that wins from 256 bytes
+    out, err = make_offload_scenario.speed_output("aes-128-gcm", faster, "cryptodev")
+    doc["openssl"]["engine"] = {"stdout": out, "stderr": err, "exit": 0}
+    double, ko, logs = _boot(tmp_path, doc)
+    _run(double, "load.sh", str(ko), "5", str(logs))
+    assert _run(double, "offload.sh", str(logs)).returncode == 0
+    run = RunResult(variant="crypto-register", target="freebsd-kmod", logs=offload_logs(logs))
+    verdict = evaluate([run], parse_policy(POLICY + "    max_block: 1024\n"))
+    (cross,) = [c for c in verdict.checks if c.kind == KIND_CROSSOVER]
+    assert cross.passed and cross.detail["crossover"] == 256
+
+
+def test_no_crid_means_nothing_measured(tmp_path: Path) -> None:
+    doc = load_scenario("crypto-register-offload")
+    kept = [line for line in doc["kldload"]["kernel_log"] if "driver loaded" not in line]
+    doc["kldload"]["kernel_log"] = kept
+    double, ko, logs = _boot(tmp_path, doc)
+    _run(double, "load.sh", str(ko), "5", str(logs))
+    r = _run(double, "offload.sh", str(logs))
+    assert r.returncode == 4 and "did not register" in r.stderr
+    assert not [c for c in double.calls() if c[:1] == ["openssl"] and "speed" in c]
+    run = RunResult(variant="crypto-register", target="freebsd-kmod", logs=offload_logs(logs))
+    assert all(not log.complete and "missing" in (log.incomplete_reason or "") for log in run.logs)
+
+
+def test_engine_needs_the_module(tmp_path: Path) -> None:
+    """Without a loaded module the engine run fails; software is still measured."""
+    double, ko, logs = _boot(tmp_path, "crypto-register-offload")
+    logs.mkdir()
+    (logs / "load.kernel.log").write_text("libwolf0: info: driver loaded: 3\n")  # a stale log
+    r = _run(double, "offload.sh", str(logs))
+    assert r.returncode == 1
+    status = dict(line.split("=", 1) for line in (logs / "offload.status").read_text().splitlines())
+    assert status["result"] == "engine-failed" and status["software_rc"] == "0"
+    json.dumps(status)
