@@ -12,7 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from freebsd_double import FreeBSDDouble, load_scenario, make_offload_scenario
+from freebsd_double import FreeBSDDouble, make_offload_scenario
+from freebsd_double.make_offload_scenario import OFFLOAD_SCENARIO
 
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.offload import KIND_OFFLOAD
@@ -37,14 +38,14 @@ def _run(double: FreeBSDDouble, script: str, *args: str) -> subprocess.Completed
 
 def _boot(tmp_path: Path, scenario: str | dict) -> tuple[FreeBSDDouble, Path, Path]:
     double = (FreeBSDDouble.boot_doc(scenario, tmp_path / "kernel") if isinstance(scenario, dict)
-              else FreeBSDDouble.boot(scenario, tmp_path / "kernel"))
+              else FreeBSDDouble.boot_file(OFFLOAD_SCENARIO, tmp_path / "kernel"))
     ko = tmp_path / "libwolfssl.ko"
     ko.write_bytes(b"\x7fELF not really a module")
     return double, ko, tmp_path / "logs"
 
 
 def test_scenario_file_is_what_the_generator_builds() -> None:
-    committed = (Path(make_offload_scenario.HERE) / "scenarios" / "crypto-register-offload.json").read_text()
+    committed = OFFLOAD_SCENARIO.read_text()
     assert committed == make_offload_scenario.render()
 
 
@@ -90,7 +91,7 @@ def test_required_crossover_fails_when_offload_never_wins(tmp_path: Path) -> Non
 
 
 def test_offload_wins_from_a_block_size(tmp_path: Path) -> None:
-    doc = load_scenario("crypto-register-offload")
+    doc = json.loads(OFFLOAD_SCENARIO.read_text())
     faster = (3725.36, 14501.22, 1300000.0, 2100000.0, 2600000.0)  # a driver that wins from 256 bytes
     out, err = make_offload_scenario.speed_output("aes-128-gcm", faster, "cryptodev")
     doc["openssl"]["engine"] = {"stdout": out, "stderr": err, "exit": 0}
@@ -104,7 +105,7 @@ def test_offload_wins_from_a_block_size(tmp_path: Path) -> None:
 
 
 def test_no_crid_means_nothing_measured(tmp_path: Path) -> None:
-    doc = load_scenario("crypto-register-offload")
+    doc = json.loads(OFFLOAD_SCENARIO.read_text())
     kept = [line for line in doc["kldload"]["kernel_log"] if "driver loaded" not in line]
     doc["kldload"]["kernel_log"] = kept
     double, ko, logs = _boot(tmp_path, doc)

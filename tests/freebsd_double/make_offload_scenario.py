@@ -1,4 +1,7 @@
-"""Build ``scenarios/crypto-register-offload.json`` (issue 15): crypto-register plus openssl speed.
+"""Build ``offload/crypto-register-offload.json`` (issue 15): crypto-register plus openssl speed.
+
+Kept out of ``scenarios/`` (that directory is exactly what ``make_scenarios.py`` builds);
+boot it with ``FreeBSDDouble.boot_file(OFFLOAD_SCENARIO, state)``.
 
 ``python tests/freebsd_double/make_offload_scenario.py`` rewrites the file; a test checks the
 committed one is what this builds. **Constructed, not recorded**: the kernel side is the
@@ -16,6 +19,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+OFFLOAD_SCENARIO = HERE / "offload" / "crypto-register-offload.json"
 SIZES = (16, 64, 256, 1024, 8192)
 # 1000s of bytes per second, as the table prints them.
 SOFTWARE = (212345.67, 598765.43, 1234567.89, 1987654.32, 2345678.90)
@@ -63,6 +67,5 @@ def render() -> str:
 
 
 if __name__ == "__main__":
-    out = HERE / "scenarios" / "crypto-register-offload.json"
-    out.write_text(render(), encoding="utf-8")
-    print(f"wrote {out}", file=sys.stderr)
+    OFFLOAD_SCENARIO.write_text(render(), encoding="utf-8")
+    print(f"wrote {OFFLOAD_SCENARIO}", file=sys.stderr)
