@@ -13,75 +13,23 @@ import contextlib
 import hashlib
 import json
 import os
-import shlex
 import shutil
-import signal
-import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..classify import Patterns, classify
 from ..config import Config
-from .errors import StageError, infra_error
+from .errors import StageError
 from .locks import exclusive
+from .proc import CommandResult, run_logged
 
 Progress = Callable[[str], None]
+__all__ = [
+    "CommandResult", "UserspaceBuild", "build_key", "compiler_env", "run_logged", "userspace_build",
+    "userspace_flags",
+]
 KERNEL_FLAG_WORDS = ("linuxkm", "freebsdkm", "kernel", "linux-source")
-
-
-@dataclass
-class CommandResult:
-    exit_code: int | None  # None: killed at the time limit
-    seconds: float
-    timed_out: bool
-
-
-def run_logged(
-    cmd: list[str],
-    *,
-    cwd: Path,
-    log: Path,
-    timeout_s: float,
-    env: dict[str, str] | None = None,
-    shell_prefix: str | None = None,
-    header: bool = True,
-) -> CommandResult:
-    """Run ``cmd`` appending stdout+stderr to ``log``; on timeout the whole process group is killed."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    argv = cmd
-    if shell_prefix:
-        quoted = " ".join(shlex.quote(a) for a in cmd)
-        argv = ["/bin/sh", "-c", f"{shell_prefix} exec {quoted}"]
-    started = time.monotonic()
-    with open(log, "ab") as out:
-        if header:  # program logs stay exactly what the program printed, for the parsers
-            out.write(f"$ {' '.join(argv)}\n".encode())
-            out.flush()
-        try:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
-        except OSError as e:
-            out.write(f"cannot start: {e}\n".encode())
-            return CommandResult(127, time.monotonic() - started, False)
-        try:
-            rc: int | None = proc.wait(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            rc, timed_out = None, True
-            if header:
-                out.write(f"\n*** killed after {timeout_s:g} s time limit\n".encode())
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
-    return CommandResult(rc, time.monotonic() - started, timed_out)
 
 
 def userspace_flags(config: Config, variant: str) -> list[str]:
@@ -219,11 +167,3 @@ def userspace_build(
         jobs=jobs,
     )
 
-
-def require_freebsd(target: str) -> None:
-    if os.uname().sysname != "FreeBSD":
-        raise infra_error(
-            "build",
-            "target-unavailable",
-            f"target not available: {target} needs a FreeBSD worker (this is {os.uname().sysname})",
-        )

@@ -10,11 +10,8 @@ parsers; nothing here reads them.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,7 +24,7 @@ from ..model import LogFormat
 from ..resources import kmod_dir
 from .errors import StageError, infra_error
 from .loading import ModuleLoadOutcome
-from .proc import run_logged
+from .proc import run_captured, run_logged
 from .target import KernelTarget
 
 KMOD_DIR = Path(os.environ.get("BSDKM_KMOD_FREEBSD") or kmod_dir("freebsd"))  # package data
@@ -104,23 +101,9 @@ class ScriptRun:
 
 
 def _run_script(cmd: Sequence[str], timeout_s: float, env: dict[str, str] | None) -> ScriptRun:
-    started = time.monotonic()
-    # Own process group, so a script stuck behind an unkillable kldload can be stopped whole.
-    proc = subprocess.Popen(
-        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-        del out
-        return ScriptRun(proc.returncode, err.decode("utf-8", "replace"), time.monotonic() - started)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):  # the group may be gone already
-            os.killpg(proc.pid, signal.SIGKILL)
-        try:
-            _, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
-            err = b""
-        return ScriptRun(None, err.decode("utf-8", "replace"), time.monotonic() - started)
+    # Own process group (proc.py), so a script stuck behind an unkillable kldload can be stopped whole.
+    res = run_captured(list(cmd), timeout_s=timeout_s, env=env)
+    return ScriptRun(res.exit_code, res.stderr.decode("utf-8", "replace"), res.seconds)
 
 
 def default_privilege() -> list[str]:

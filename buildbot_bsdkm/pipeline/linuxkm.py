@@ -9,26 +9,25 @@ built modules in the cache, and turns the console's markers into a
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..classify import Patterns
+from ..classify import Patterns, classify, first_compile_error
 from ..config import Config
 from ..model import LogFormat
 from ..resources import kmod_dir
-from .errors import infra_error, real_error
+from .errors import StageError, infra_error, real_error
 from .loading import ModuleLoadOutcome
 from .locks import exclusive
+from .proc import run_logged
 from .target import KernelTarget, append_log, module_flags
 
 BOOT_DIR = Path("/boot")
@@ -132,36 +131,19 @@ class BuiltModule:
     configure_args: list[str] = field(default_factory=list)
 
 
-def _tail_error(log: Path) -> str:
-    """The line a human would look for first: the first compiler/configure error, else the last line."""
-    lines = log.read_text(errors="replace").splitlines()
-    for line in lines:
-        if re.search(r"\berror\b|Error \d+|configure: error", line):
-            return line.strip()[:300]
-    return lines[-1].strip()[:300] if lines else "(no output)"
-
-
-def _run_logged(cmd: list[str], cwd: Path, log: Path, timeout_s: float) -> int | None:
-    """Run ``cmd`` appending its output to ``log``; None on timeout (the process group is killed)."""
-    with open(log, "ab") as out:
-        out.write(f"$ {' '.join(cmd)}\n".encode())
-        out.flush()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            return proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            return None
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+def _checked(stage: str, cmd: list[str], cwd: Path, log: Path, timeout_s: float,
+             patterns: Patterns | None) -> None:
+    """Run one build command; a failure is classified like every other build's (a timeout on a
+    shared worker is infrastructure, a compiler error real, the config's patterns first)."""
+    res = run_logged(cmd, cwd=cwd, log=log, timeout_s=timeout_s)
+    if res.exit_code != 0:
+        raise StageError(classify(stage, exit_code=res.exit_code, output=log.read_text(errors="replace"),
+                                  timed_out=res.timed_out, timeout_s=timeout_s, patterns=patterns,
+                                  evidence=[str(log)]))
 
 
 def build_linux_module(source: Path, build_dir: Path, spec: LinuxModuleSpec, *, jobs: int = 2,
-                       timeout_s: float = 1800.0) -> BuiltModule:
+                       timeout_s: float = 1800.0, patterns: Patterns | None = None) -> BuiltModule:
     """Copy ``source`` to ``build_dir``, configure for linuxkm and make; StageError on failure.
 
     A copy because configure writes into the tree and the cached source is shared.
@@ -177,15 +159,9 @@ def build_linux_module(source: Path, build_dir: Path, spec: LinuxModuleSpec, *, 
     log.write_bytes(b"")
     started = time.monotonic()
     args = spec.configure_args(headers, jobs)
-    rc = _run_logged(args, build_dir, log, timeout_s)
-    if rc != 0:
-        what = "timed out" if rc is None else f"failed: {_tail_error(log)}"
-        raise real_error("configure", "configure", f"linuxkm configure {what}", [str(log)])
+    _checked("configure", args, build_dir, log, timeout_s, patterns)
     remaining = max(60.0, timeout_s - (time.monotonic() - started))
-    rc = _run_logged(["make", f"-j{jobs}", *MAKE_VARS], build_dir, log, remaining)
-    if rc != 0:
-        what = "timed out" if rc is None else f"failed: {_tail_error(log)}"
-        raise real_error("build", "compile", f"linuxkm make {what}", [str(log)])
+    _checked("build", ["make", f"-j{jobs}", *MAKE_VARS], build_dir, log, remaining, patterns)
     ko = build_dir / MODULE_RELPATH
     if not ko.is_file():
         raise real_error("build", "compile", f"make succeeded but produced no {MODULE_RELPATH}", [str(log)])
@@ -224,7 +200,7 @@ def module_cache_key(source: Path, spec: LinuxModuleSpec) -> str:
 
 
 def cached_linux_module(source: Path, spec: LinuxModuleSpec, cache: Path, *, jobs: int = 2,
-                        timeout_s: float = 1800.0) -> BuiltModule:
+                        timeout_s: float = 1800.0, patterns: Patterns | None = None) -> BuiltModule:
     """The module for (source, flags, CFLAGS, kernel), built at most once per cache.
 
     Only the .ko, the build log and a record are kept; the ~300 MB build tree is removed.
@@ -239,7 +215,7 @@ def cached_linux_module(source: Path, spec: LinuxModuleSpec, cache: Path, *, job
                                info["configure_args"])
         work = home.with_name(key + ".build")
         try:
-            built = build_linux_module(source, work, spec, jobs=jobs, timeout_s=timeout_s)
+            built = build_linux_module(source, work, spec, jobs=jobs, timeout_s=timeout_s, patterns=patterns)
             home.mkdir(parents=True, exist_ok=True)
             shutil.copy2(built.ko, home / "libwolfssl.ko")
             shutil.copy2(built.build_log, home / "build.log")
@@ -268,9 +244,10 @@ def build_test_modules(out_dir: Path, kernel_version: str | None = None, *,
         shutil.rmtree(out_dir)
     shutil.copytree(src, out_dir)
     log = out_dir / "build.log"
-    rc = _run_logged(["make", f"KDIR={headers}"], out_dir, log, timeout_s)
-    if rc != 0:
-        raise real_error("build", "compile", f"test modules did not build: {_tail_error(log)}", [str(log)])
+    res = run_logged(["make", f"KDIR={headers}"], cwd=out_dir, log=log, timeout_s=timeout_s)
+    if res.exit_code != 0:
+        line = first_compile_error(log.read_text(errors="replace")) or f"exit status {res.exit_code}"
+        raise real_error("build", "compile", f"test modules did not build: {line}", [str(log)])
     return {name: out_dir / f"{name}.ko" for name in TEST_MODULES}
 
 
@@ -517,16 +494,11 @@ def boot_vm(initrd: Path, console: Path, *, kernel_version: str, timeout_s: int,
            "QEMU_MEM": str(options.memory_mb), "LOAD_TIMEOUT": str(load_timeout_s),
            "UNLOAD_TIMEOUT": str(options.unload_timeout_s)}
     cmd = ["sh", str(_script("run-qemu.sh")), str(initrd), str(console), str(timeout_s)]
-    started = time.monotonic()
-    with open(stderr_log, "wb") as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=err, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            # run-qemu.sh enforces timeout_s itself (+10 s kill grace); this is the backstop.
-            rc = proc.wait(timeout=timeout_s + 30)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            rc = 137
-    return rc, time.monotonic() - started
+    stderr_log.unlink(missing_ok=True)
+    # run-qemu.sh enforces timeout_s itself (+10 s kill grace); this is the backstop.
+    res = run_logged(cmd, cwd=stderr_log.parent, log=stderr_log, timeout_s=timeout_s + 30, env=env,
+                     header=False)
+    return (137 if res.exit_code is None else res.exit_code), res.seconds
 
 
 def guest_load_timeout(timeout_s: int) -> int:
@@ -584,7 +556,8 @@ class LinuxQemuTarget(KernelTarget):
         spec = LinuxModuleSpec(variant_flags=tuple(module_flags(config, self.name, variant)),
                                cflags=" ".join(config.cflags(self.name, variant)),
                                kernel_version=opts.get("kernel_version"))
-        built = cached_linux_module(source, spec, cache, jobs=jobs, timeout_s=config.timeout("build"))
+        built = cached_linux_module(source, spec, cache, jobs=jobs, timeout_s=config.timeout("build"),
+                                    patterns=patterns)
         append_log(log, built.build_log,
                    note=f"# module {'reused from cache' if built.cached else 'built'}: {built.ko}")
         return Path(built.ko)
