@@ -64,6 +64,7 @@ def test_examples_cover_the_three_triggers() -> None:
         "bsdkm-nightly.yml": {"schedule", "workflow_dispatch"},
         "bsdkm-pr.yml": {"pull_request"},
         "bsdkm-retest.yml": {"issue_comment"},
+        "bsdkm-release.yml": {"push", "workflow_dispatch"},
     }
 
 
