@@ -141,8 +141,10 @@ def _benchmark_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block
     blocks: list[Block] = []
     for run in runs:
         if run.benchmarks:
-            blocks += [Block("h3", f"Benchmarks: {run.target}/{run.variant}"),
-                       Block("table", table=_benchmark_table(run, verdict))]
+            # folded per variant: a job summary / PR comment opens on the verdict, not on tables
+            blocks += [Block("details", f"{run.target}/{run.variant}: {len(run.benchmarks)} benchmarks"),
+                       Block("h3", f"Benchmarks: {run.target}/{run.variant}"),
+                       Block("table", table=_benchmark_table(run, verdict)), Block("details-end", "")]
     return blocks
 
 
@@ -248,6 +250,10 @@ def _md_row(cells: Sequence[str]) -> str:
 
 def _md_block(block: Block) -> str:
     if block.kind == "h2":
+    if block.kind == "details":
+        return f"<details><summary>{html.escape(block.text)}</summary>\n\n"
+    if block.kind == "details-end":
+        return "</details>\n\n"
         return f"## {_md_text(block.text)}\n\n"
     if block.kind == "h3":
         return f"### {_md_text(block.text)}\n\n"
@@ -378,6 +384,10 @@ def speedup_svg(checks: Sequence[Check], *, width: int = 720, bar_height: int = 
 def _html_block(block: Block) -> str:
     e = html.escape
     if block.kind in ("h2", "h3"):
+    if block.kind == "details":
+        return f"<details open><summary>{e(block.text)}</summary>"
+    if block.kind == "details-end":
+        return "</details>"
         return f"<{block.kind}>{e(block.text)}</{block.kind}>"
     if block.kind == "note":
         return f'<p class="note"><strong>Note:</strong> {e(block.text)}</p>'
