@@ -458,8 +458,10 @@ def _script(name: str) -> Path:
 def make_initramfs(ko: Path, out: Path, params: str = "") -> Path:
     """``mkinitramfs.sh`` around ``ko``; StageError with the script's reason on failure."""
     cmd = ["sh", str(_script("mkinitramfs.sh")), str(ko), str(out)] + ([params] if params else [])
+    extra = out.parent / "initramfs.d"  # laid over the image when a variant put files there (afalg.py)
+    env = {**os.environ, "INITRAMFS_EXTRA": str(extra)} if extra.is_dir() else None
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, env=env)
     except subprocess.TimeoutExpired:
         raise infra_error("load", "worker-setup", "mkinitramfs.sh timed out after 300 s") from None
     if proc.returncode != 0:
