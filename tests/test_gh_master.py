@@ -283,3 +283,117 @@ def test_hundred_identical_triggers_make_one_build(master: Master, github: FakeG
         )
     assert all(code in (200, 202) for code in results)
     assert len(master.buildsets_for(190)) == 1
+
+
+# --- issue 10: trust and the hook's doors -------------------------------------------------------
+
+
+def test_approval_covers_only_commits_that_existed_when_it_was_written(
+    master: Master, github: FakeGitHub
+) -> None:
+    n = 200
+    fork = dict(association="FIRST_TIME_CONTRIBUTOR", login="newcomer", fork=True)
+    written = payloads.github_time(-30)  # the maintainer reviewed head a... and wrote "ok to test"
+    deliver(None, master.hook_url, "pull_request",
+            pr_event(github, n, head_sha="a" * 40, updated_at=payloads.github_time(-60), **fork))
+    # ... but the author pushed b... before the master handled the comment.
+    deliver(None, master.hook_url, "pull_request",
+            pr_event(github, n, "synchronize", head_sha="b" * 40, updated_at=payloads.github_time(-10),
+                     **fork))
+    approval = payloads.issue_comment("ok to test", association="MEMBER", login="maintainer", number=n,
+                                      created_at=written)
+    response, _ = deliver(None, master.hook_url, "issue_comment", approval, delivery="approval-200")
+    assert response.status_code in (200, 202)
+    assert master.buildsets_for(n) == []
+    wait_for(lambda: any("ok to test bbbbbbbbbbbb" in c["body"] for c in github.comments_on(n)), "reply")
+    # A re-POST of the same delivery, or the same comment in a new delivery, approves nothing.
+    for delivery in ("approval-200", None):
+        deliver(None, master.hook_url, "issue_comment", approval, delivery=delivery)
+    assert master.buildsets_for(n) == []
+    # Naming the commit approves exactly it.
+    deliver(None, master.hook_url, "issue_comment",
+            payloads.issue_comment("ok to test bbbbbbb", association="MEMBER", login="maintainer", number=n))
+    (built,) = master.buildsets_for(n)
+    assert built["sourcestamps"][0]["revision"] == "b" * 40
+
+
+def test_untrusted_pusher_on_a_members_pr_builds_nothing(master: Master, github: FakeGitHub) -> None:
+    deliver(None, master.hook_url, "pull_request",
+            pr_event(github, 201, "synchronize", association="MEMBER", login="alice", sender="mallory"))
+    deliver(None, master.hook_url, "pull_request",
+            pr_event(github, 202, "synchronize", association="MEMBER", login="alice", fork=True,
+                     fork_owner="mallory"))
+    assert master.buildsets_for(201) == [] and master.buildsets_for(202) == []
+
+
+def test_events_for_other_repositories_are_refused(master: Master, github: FakeGitHub) -> None:
+    payload = pr_event(github, 203, head_sha="c" * 40)
+    payload["repository"]["full_name"] = "mallory/Hello-World"
+    response, _ = deliver(None, master.hook_url, "pull_request", payload)
+    assert response.status_code == 400 and "'mallory/Hello-World' is not one this CI serves" in response.text
+    comment = payloads.issue_comment("retest this please", number=203)
+    comment["repository"]["full_name"] = "mallory/Hello-World"
+    response, _ = deliver(None, master.hook_url, "issue_comment", comment)
+    assert response.status_code == 400
+    time.sleep(0.5)
+    assert github.calls("POST", "/repos/mallory/") == [] and master.buildsets_for(203) == []
+
+
+def test_signed_deeply_nested_json_is_400_not_500(master: Master) -> None:
+    body = b'{"a": ' + b"[" * 100000 + b"]" * 100000 + b"}"
+    response, _ = deliver(None, master.hook_url, "pull_request", body)
+    assert response.status_code == 400 and "nested too deeply" in response.text
+
+
+def _raw_post(master: Master, headers: list[str], chunks: Iterator[bytes]) -> tuple[bytes, int]:
+    """POST by hand; returns (the answer, body bytes we managed to send before the master closed)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(master.hook_url)
+    sent = 0
+    with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
+        head = [f"POST {url.path} HTTP/1.1", f"Host: {url.hostname}", *headers, "", ""]
+        sock.sendall("\r\n".join(head).encode())
+        try:
+            for chunk in chunks:
+                sock.sendall(chunk)
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        answer = b""
+        try:
+            while data := sock.recv(65536):
+                answer += data
+        except ConnectionResetError:
+            pass
+    return answer, sent
+
+
+def test_huge_declared_body_is_refused_before_it_is_read(master: Master) -> None:
+    declared = 300 * 1024 * 1024
+    headers = ["Content-Type: application/json", f"Content-Length: {declared}",
+               "X-GitHub-Event: pull_request"]
+
+    def body() -> Iterator[bytes]:
+        time.sleep(1.0)  # the answer comes before any byte of the body
+        for _ in range(declared // 65536):
+            yield b"x" * 65536
+
+    answer, sent = _raw_post(master, headers, body())
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"declared Content-Length 314572800 exceeds the 262144-byte limit" in answer
+    assert sent < 64 * 1024 * 1024  # the master hung up long before 300 MiB
+
+
+def test_chunked_body_stops_being_read_at_the_limit(master: Master) -> None:
+    headers = ["Content-Type: application/json", "Transfer-Encoding: chunked", "X-GitHub-Event: pull_request"]
+
+    def body() -> Iterator[bytes]:
+        piece = b"x" * 65536
+        for _ in range(300 * 16):  # 300 MiB, if nobody stops us
+            yield b"%x\r\n%s\r\n" % (len(piece), piece)
+
+    answer, sent = _raw_post(master, headers, body())
+    assert answer.startswith(b"HTTP/1.1 413") and b"body exceeds the 262144-byte limit" in answer
+    assert sent < 64 * 1024 * 1024

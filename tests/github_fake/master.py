@@ -143,13 +143,14 @@ def deliver(
     signature: str | None = "auto",
     content_type: str = "application/json",
     timeout: float = 30.0,
+    delivery: str | None = None,
 ) -> tuple[requests.Response, float]:
     """POST one webhook like GitHub does; returns the response and its round-trip seconds."""
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     headers = {
         "Content-Type": content_type,
         "X-GitHub-Event": event,
-        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
         "User-Agent": "GitHub-Hookshot/loopback",
     }
     if signature == "auto":

@@ -40,6 +40,7 @@ class Fault:
     body: dict[str, Any] = field(default_factory=lambda: {"message": "Server Error"})
     delay: float = 0.0
     method: str | None = None  # only requests with this method consume the fault
+    after: bool = False  # carry the request out, then answer with the fault (a lost answer)
 
 
 @dataclass
@@ -125,6 +126,15 @@ class FakeGitHub:
         pr.setdefault("auto_merge", None)
         with self.lock:
             self.pulls[(webhook_payload["repository"]["full_name"], pr["number"])] = pr
+
+    def plant_comment(self, repo: str, number: int, body: str, login: str) -> int:
+        """A comment someone else wrote (e.g. one that copies our hidden marker)."""
+        owner, name = repo.split("/")
+        with self.lock:
+            comment = self._comment(owner, name, number, body)
+            comment["user"]["login"] = login
+            self.comments[comment["id"]] = comment
+        return int(comment["id"])
 
     def fail_next(self, *faults: Fault) -> None:
         with self.lock:
@@ -330,7 +340,7 @@ class _Handler(BaseHTTPRequestHandler):
         if auth not in (f"Bearer {gh.token}", f"token {gh.token}"):
             return 401, {"message": "Bad credentials", "documentation_url": _DOCS}, {}
         fault = gh.take_fault(self.command)
-        if fault is not None:
+        if fault is not None and not fault.after:
             time.sleep(fault.delay)
             return fault.status, fault.body, fault.headers
         error = gh.validate_request(self.command, url, headers, raw)
@@ -343,6 +353,9 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             return 400, {"message": "Problems parsing JSON"}, {}
         status, answer = gh.route(self.command, path, payload)
+        if fault is not None:  # done, but the caller never learns it
+            time.sleep(fault.delay)
+            return fault.status, fault.body, fault.headers
         return status, answer, {}
 
     def _send(self, status: int, answer: Any, extra: dict[str, str]) -> None:
