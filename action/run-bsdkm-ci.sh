@@ -9,10 +9,17 @@ out="${BSDKM_OUT:?BSDKM_OUT is not set}"
 mkdir -p "$out"
 
 if [ "${BSDKM_IN_VM:-}" = true ]; then
-  # Inside the VM only the light runtime dependencies; buildbot is for the Buildbot shell.
-  python3.11 -m pip install --quiet --retries 5 --no-deps "$out"/.bsdkm-ci/*.whl &&
-    python3.11 -m pip install --quiet --retries 5 junit-xml requests ||
-    { echo "bsdkm-ci: could not install bsdkm-ci in the VM" >&2; exit 1; }
+  # Inside the VM only what `bsdkm-ci run` imports (pyyaml comes from pkg); the PR comment's
+  # Twisted/treq client runs on the host runner, Buildbot is for the Buildbot shell.
+  echo "::group::Install bsdkm-ci in the VM"
+  if ! { python3.11 -m pip install --quiet --retries 5 --no-deps "$out"/.bsdkm-ci/*.whl &&
+         python3.11 -m pip install --quiet --retries 5 'junit-xml>=1.9' 'requests>=2.31' 'python-debian>=0.1.49'; }
+  then
+    echo "::endgroup::"
+    echo "bsdkm-ci: could not install bsdkm-ci in the VM" >&2
+    exit 1
+  fi
+  echo "::endgroup::"
 fi
 
 config="${BSDKM_CONFIG:-}"
@@ -28,6 +35,9 @@ args=(--out "$out")
 for v in ${BSDKM_VARIANTS//,/ }; do args+=(--variant "$v"); done
 for t in ${BSDKM_TARGETS//,/ }; do args+=(--target "$t"); done
 
+echo "::group::bsdkm-ci run ${args[*]}"
 bsdkm-ci run "${args[@]}"
-echo "$?" > "$out/run.exit-code"
+rc=$?
+echo "::endgroup::"
+echo "$rc" > "$out/run.exit-code"
 exit 0

@@ -1,0 +1,62 @@
+"""The Action as shipped (issue 11): third-party actions pinned by commit, the FreeBSD VM's
+prepare step, no deprecated inputs, log folds."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTION = ROOT / "action" / "action.yml"
+STEPS = yaml.safe_load(ACTION.read_text())["runs"]["steps"]
+
+
+def uses_lines() -> list[str]:
+    return [line.split("uses:", 1)[1].strip() for line in ACTION.read_text().splitlines() if "uses:" in line]
+
+
+def test_third_party_actions_are_pinned_by_commit_with_the_version_in_a_comment() -> None:
+    third_party = [u for u in uses_lines() if not u.startswith("actions/")]
+    owners = {u.split("@")[0] for u in third_party}
+    assert owners == {"dawidd6/action-download-artifact", "vmactions/freebsd-vm"}
+    for use in third_party:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+(\.\d+)*", use), use
+
+
+def vm_steps() -> list[dict]:
+    return [s for s in STEPS if str(s.get("uses", "")).startswith("vmactions/freebsd-vm@")]
+
+
+def test_vm_steps_drop_usesh_and_provide_kernel_sources() -> None:
+    assert len(vm_steps()) == 2
+    for step in vm_steps():
+        assert "usesh" not in step["with"]  # deprecated and ignored by vmactions/freebsd-vm
+        prepare = step["with"]["prepare"]
+        assert "/usr/src/sys/conf/kmod.mk" in prepare and "src.txz" in prepare
+        assert "download.freebsd.org/releases/" in prepare
+
+
+@pytest.mark.parametrize("shell", ["dash", "sh"])
+def test_prepare_is_posix_sh(shell: str, tmp_path: Path) -> None:
+    """vmactions runs prepare with FreeBSD's sh; dash (POSIX, no bashisms) must at least parse it."""
+    script = tmp_path / "prepare.sh"
+    script.write_text(vm_steps()[0]["with"]["prepare"])
+    proc = subprocess.run([shell, "-n", str(script)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    lint = subprocess.run(["shellcheck", "-s", "sh", str(script)], capture_output=True, text=True,
+                          check=False)
+    assert lint.returncode == 0, lint.stdout
+
+
+def test_long_phases_are_folded() -> None:
+    texts = [str(s.get("run", "")) for s in STEPS] + [(ROOT / "action" / "run-bsdkm-ci.sh").read_text()]
+    for text in texts:
+        # the VM script closes its install fold on the error path too
+        assert text.count("::group::") <= text.count("::endgroup::") <= 2 * text.count("::group::"), text
+    names = {s.get("name") for s in STEPS if "::group::" in str(s.get("run", ""))}
+    assert {"Install bsdkm-ci", "Install build packages", "Stage bsdkm-ci for the FreeBSD VM"} <= names
+    assert "::group::bsdkm-ci run" in (ROOT / "action" / "run-bsdkm-ci.sh").read_text()
