@@ -37,7 +37,7 @@ LINUX_HZ = 250
 # One C-level search decides whether an idle line may start a record.
 _TRIGGER = re.compile(
     r"BUG|Oops|WARNING|general protection|LOCKUP|stall|blocked for more|UBSAN|kmemleak|Kernel panic"
-    r"|panic: |Fatal trap|lock order reversal|Sleeping thread|Sleeping on|sleeping with|held too long"
+    r"|panic: |Fatal trap|lock order reversal|Sleeping thread|Sleeping on|sleeping with|too long"
     r"|fpu_kern|fpudna|KDB: stack"
 ).search
 _STAMP = re.compile(r"^(?:<\d>)?\[\s*(?P<ts>\d+(?:\.\d+)?)\] ?")
@@ -232,7 +232,7 @@ SHAPES: tuple[_Shape, ...] = (
            _bsd_sleep_on),
     _shape("sleep_with_lock", "freebsd", r"^(?P<why>.*sleeping with \"(?P<lock>[^\"]+)\" locked.*)$",
            lambda m: {"detail": {"lock": m["lock"]}}),
-    _shape("fpu", "freebsd", r"^(?P<why>(?:fpu_kern_\w+|fpudna|fpu_\w+)[:(].*)$",
+    _shape("fpu", "freebsd", r"^(?!\S+\(\) at )(?P<why>(?:fpu_kern_\w+|fpudna|fpu_\w+)[:(].*)$",
            lambda m: {"detail": {"reason": m["why"]}}),
     _shape("backtrace", "freebsd", r"^KDB: stack backtrace:", merges=_PANIC_BODY),
 )
@@ -319,8 +319,8 @@ class KernelTroubleScanner:
             ev.message = _split_stamp(raw)[1].strip()
         if shape.kind in ("panic", "fpu", "sleep_with_lock") and "panic" not in ev.detail:
             ev.detail["panic"] = _split_stamp(raw)[1].strip()
-        if shape.kind == "backtrace" or ev.os == "freebsd":
-            cur.in_trace = cur.in_trace or shape.kind == "backtrace"
+        if ev.os == "freebsd":  # a merged panic prints cpuid/time before its own backtrace
+            cur.in_trace = shape.kind == "backtrace"
         ev.end_line = n
         cur.last_ts = ts if ts is not None else cur.last_ts
         cur.body += 1
@@ -335,7 +335,8 @@ class KernelTroubleScanner:
             self._close(out)
             return False
         ev = cur.event
-        if ev.os == "freebsd" and text.startswith("KDB: stack backtrace"):
+        if ev.os == "freebsd" and (text.startswith("KDB: stack backtrace") or _FRAME_BSD.match(text)
+                                   or _FRAME_BSD_STACK.match(text)):
             return self._freebsd_body(cur, text, ts, n, out)
         end = _END_TRACE.match(text.strip())
         if end:
@@ -445,6 +446,11 @@ class KernelTroubleScanner:
         elif m := _BSD_THREAD.match(line):
             ev.pid = ev.pid if ev.pid is not None else int(m["pid"])
             ev.detail.setdefault("tid", int(m["tid"]))
+        elif line.startswith("lock order ") and line.rstrip().endswith("attempted at:"):
+            # witness prints the established order's stack, then the one attempted now: the culprit
+            ev.detail["established_frames"] = ev.frames[:MAX_FRAMES]
+            ev.frames = []
+            cur.in_trace = False
         elif m := _BSD_LOCK.match(line):
             ev.detail.setdefault("locks", []).append(
                 {"which": m["which"], "name": m["name"], "type": m["type"], "where": m["where"]}
@@ -534,23 +540,28 @@ def _is_linux_body(text: str) -> bool:
 
 
 def _freebsd_module_frames(ev: KernelEvent) -> None:
-    """DDB names no modules: the module's frames are those between the panic machinery and the
-    kernel's loader, when one of them is a wolfSSL symbol (``wolfkmod_event``, ``wc_*``, ...)."""
+    """DDB names no modules: the module's frames are those from the first frame past the panic
+    machinery (or, when kernel code lies between, the first wolfSSL symbol: ``wolfkmod_event``,
+    ``wc_*``, ...) up to the kernel's loader. The faulting function is the first frame past the
+    machinery, whoever's it is (for a lock order reversal: the one that took the lock)."""
     frames = ev.frames
     i = 0
     while i < len(frames) and _BSD_MACHINERY.match(frames[i]):
         i += 1
-    j = i
+    if ev.function is None and i < len(frames):
+        ev.function = frames[i]
+    wolf = next((k for k in range(i, len(frames))
+                 if _WOLF_NAME.match(frames[k]) and not _BSD_LOADER.match(frames[k])), None)
+    if wolf is None:
+        return
+    if any(_BSD_LOADER.match(f) for f in frames[i:wolf]):
+        i = wolf
+    j = wolf
     while j < len(frames) and not _BSD_LOADER.match(frames[j]):
         j += 1
-    block = frames[i:j]
-    if block and any(_WOLF_NAME.match(f) for f in block):
-        ev.module_frames = block[:MAX_FRAMES]
-        ev.names_module = True
-        if ev.function is None:
-            ev.function = block[0]
-    elif ev.function is None and block:
-        ev.function = block[0]
+    ev.module_frames = frames[i:j][:MAX_FRAMES]
+    ev.names_module = True
+
 
 
 def summarise(events: list[KernelEvent]) -> dict[str, int]:

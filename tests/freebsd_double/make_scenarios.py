@@ -308,6 +308,127 @@ def msgbuf_wrapped(bench: list[str]) -> dict[str, Any]:
     return doc
 
 
+# --------------------------------------------------------------------------- kernel trouble (issue 12)
+# Built from FreeBSD's kernel sources, not recorded: the message shapes (and the source files they
+# come from) are in docs/kernel-messages.md; frames use ddb's "f() at f+0x../frame 0x.." form and
+# witness's "#N 0x.. at f+0x.." form. The panics end the load: kldload never returns.
+KERNEL_PROVENANCE = ("constructed from FreeBSD's kernel sources (see docs/kernel-messages.md) and the bsdkm "
+                     "message catalogue; not recorded on FreeBSD")
+
+
+def _ddb(frames: list[str], base: int = 0xFFFFFE00A1B2C000) -> list[str]:
+    return [f"{f}() at {f}+0x{0x20 + 7 * i:x}/frame 0x{base + 0x40 * i:x}" for i, f in enumerate(frames)]
+
+
+def _witness_stack(frames: list[str]) -> list[str]:
+    return [f"#{i} 0xffffffff80{0xb00000 + 0x1234 * i:06x} at {f}+0x{0x31 + 5 * i:x}"
+            for i, f in enumerate(frames)]
+
+
+_LOADER_FRAMES = ["wolfkmod_event", "module_register_init", "linker_load_module", "kern_kldload",
+                  "sys_kldload", "amd64_syscall", "fast_syscall_common"]
+
+
+def _kernel_scenario(name: str, about: str, lines: list[str], *, hang: bool,
+                     bench: list[str]) -> dict[str, Any]:
+    load = ["info: wolfCrypt self-test passed.", *bench[:6], *lines]
+    if not hang:
+        load += [*bench[6:], "info: wolfCrypt benchmark passed.", "info: libwolfssl loaded"]
+    doc = scenario(name, about, kldload={"kernel_log": load, "hang": hang},
+                   kldunload={"kernel_log": ["info: libwolfssl unloaded"]})
+    doc["provenance"] = KERNEL_PROVENANCE
+    return doc
+
+
+def kernel_trouble_scenarios(bench: list[str]) -> list[dict[str, Any]]:
+    lor = [  # kern/subr_witness.c witness_checkorder(): reversal, the two locks, both orders' stacks
+        "lock order reversal:",
+        " 1st 0xfffff80003a1c0a8 wolfkmod_mtx (wolfkmod_mtx, sleep mutex) @ bsdkm/wolfkmod.c:412",
+        " 2nd 0xffffffff81c3e5a0 kernel linker (kernel linker, sx) @ /usr/src/sys/kern/kern_linker.c:1142",
+        "lock order kernel linker -> wolfkmod_mtx established at:",
+        *_witness_stack(["witness_checkorder", "__mtx_lock_flags", "wolfkmod_event", "module_register_init"]),
+        "lock order wolfkmod_mtx -> kernel linker attempted at:",
+        *_witness_stack(["witness_checkorder", "_sx_xlock", "linker_file_lookup_symbol", "wc_InitRng",
+                         "wolfkmod_event", "module_register_init"]),
+    ]
+    sleeping = [  # kern/subr_turnstile.c propagate_priority(), then kern_shutdown.c vpanic()
+        "Sleeping thread (tid 100112, pid 812) owns a non-sleepable lock",
+        "KDB: stack backtrace of thread 100112:",
+        *_ddb(["sched_switch", "mi_switch", "sleepq_switch", "_sleep", "wc_GenerateSeed", "wc_InitRng",
+               *_LOADER_FRAMES]),
+        "panic: sleeping thread",
+        "cpuid = 1",
+        "time = 1733044800",
+        "KDB: stack backtrace:",
+        *_ddb(["db_trace_self_wrapper", "vpanic", "panic", "propagate_priority", "turnstile_wait",
+               "__mtx_lock_sleep", "intr_event_execute_handlers", "ithread_loop", "fork_exit"]),
+    ]
+    spin = [  # kern/kern_mutex.c _mtx_lock_indefinite_check()
+        "spin lock 0xffffffff81d5c640 (sched lock 1) held by 0xfffff80003f1e000 (tid 100112) too long",
+        "panic: spin lock held too long",
+        "cpuid = 0",
+        "time = 1733044800",
+        "KDB: stack backtrace:",
+        *_ddb(["db_trace_self_wrapper", "vpanic", "panic", "_mtx_lock_indefinite_check",
+               "_mtx_lock_spin_cookie", "wolfkmod_vecreg_save", "wc_AesGcmEncrypt", "bench_aesgcm",
+               "benchmark_test", *_LOADER_FRAMES]),
+    ]
+    fpu = [  # amd64/amd64/fpu.c KASSERT in fpudna() (FreeBSD PR 250351's text)
+        "panic: fpudna while in fpu_kern_enter(FPU_KERN_NOCTX)",
+        "cpuid = 0",
+        "time = 1733044800",
+        "KDB: stack backtrace:",
+        *_ddb(["db_trace_self_wrapper", "vpanic", "panic", "fpudna", "trap", "calltrap",
+               "AES_GCM_encrypt_avx2", "wc_AesGcmEncrypt", "aesgcm_test", "wolfcrypt_test", *_LOADER_FRAMES]),
+    ]
+    trap = [  # amd64/amd64/trap.c trap_fatal(), then the panic it calls
+        "Fatal trap 12: page fault while in kernel mode",
+        "cpuid = 1; apic id = 01",
+        "fault virtual address\t= 0x8",
+        "fault code\t\t= supervisor read data, page not present",
+        "instruction pointer\t= 0x20:0xffffffff82e1b2f3",
+        "stack pointer\t        = 0x28:0xfffffe00a1b2c6e0",
+        "frame pointer\t        = 0x28:0xfffffe00a1b2c730",
+        "current process\t\t= 812 (kldload)",
+        "trap number\t\t= 12",
+        "panic: page fault",
+        "cpuid = 1",
+        "time = 1733044800",
+        "KDB: stack backtrace:",
+        *_ddb(["db_trace_self_wrapper", "vpanic", "panic", "trap_fatal", "trap_pfault", "trap", "calltrap"]),
+        "--- trap 0xc, rip = 0xffffffff82e1b2f3, rsp = 0xfffffe00a1b2c6e0, rbp = 0xfffffe00a1b2c730 ---",
+        *_ddb(["wc_ecc_mulmod_ex2", "ecc_make_pub_ex", "_ecc_make_key_ex", "ecc_test", "wolfcrypt_test",
+               *_LOADER_FRAMES], base=0xFFFFFE00A1B2C740),
+    ]
+    sleep_lock = [  # kern/subr_witness.c witness_warn() for _sleep()'s WITNESS_WARN "Sleeping on \"%s\""
+        'Sleeping on "wolfrng" with the following non-sleepable locks held:',
+        "exclusive sleep mutex wolfkmod_mtx (wolfkmod_mtx) r = 0 (0xfffff80003a1c0a8) locked @ "
+        "bsdkm/wolfkmod.c:412",
+        "stack backtrace:",
+        *_witness_stack(["witness_debugger", "witness_warn", "_sleep", "wc_GenerateSeed", "wc_InitRng",
+                         "wolfkmod_event", "module_register_init"]),
+    ]
+    return [
+        _kernel_scenario("kernel-lock-order-reversal", "WITNESS: lock order reversal between the module's "
+                         "mutex and the kernel linker lock during MOD_LOAD; the load goes on.", lor,
+                         hang=False, bench=bench),
+        _kernel_scenario("kernel-sleeping-thread", "A thread sleeping in wc_GenerateSeed owns a "
+                         "non-sleepable lock: turnstile panic (\"sleeping thread\"); kldload never returns.",
+                         sleeping,
+                         hang=True, bench=bench),
+        _kernel_scenario("kernel-spin-lock-held", "A spin lock held too long while the module's AES-GCM "
+                         "benchmark waits for it: panic; kldload never returns.", spin, hang=True,
+                         bench=bench),
+        _kernel_scenario("kernel-fpu-panic", "FPU used outside the module's fpu_kern_enter section: "
+                         "fpudna panic in the AES-GCM self-test; kldload never returns.", fpu, hang=True,
+                         bench=bench),
+        _kernel_scenario("kernel-fatal-trap", "Page fault in the module's ECC self-test: Fatal trap 12, "
+                         "panic; kldload never returns.", trap, hang=True, bench=bench),
+        _kernel_scenario("kernel-sleep-with-lock", "WITNESS: the module sleeps (\"wolfrng\") holding its "
+                         "non-sleepable mutex; the load goes on.", sleep_lock, hang=False, bench=bench),
+    ]
+
+
 def build_all(fixtures: Path) -> dict[str, dict[str, Any]]:
     bench = bench_block(fixtures)
     selftest = verbose_selftest(fixture_lines(fixtures, SELFTEST_FIXTURE))
@@ -322,6 +443,7 @@ def build_all(fixtures: Path) -> dict[str, dict[str, Any]]:
         unload_failure(bench),
         console_not_logged(bench),
         msgbuf_wrapped(bench),
+        *kernel_trouble_scenarios(bench),
     ]
     return {d["name"]: d for d in docs}
 
