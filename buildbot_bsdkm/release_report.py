@@ -300,7 +300,7 @@ def change_svg(changes: Sequence[Mapping[str, Any]], *, width: int = 760, bar: i
     label_w, pad = 330, 6
     span = max(10.0, *(abs(c["delta_pct"]) for c in rows), *(c["limit_pct"] or 0 for c in rows))
     mid = label_w + (width - label_w) / 2
-    scale = (width - label_w - 20) / 2 / span
+    scale = (width - label_w - 120) / 2 / span  # room for the percentage beside the longest bar
     height = pad * 2 + len(rows) * (bar + 4) + 16
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'font-family="sans-serif" font-size="11" role="img" aria-label="per-item change">',
@@ -309,15 +309,15 @@ def change_svg(changes: Sequence[Mapping[str, Any]], *, width: int = 760, bar: i
         y = pad + i * (bar + 4)
         d = float(c["delta_pct"])
         x, w = (mid, d * scale) if d >= 0 else (mid + d * scale, -d * scale)
-        color = "#2e7d32" if c["passed"] else "#c62828"
+        color = "#c62828" if not c["passed"] else "#9e9e9e" if c["verdict"] == "inconclusive" else "#2e7d32"
         label = html.escape(f"{c['item']} {c['name']}")
         parts.append(f'<text x="{label_w - 6}" y="{y + bar - 4}" text-anchor="end">{label}</text>')
         parts.append(f'<rect x="{x:.1f}" y="{y}" width="{max(w, 1):.1f}" height="{bar}" fill="{color}"/>')
         tx = mid + (d * scale + 4 if d >= 0 else d * scale - 4)
         anchor = "start" if d >= 0 else "end"
         parts.append(f'<text x="{tx:.1f}" y="{y + bar - 4}" text-anchor="{anchor}">{d:+.1f}%</text>')
-    parts.append(f'<text x="{mid}" y="{height - 2}" text-anchor="middle">change vs previous '
-                 f'(throughput: right is faster)</text></svg>')
+    parts.append(f'<text x="{mid}" y="{height - 2}" text-anchor="middle">change vs previous (right is '
+                 f'faster; red: regression, grey: inconclusive)</text></svg>')
     return "".join(parts)
 
 
@@ -384,12 +384,12 @@ def html_release(doc: Mapping[str, Any]) -> str:
         f"<p>candidate: {html.escape(_source_line(doc, 'candidate'))}<br>"
         f"previous: {html.escape(_source_line(doc, 'previous'))}<br>"
         f"{doc['repeats']} interleaved repeat(s) per side; {html.escape(v['summary'])}</p>",
-        "<h2>Per-item change</h2>", change_svg(doc["changes"]),
-        f"<h2>Speedups against {html.escape(doc['software_variant'])}: then and now</h2>",
-        speedup_then_now_svg(doc["speedups"]),
         "<h2>Matrix</h2>",
         _table(["item", "status", "candidate", "previous", "build s (prev → cand)",
                 ".ko text/data/bss (prev → cand)", "warnings (prev → cand)"], matrix),
+        "<h2>Per-item change</h2>", change_svg(doc["changes"]),
+        f"<h2>Speedups against {html.escape(doc['software_variant'])}: then and now</h2>",
+        speedup_then_now_svg(doc["speedups"]),
     ]
     if diffs:
         parts += ["<h2>Self-tests and benchmark items</h2>",
