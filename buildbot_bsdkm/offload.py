@@ -239,7 +239,7 @@ def offload_svg(runs: Sequence[RunResult], verdict: Verdict, *, width: int = 560
 def _chart(title: str, paths: dict[str, dict[int, float]], marks: list[Check], width: int,
            height: int) -> str:
     e = html.escape
-    left, right, top, bottom = 64, 150, 28, 40
+    left, right, top, bottom = 64, 190, 28, 40
     sizes = sorted({s for p in paths.values() for s in p})
     rates = [v for p in paths.values() for v in p.values() if v > 0]
     if not sizes or not rates:
@@ -292,10 +292,13 @@ def _chart(title: str, paths: dict[str, dict[int, float]], marks: list[Check], w
         if point == "never":
             out.append(f'<text x="{left + pw + 10}" y="{ly}">{e(text)}never</text>')
             continue
-        px = x(int(point))
-        out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{top + ph}" stroke="#000" '
-                   'stroke-dasharray="4 3"/>')
-        out.append(f'<text x="{px + 3:.1f}" y="{top + 12 + j * 12}">{e(text)}{point} B</text>')
-        out.append(f'<text x="{left + pw + 10}" y="{ly}">{e(text)}{point} B</text>')
+        # dashed in the colour of the path it is compared with; the legend says which line is which
+        px, colour = x(int(point)), PATH_COLOURS.get(str(c.detail.get("software")), "#000")
+        out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{top + ph}" stroke="{colour}" '
+                   f'stroke-dasharray="{4 + 2 * j} 3" stroke-width="1.5">'
+                   f"<title>{e(c.message)}</title></line>")
+        out.append(f'<line x1="{left + pw + 10}" x2="{left + pw + 26}" y1="{ly - 4}" y2="{ly - 4}" '
+                   f'stroke="{colour}" stroke-dasharray="{4 + 2 * j} 3"/>')
+        out.append(f'<text x="{left + pw + 30}" y="{ly}">{e(text)}{point} B</text>')
     out.append("</svg>")
     return "\n".join(out)
