@@ -19,7 +19,9 @@ LOCAL = MasterSettings(www_port=8010, pb_port=9989, local_workers={"local": "pw"
 
 
 def config(extra: str = "", workers: str = "workers: {}"):
-    text = (ROOT / "bsdkm.yml").read_text().replace("workers: {}", workers) + extra
+    text = (ROOT / "bsdkm.yml").read_text().replace("workers: {}", workers)
+    if extra:  # in place of the repository's own release: section
+        text = text.split("\nrelease:\n")[0] + "\n" + extra
     return parse_config(text, "bsdkm.yml", ROOT)
 
 
