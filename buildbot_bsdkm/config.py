@@ -230,7 +230,9 @@ class Config:
         return [f for f in common if f.split("=", 1)[0] not in own_names] + own
 
     def cflags(self, target: str, variant: str) -> list[str]:
-        return self.benchmark.cflags() + list(self.variants[variant].cflags)
+        # A target's own benchmark CFLAGS (targets.<t>.bench_cflags), e.g. shorter work under TCG.
+        own = self.targets[target].options.get("bench_cflags") or () if target in self.targets else ()
+        return self.benchmark.cflags() + [str(f) for f in own] + list(self.variants[variant].cflags)
 
 
 # --------------------------------------------------------------------------- YAML walking

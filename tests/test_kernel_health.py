@@ -276,3 +276,28 @@ def test_buildbot_summary_line_names_the_lockups() -> None:
     assert "kernel warning: 2 RCU stall (max 84.01 s), 3 soft lockup (max 101 s)" in text
     clean = parse_file(FIXTURES / "linuxkm" / "asm-full-bench.console.log")
     assert "kernel" not in results_summary([kernel_run(clean)])
+
+
+# --------------------------------------------------------------------------- the main job's TCG settings
+
+
+def test_main_job_tcg_settings_leave_out_the_long_rsa_key_generations_on_the_kernel_target_only() -> None:
+    from buildbot_bsdkm.config import load_config
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "bsdkm.yml")
+    assert "-DRSA_MAX_SIZE=2048" in cfg.cflags("linux-kmod-qemu", "noasm")
+    assert "-DRSA_MAX_SIZE=2048" not in cfg.cflags("userspace", "noasm")
+    assert "RSA 3072 and 4096 key generation" in cfg.targets["linux-kmod-qemu"].options["bench_skipped"]
+
+
+def test_main_job_console_after_the_tcg_settings_has_no_kernel_trouble_and_says_what_was_skipped() -> None:
+    log = parse_file(DATA / "noasm-tcg-settings.console.log", LogFormat.LINUX_KERNEL_LOG)
+    assert log.complete and log.kernel == []
+    assert not [b for b in log.benchmarks if b.name in ("RSA 3072 key gen", "RSA 4096 key gen")]
+    assert [b.name for b in log.benchmarks if b.name.startswith("RSA 2048")] == [
+        "RSA 2048 key gen", "RSA 2048 public", "RSA 2048 private"]
+    run = kernel_run(log, variant="noasm")
+    run.metadata["benchmark_skipped"] = "RSA 3072 and 4096 key generation (-DRSA_MAX_SIZE=2048)"
+    md = markdown_report([run], evaluate([run], Policy()))
+    assert "Skipped under emulation: linux-kmod-qemu/noasm: RSA 3072 and 4096 key generation" in md
+    assert "No kernel trouble in 1 kernel log" in md

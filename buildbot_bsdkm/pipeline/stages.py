@@ -319,7 +319,15 @@ def _metadata(job: Job) -> dict[str, Any]:
         "configure_args": job.state.get("configure_args"),
         "cflags": job.config.cflags(job.target, job.variant),
         "bench_args": list(job.config.benchmark.userspace_args) if job.target == "userspace" else None,
+        **_skipped(job),
     }
+
+
+def _skipped(job: Job) -> dict[str, Any]:
+    """What the target's benchmark leaves out on purpose (targets.<t>.bench_skipped): said in reports."""
+    target = job.config.targets.get(job.target)
+    note = target.options.get("bench_skipped") if target is not None else None
+    return {"benchmark_skipped": str(note)} if note else {}
 
 
 def read_run(job: Job) -> RunResult:
