@@ -249,11 +249,11 @@ def _md_row(cells: Sequence[str]) -> str:
 
 
 def _md_block(block: Block) -> str:
-    if block.kind == "h2":
     if block.kind == "details":
         return f"<details><summary>{html.escape(block.text)}</summary>\n\n"
     if block.kind == "details-end":
         return "</details>\n\n"
+    if block.kind == "h2":
         return f"## {_md_text(block.text)}\n\n"
     if block.kind == "h3":
         return f"### {_md_text(block.text)}\n\n"
@@ -383,11 +383,11 @@ def speedup_svg(checks: Sequence[Check], *, width: int = 720, bar_height: int = 
 
 def _html_block(block: Block) -> str:
     e = html.escape
-    if block.kind in ("h2", "h3"):
     if block.kind == "details":
         return f"<details open><summary>{e(block.text)}</summary>"
     if block.kind == "details-end":
         return "</details>"
+    if block.kind in ("h2", "h3"):
         return f"<{block.kind}>{e(block.text)}</{block.kind}>"
     if block.kind == "note":
         return f'<p class="note"><strong>Note:</strong> {e(block.text)}</p>'
