@@ -274,3 +274,22 @@ def test_release_through_the_freebsd_double(tmp_path: Path, monkeypatch: pytest.
     assert html.count("<svg") == 0 or "<svg" in html  # charts appear once items compare
     baseline = from_json((out / "baseline-5.9.json").read_text())
     assert sorted(r.variant for r in baseline) == ["fips", "noasm"]
+
+
+def test_unknown_git_tag_exits_2_naming_it_before_anything_is_built(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    repo = _tree(tmp_path / "wolfssl", "5.9.2", bsdkm=True)
+    for cmd in (["init", "-q"], ["add", "."], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
+                                               "-m", "x"], ["tag", "v5.9.2-stable"]):
+        subprocess.run(["git", *cmd], cwd=repo, check=True)
+    cfg = tmp_path / "bsdkm.yml"
+    cfg.write_text(MATRIX + f"cache_dir: {tmp_path / 'cache'}\n")
+    rc = main(["release", "--config", str(cfg), "--out", str(tmp_path / "out"), "--candidate",
+               f"git:file://{repo}@v5.9.2-stable", "--previous", f"git:file://{repo}@v5.8.0-stable"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    want = f"unknown source: --previous git:file://{repo}@v5.8.0-stable: git fetch v5.8.0-stable failed"
+    assert want in err
+    assert not (tmp_path / "out" / "runs").exists()
