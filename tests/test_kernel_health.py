@@ -301,3 +301,9 @@ def test_main_job_console_after_the_tcg_settings_has_no_kernel_trouble_and_says_
     md = markdown_report([run], evaluate([run], Policy()))
     assert "Skipped under emulation: linux-kmod-qemu/noasm: RSA 3072 and 4096 key generation" in md
     assert "No kernel trouble in 1 kernel log" in md
+
+
+def test_default_policy_file_writes_out_the_built_in_kernel_defaults() -> None:
+    from buildbot_bsdkm.policy import load_policy
+
+    assert load_policy().kernel == kernel_health.KernelRules()
