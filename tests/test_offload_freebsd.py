@@ -49,7 +49,7 @@ def test_scenario_file_is_what_the_generator_builds() -> None:
     committed = json.loads(OFFLOAD_SCENARIO.read_text())
     built = make_offload_scenario.build()
     assert committed["openssl"] == built["openssl"] and committed["name"] == built["name"]
-    assert any("driver loaded: 3" in line for line in committed["kldload"]["kernel_log"])
+    assert any("driver loaded: 1" in line for line in committed["kldload"]["kernel_log"])
 
 
 def test_offload_never_wins_through_cryptodev(tmp_path: Path) -> None:
@@ -58,14 +58,15 @@ def test_offload_never_wins_through_cryptodev(tmp_path: Path) -> None:
     r = _run(double, "offload.sh", str(logs))
     assert r.returncode == 0, r.stderr
     status = (logs / "offload.status").read_text()
-    assert "crid=3" in status and "engine=cryptodev" in status and "result=measured" in status
+    assert "crid=1" in status and "framework_driver_id=1" in status
+    assert "engine=cryptodev" in status and "result=measured" in status
     assert "kern.crypto.allow_soft: 0" in (logs / "sysctl.kern.crypto.txt").read_text()
     # devcrypto (OpenSSL >= 1.1) is tried first, then 1.0.2's cryptodev; -elapsed always
     speeds = [c for c in double.calls() if c[:2] == ["openssl", "speed"]]
     assert [c[c.index("-engine") + 1] if "-engine" in c else None for c in speeds] == [
         "devcrypto", "cryptodev", None]
     assert all("-elapsed" in c for c in speeds)
-    assert registered_crid(logs / "load.kernel.log") == 3
+    assert registered_crid(logs / "load.kernel.log") == 1
 
     run = RunResult(variant="crypto-register", target="freebsd-kmod", logs=offload_logs(logs))
     assert all(log.complete for log in run.logs)
@@ -79,7 +80,7 @@ def test_offload_never_wins_through_cryptodev(tmp_path: Path) -> None:
     assert round(rates["openssl:software:aes-128-gcm@16"] / rates["openssl:devcrypto:aes-128-gcm@16"]) == 57
     assert cross.detail["ratios"]["8192"] < 1
     (crid,) = [c for c in verdict.checks if c.kind == KIND_OFFLOAD]
-    assert crid.passed and crid.detail["crid"] == "3"
+    assert crid.passed and crid.detail["crid"] == "1"
 
 
 def test_required_crossover_fails_when_offload_never_wins(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_engine_needs_the_module(tmp_path: Path) -> None:
     """Without a loaded module the engine run fails; software is still measured."""
     double, ko, logs = _boot(tmp_path, "crypto-register-offload")
     logs.mkdir()
-    (logs / "load.kernel.log").write_text("libwolf0: info: driver loaded: 3\n")  # a stale log
+    (logs / "load.kernel.log").write_text("libwolf0: info: driver loaded: 1\n")  # a stale log
     r = _run(double, "offload.sh", str(logs))
     assert r.returncode == 1
     status = dict(line.split("=", 1) for line in (logs / "offload.status").read_text().splitlines())

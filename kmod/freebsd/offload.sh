@@ -5,8 +5,9 @@
 # crypto framework (opencrypto) instead of running its self-test. This script, run while
 # the module is loaded:
 #   1. finds the crid the driver registered ("libwolf0: info: driver loaded: <crid>" in
-#      LOGDIR/load.kernel.log) and records `sysctl kern.crypto` (falling back to the single
-#      oids older releases have), into LOGDIR/offload.status;
+#      LOGDIR/load.kernel.log, and opencrypto's "crypto: assign libwolf0 driver id <n>") and
+#      records `sysctl kern.crypto` (falling back to the single oids older releases have),
+#      into LOGDIR/offload.status;
 #   2. runs `openssl speed -elapsed -evp aes-128-gcm -engine devcrypto` (OpenSSL >= 1.1;
 #      `cryptodev` on OpenSSL 1.0.2, tried second) and the same without the engine, into
 #      LOGDIR/openssl.devcrypto.txt and LOGDIR/openssl.software.txt (stdout + stderr).
@@ -30,12 +31,17 @@ status="$logdir/offload.status"
 
 crid=$(sed -n 's/.*libwolf[0-9]*: info: driver loaded: \([0-9][0-9]*\).*/\1/p' \
     "$logdir/load.kernel.log" 2>/dev/null | tail -n 1)
+# opencrypto's own line for the same registration (crypto_get_driverid): "crypto: assign
+# libwolf0 driver id 1, flags 0xf000000"; recorded so a reader can check both agree.
+framework_id=$(sed -n 's/.*crypto: assign libwolf[0-9]* driver id \([0-9][0-9]*\).*/\1/p' \
+    "$logdir/load.kernel.log" 2>/dev/null | tail -n 1)
 {
     sysctl kern.crypto 2>/dev/null ||
         sysctl kern.crypto.allow_soft kern.cryptodevallowsoft 2>/dev/null
 } >"$logdir/sysctl.kern.crypto.txt"
 {
     echo "crid=$crid"
+    echo "framework_driver_id=$framework_id"
     echo "alg=$alg"
     echo "openssl_version=$("$openssl" version 2>/dev/null | head -n 1)"
 } >"$status"

@@ -4,8 +4,9 @@ Kept out of ``scenarios/`` (that directory is exactly what ``make_scenarios.py``
 boot it with ``FreeBSDDouble.boot_file(OFFLOAD_SCENARIO, state)``.
 
 ``python tests/freebsd_double/make_offload_scenario.py`` rewrites the file; a test checks the
-committed one is what this builds. **Constructed, not recorded**: the kernel side is the
-``crypto-register`` scenario; the two ``openssl speed -elapsed -evp aes-128-gcm`` outputs are
+committed one is what this builds. The kernel side is the ``crypto-register`` scenario (its
+kldload lines recorded on FreeBSD 15.0-CURRENT, see that scenario's provenance). **The openssl
+side is constructed, not recorded**: the two ``openssl speed -elapsed -evp aes-128-gcm`` outputs are
 shaped like OpenSSL 1.0.2's (the FreeBSD thread the issue cites ran 1.0.2 with ``-engine
 cryptodev``): progress lines on stderr, the 5-size table on stdout, in 1000s of bytes per
 second. The numbers are made up to show the thread's finding (offload 57x slower at 16 bytes
