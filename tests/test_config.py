@@ -43,8 +43,8 @@ def test_repository_default_is_the_main_job() -> None:
     cfg = load_config(default_config_path())
     assert cfg.source == DebianSource(suite="sid", package="wolfssl", version="5.9.2")
     assert cfg.pairs() == [
-        ("userspace", "intelasm"), ("linux-kmod-qemu", "intelasm"),
-        ("userspace", "noasm"), ("linux-kmod-qemu", "noasm"),
+        ("userspace", "intelasm"), ("linux-kmod-qemu", "intelasm"), ("freebsd-kmod-qemu", "intelasm"),
+        ("userspace", "noasm"), ("linux-kmod-qemu", "noasm"), ("freebsd-kmod-qemu", "noasm"),
     ]
     # Variants switched off by default still run when asked for by name.
     assert cfg.pairs(["aesni-avx"]) == [("userspace", "aesni-avx")]
