@@ -12,6 +12,14 @@ A policy file (see ``policies/default.yml`` for the documented default) holds:
 ``floors``      absolute minimum throughput (``min`` + ``unit``) or maximum cycles (``max_cycles``).
 ``regressions`` maximum drop versus a baseline results document, in percent, per item or
                 as the geometric mean over every matching item (``aggregate: geomean``).
+                ``limit: fixed`` (the default for a rule) fails a drop above ``max_pct``;
+                ``limit: learned`` judges every item from all repeats of both sides with a limit
+                learned from the measured noise (``buildbot_bsdkm/perf/gate.py``), ``max_pct``
+                being a floor below which a drop never fails, and ``detect_pct`` the change the
+                item must be able to resolve (else it is ``inconclusive``, reported, not failed).
+``perf``        settings of learned limits: ``alpha`` (false alarms per run, all items together),
+                ``tail``, ``min_repeats`` (per side; fewer is ``inconclusive``), ``min_history``,
+                ``window``, ``prior_dof``, ``power``, ``clock_tolerance`` (see ``policies/default.yml``).
 ``speedups``    minimum ratio accelerated / software variant on the same target.
 ``crossovers``  offload-vs-software comparison across block sizes; reports the crossover block
                 size and can require it to be at most ``max_block`` bytes. With ``paths: true`` it
@@ -38,6 +46,9 @@ import yaml
 
 from . import kernel_health, offload
 from .model import RATE_UNITS, BenchKind, Benchmark, LogFormat, LogResult, RunResult
+from .perf import clock as perf_clock
+from .perf import fingerprint as perf_fingerprint
+from .perf import gate as perf_gate
 
 
 def _packaged_default_policy() -> Path:
@@ -108,6 +119,8 @@ class RegressionRule:
     scope: Scope = Scope()
     metric: str = "auto"
     aggregate: str = "item"  # "item" or "geomean"
+    limit: str = "fixed"  # "fixed": max_pct is the limit; "learned": perf gate, max_pct is a floor
+    detect_pct: float | None = None  # learned: an item that cannot resolve this is inconclusive
 
 
 @dataclass(frozen=True)
@@ -150,6 +163,8 @@ class Policy:
     speedups: list[SpeedupRule] = field(default_factory=list)
     crossovers: list[CrossoverRule] = field(default_factory=list)
     kernel: kernel_health.KernelRules = field(default_factory=kernel_health.KernelRules)
+    perf: perf_gate.Settings = field(default_factory=perf_gate.Settings)
+    clock_tolerance: float = perf_clock.TOLERANCE
 
 
 # ---------------------------------------------------------------------------
@@ -189,6 +204,7 @@ class Verdict:
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     policy_source: str = "<default>"
+    perf: list[dict[str, Any]] = field(default_factory=list)  # learned-limit gate, one entry per run
 
     @property
     def passed(self) -> bool:
@@ -222,6 +238,7 @@ class Verdict:
             "policy": self.policy_source,
             "notes": list(self.notes),
             "checks": [c.to_dict() for c in self.checks],
+            "perf": list(self.perf),
         }
 
 
@@ -349,7 +366,7 @@ def glob_problem(pattern: str) -> str | None:
 
 
 _TOP_KEYS = ("version", "metric", "selftests", "complete", "required", "floors", "regressions",
-             "speedups", "crossovers")
+             "speedups", "crossovers", "perf")
 _TOP_KEYS = (*_TOP_KEYS, "kernel")  # kernel_health.py: the kernel-trouble gate
 _SCOPE_KEYS = ("pattern", "variants", "targets")
 
@@ -393,9 +410,15 @@ def _read_floor(r: _Reader, node: yaml.Node, key: str) -> FloorRule:
 
 
 def _read_regression(r: _Reader, node: yaml.Node, key: str) -> RegressionRule:
-    fields = r.mapping(node, key, (*_SCOPE_KEYS, "max_pct", "metric", "aggregate"))
+    fields = r.mapping(node, key, (*_SCOPE_KEYS, "max_pct", "metric", "aggregate", "limit", "detect_pct"))
     _require(r, node, fields, key, "pattern", "max_pct")
+    limit = r.choice(fields["limit"], f"{key}.limit", ("fixed", "learned")) if "limit" in fields else "fixed"
+    if "detect_pct" in fields and limit != "learned":
+        raise r.fail(fields["detect_pct"], f"{key}.detect_pct", "only goes with 'limit: learned'")
     return RegressionRule(
+        limit=limit,
+        detect_pct=(r.number(fields["detect_pct"], f"{key}.detect_pct", positive=True)
+                    if "detect_pct" in fields else None),
         pattern=r.glob(fields["pattern"], f"{key}.pattern"),
         max_pct=r.number(fields["max_pct"], f"{key}.max_pct"),
         scope=_scope(r, fields, key),
@@ -475,7 +498,36 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
             setattr(policy, key, _read_list(r, fields[key], key, read))
     if "kernel" in fields:
         policy.kernel = kernel_health.read_rules(r, fields["kernel"])
+    if "perf" in fields:
+        _read_perf(r, fields["perf"], policy)
     return policy
+
+
+_PERF_KEYS = {"alpha": float, "tail": float, "min_repeats": int, "min_history": int, "window": int,
+              "prior_dof": float, "power": float, "clock_tolerance": float, "reduce": str, "bootstrap": int}
+
+
+def _read_perf(r: _Reader, node: yaml.Node, policy: Policy) -> None:
+    fields = r.mapping(node, "perf", _PERF_KEYS)
+    values: dict[str, Any] = {}
+    for name, kind in _PERF_KEYS.items():
+        if name not in fields:
+            continue
+        key = f"perf.{name}"
+        if kind is str:
+            values[name] = r.choice(fields[name], key, ("median", "best"))
+            continue
+        if kind is int:
+            values[name] = r.integer(fields[name], key)
+            continue
+        v = r.number(fields[name], key, positive=name != "prior_dof")
+        if name in ("alpha", "power") and not v < 1:
+            raise r.fail(fields[name], key, f"must be below 1, not {v:g}")
+        values[name] = v
+    tolerance = values.pop("clock_tolerance", None)
+    if tolerance is not None:
+        policy.clock_tolerance = tolerance
+    policy.perf = perf_gate.Settings(**values)
 
 
 def load_policy(path: str | Path | None = None) -> Policy:
@@ -588,10 +640,12 @@ _WOLFCRYPT_BENCH_FORMATS = {LogFormat.WOLFCRYPT_BENCH, LogFormat.WOLFCRYPT_BENCH
 class _Evaluation:
     """Applies one policy to a set of runs (and an optional baseline), collecting checks."""
 
-    def __init__(self, runs: list[RunResult], policy: Policy, baseline: list[RunResult] | None) -> None:
+    def __init__(self, runs: list[RunResult], policy: Policy, baseline: list[RunResult] | None,
+                 history: list[RunResult] | None = None) -> None:
         self.runs = runs
         self.policy = policy
         self.baseline = baseline
+        self.history = history or []
         self.verdict = Verdict(policy_source=policy.source)
 
     def run(self) -> Verdict:
@@ -723,6 +777,10 @@ class _Evaluation:
     # -- regressions against a baseline --------------------------------------
 
     def _regressions(self) -> None:
+        if any(r.limit == "learned" for r in self.policy.regressions):
+            self._learned_regressions()
+        if not any(r.limit == "fixed" for r in self.policy.regressions):
+            return
         if self.baseline is None:
             self.note("no baseline given: regression gates were not evaluated")
             return
@@ -733,11 +791,21 @@ class _Evaluation:
                 continue
             self._item_regressions(run, base)
             for rule in self.policy.regressions:
-                if rule.aggregate == "geomean" and rule.scope.covers(run):
+                if rule.aggregate == "geomean" and rule.limit == "fixed" and rule.scope.covers(run):
                     self._geomean_regression(run, rule, base)
 
+    def _learned_regressions(self) -> None:
+        groups: dict[tuple[str, str], list[RunResult]] = {}
+        for run in self.runs:
+            groups.setdefault((run.target, run.variant), []).append(run)
+        for (target, variant), heads in groups.items():
+            same = [r for r in self.baseline or [] if (r.target, r.variant) == (target, variant)]
+            hist = [r for r in self.history if (r.target, r.variant) == (target, variant)]
+            _LearnedGate(self, heads, same, hist).run()
+
     def _item_regressions(self, run: RunResult, base: _Baseline) -> None:
-        item_rules = [r for r in self.policy.regressions if r.aggregate == "item" and r.scope.covers(run)]
+        item_rules = [r for r in self.policy.regressions
+                      if r.aggregate == "item" and r.limit == "fixed" and r.scope.covers(run)]
         rule_of: dict[str, RegressionRule | None] = {}  # pattern matching once per distinct name
         for item in _items(run):
             name = item.bench.name
@@ -924,6 +992,221 @@ def crossover_block(ratios: dict[int, float]) -> int | None:
     return point
 
 
-def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | None = None) -> Verdict:
-    """Every check the policy asks for, over ``runs`` (and ``baseline`` for regression gates)."""
-    return _Evaluation(runs, policy, baseline).run()
+def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | None = None,
+             history: list[RunResult] | None = None) -> Verdict:
+    """Every check the policy asks for, over ``runs`` (and ``baseline`` for regression gates).
+
+    Runs (and baseline runs) of one (target, variant) are repeats of one measurement, as is every
+    benchmark log within a run. ``history``: healthy past runs of the same machine; learned-limit
+    rules learn each item's spread from it, and use it as the base when ``baseline`` has no run.
+    """
+    return _Evaluation(runs, policy, baseline, history).run()
+
+
+# ---------------------------------------------------------------------------
+# Learned limits: results documents -> repeats for perf.gate, its verdicts -> checks
+
+
+def bench_logs(runs: Iterable[RunResult]) -> list[LogResult]:
+    """Every log with benchmark items: one repeat each."""
+    return [log for run in runs for log in run.logs if log.benchmarks]
+
+
+def fingerprint_problem(base: list[RunResult], head: list[RunResult]) -> str | None:
+    """Why ``base`` must not be compared with ``head`` (different machine fingerprints), or None."""
+    ids = {(r.target, r.variant): perf_fingerprint.of_run(r.metadata) for r in head}
+    for r in base:
+        want = ids.get((r.target, r.variant))
+        got = perf_fingerprint.of_run(r.metadata)
+        if want and got and want != got:
+            fields = perf_fingerprint.differences(r.metadata["fingerprint"], next(
+                h.metadata["fingerprint"] for h in head if (h.target, h.variant) == (r.target, r.variant)))
+            return (f"{r.target}/{r.variant}: the baseline was measured on another machine fingerprint "
+                    f"({got} vs {want}; differs in {', '.join(fields) or 'id'}): not comparable")
+    return None
+
+
+def same_machine(history: list[RunResult], head: list[RunResult]) -> tuple[list[RunResult], list[str]]:
+    """History runs of the heads' fingerprints, and a note per run left out for another fingerprint."""
+    ids = {(r.target, r.variant): perf_fingerprint.of_run(r.metadata) for r in head}
+    kept, notes = [], []
+    for r in history:
+        want = ids.get((r.target, r.variant))
+        got = perf_fingerprint.of_run(r.metadata)
+        if want and got and want != got:
+            commit = r.metadata.get("source_commit") or r.metadata.get("wolfssl_version") or "?"
+            notes.append(f"{r.target}/{r.variant}: history run {commit} left out: machine fingerprint "
+                         f"{got} is not this run's {want}")
+            continue
+        kept.append(r)
+    return kept, notes
+
+
+class _LearnedGate:
+    """One (target, variant): every repeat of head and base (or history) through perf.gate."""
+
+    def __init__(self, ev: _Evaluation, heads: list[RunResult], base: list[RunResult],
+                 history: list[RunResult]) -> None:
+        self.ev, self.heads, self.base, self.history = ev, heads, base, history
+        self.run0 = heads[0]
+        self.label = f"{self.run0.target}/{self.run0.variant}"
+        rules = [r for r in ev.policy.regressions if r.limit == "learned" and r.scope.covers(self.run0)]
+        self.item_rules = [r for r in rules if r.aggregate == "item"]
+        self.geo_rule = next((r for r in rules if r.aggregate == "geomean"), None)
+        self.metric = _metric_for(self.item_rules[0].metric if self.item_rules else "auto", ev.policy, *heads)
+
+    def _rule(self, name: str) -> RegressionRule | None:
+        return next((r for r in self.item_rules if matches(name, r.pattern)), None)
+
+    def _clock(self, logs: list[LogResult]) -> list[perf_clock.ClockReport]:
+        tolerance = self.ev.policy.clock_tolerance
+        return [perf_clock.check_log([perf_clock.Timed(b.name, _rate(b) or 0.0, b.cycles)
+                                      for b in log.benchmarks if not b.failed], tolerance)
+                for log in logs]
+
+    def _repeats(self, logs: list[LogResult], mis_timed: set[str]) -> list[dict[perf_gate.Key, float]]:
+        out = []
+        for log in logs:
+            rep: dict[perf_gate.Key, float] = {}
+            for b in log.benchmarks:
+                rule = self._rule(b.name)
+                if rule is None or b.failed:
+                    continue
+                metric = (CYCLES if b.name in mis_timed
+                          else _metric_for(rule.metric, self.ev.policy, *self.heads))
+                v = measure(b, metric)
+                if v is not None:
+                    rep[(b.name, _block_of(b, log))] = v if metric == PER_SECOND else 1.0 / v
+            out.append(rep)
+        return out
+
+    def run(self) -> None:
+        ev = self.ev
+        if not self.item_rules and self.geo_rule is None:
+            return
+        problem = fingerprint_problem(self.base, self.heads)
+        if problem:
+            ev.add(self.run0, "fingerprint", KIND_REGRESSION, False, problem, error=True)
+            return
+        history, left_out = same_machine(self.history, self.heads)
+        for n in left_out:
+            ev.note(n)
+        head_logs, base_logs, hist_logs = bench_logs(self.heads), bench_logs(self.base), bench_logs(history)
+        if not head_logs:
+            return
+        settings = ev.policy.perf
+        from_history = not base_logs
+        if from_history:
+            if not hist_logs:
+                ev.note(f"{self.label}: no baseline and no history: learned regression gates not evaluated")
+                return
+            base_logs = hist_logs[-settings.window:]
+            ev.note(f"{self.label}: no base build; compared with a window of {len(base_logs)} "
+                    "history repeat(s)")
+        head_clock, base_clock = self._clock(head_logs), self._clock(base_logs)
+        mis_timed: dict[str, float] = {}
+        for rep in [*head_clock, *base_clock]:
+            for name in rep.mis_timed:
+                mis_timed[name] = rep.deviation(name) or 0.0
+        for name, dev in sorted(mis_timed.items()):
+            ev.note(f"{self.label}: {name} is mis-timed: its implied clock (rate x cycles) is "
+                    f"{dev * 100:+.0f}% off the run's median; gated on cycles")
+        clock_diff = perf_clock.side_mismatch([c.clock_hz for c in base_clock if c.clock_hz],
+                                              [c.clock_hz for c in head_clock if c.clock_hz])
+        if clock_diff is not None:
+            ev.note(f"{self.label}: base and head implied clocks differ by {clock_diff * 100:+.1f}% "
+                    "(frequency scaling between the sides?): throughput changes may be the clock's")
+        names = set(mis_timed)
+        try:
+            result = perf_gate.compare(
+                self._repeats(base_logs, names), self._repeats(head_logs, names),
+                [] if from_history else self._repeats(hist_logs, names),
+                rule_for=self._item_rule, geomean_rule=self._geo_item_rule(), settings=settings,
+                in_geomean=(lambda n: matches(n, self.geo_rule.pattern)) if self.geo_rule else None)
+        except perf_gate.PerfInputError as e:
+            ev.add(self.run0, "perf-input", KIND_REGRESSION, False, f"{self.label}: {e}", error=True)
+            return
+        self._checks(result, names)
+        ev.verdict.perf.append({
+            "target": self.run0.target, "variant": self.run0.variant, "verdict": result.verdict,
+            "family": result.family, "z": round(result.z, 3), "alpha": settings.alpha, "metric": self.metric,
+            "base_from": "history" if from_history else "baseline",
+            "clock": {"base_hz": _med([c.clock_hz for c in base_clock]),
+                      "head_hz": _med([c.clock_hz for c in head_clock]),
+                      "mismatch": clock_diff, "mis_timed": sorted(names)},
+            "items": [_item_json(r, self.run0, names) for r in result.items],
+            "geomean": _item_json(result.geomean, self.run0, names) if result.geomean else None,
+        })
+        bad = [r.name for r in result.items if r.verdict == perf_gate.INCONCLUSIVE]
+        if result.geomean and result.geomean.verdict == perf_gate.INCONCLUSIVE:
+            bad.append("geomean")
+        if bad:
+            shown_names = ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
+            ev.note(f"{self.label}: {len(bad)} item(s) inconclusive (not judged, not passed): {shown_names}")
+
+    def _item_rule(self, name: str) -> perf_gate.ItemRule | None:
+        rule = self._rule(name)
+        return None if rule is None else perf_gate.ItemRule(rule.max_pct, rule.detect_pct)
+
+    def _geo_item_rule(self) -> perf_gate.ItemRule | None:
+        g = self.geo_rule
+        return None if g is None else perf_gate.ItemRule(g.max_pct, g.detect_pct)
+
+    def _checks(self, result: perf_gate.GateResult, mis_timed: set[str]) -> None:
+        index = {item.key: item for item in _items(self.run0)}
+        for r in [*result.items, *([result.geomean] if result.geomean else [])]:
+            item = index.get((r.name, r.block))
+            b = item.bench if item else None
+            metric = CYCLES if r.name in mis_timed else self.metric
+            geo = r.name == perf_gate.GEOMEAN and self.geo_rule is not None
+            name = f"geomean:{self.geo_rule.pattern}" if geo and self.geo_rule else r.name
+            unit = display_unit(b, metric) if b is not None else "%"
+            value = baseline = None
+            if b is not None and r.head_median is not None and r.base_median is not None:
+                hv, bv = (r.head_median, r.base_median) if metric == PER_SECOND else (
+                    1.0 / r.head_median, 1.0 / r.base_median)
+                value, baseline = shown(b, metric, hv), shown(b, metric, bv)
+            elif geo and r.change is not None:
+                value = round(r.change * 100, 2)
+            self.ev.add(self.run0, name, KIND_REGRESSION, r.verdict != perf_gate.REGRESSION,
+                        perf_message(name, r, metric), value=value, unit=unit, baseline=baseline,
+                        delta_pct=round(r.change * 100, 2) if r.change is not None else None,
+                        threshold=round(r.limit * 100, 2) if r.limit is not None else None, metric=metric,
+                        detail={"verdict": r.verdict, "learned": True, **_item_json(r, self.run0, mis_timed)},
+                        item=item.index if item else None)
+
+
+def _med(values: list[float | None]) -> float | None:
+    m = _median(values)
+    return round(m) if m is not None else None
+
+
+def _pct(x: float | None) -> str:
+    return "?" if x is None else f"{x * 100:+.1f}%"
+
+
+def perf_message(name: str, r: perf_gate.ItemResult, metric: str) -> str:
+    """One line a human reads: change, interval, limit, minimum detectable change, verdict."""
+    what = " (cycles)" if metric == CYCLES else ""
+    if r.change is None:
+        return f"{name}: {r.verdict}: {r.reason}"
+    if r.limit is None:
+        return (f"{name}{what}: {_pct(r.change)} over {r.n_base} vs {r.n_head} repeats: "
+                f"{r.verdict}: {r.reason}")
+    text = (f"{name}{what}: {_pct(r.change)} (interval {_pct(r.ci_low)} .. {_pct(r.ci_high)}; "
+            f"limit -{r.limit * 100:.1f}%, min detectable {r.min_detectable * 100:.1f}%; "
+            f"{r.n_base} vs {r.n_head} repeats): {r.verdict}")
+    return text + (f": {r.reason}" if r.reason else "")
+
+
+def _item_json(r: perf_gate.ItemResult, run: RunResult, mis_timed: set[str]) -> dict[str, Any]:
+    """The per-item fields of the ``compare --json`` contract (relative numbers, throughput sense)."""
+    def rnd(x: float | None) -> float | None:
+        return None if x is None else round(x, 5)
+
+    return {"name": r.name, "block": r.block, "target": run.target, "variant": run.variant,
+            "change": rnd(r.change), "ci_low": rnd(r.ci_low), "ci_high": rnd(r.ci_high),
+            "limit": rnd(r.limit),
+            "min_detectable": rnd(r.min_detectable), "n_base": r.n_base, "n_head": r.n_head,
+            "verdict": r.verdict, "reason": r.reason, "se": rnd(r.se), "noise_from": r.sigma_from,
+            "mis_timed": r.name in mis_timed}

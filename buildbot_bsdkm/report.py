@@ -127,13 +127,13 @@ def _benchmark_table(run: RunResult, verdict: Verdict) -> Table:
         limit = f"{gate.threshold:g}%" if gate.threshold is not None else ""
         if gate.metric == "cycles":
             delta += " (cycles)"
-        table.rows.append(Row([b.name, value, cycles, base, delta, limit, _status(gate.passed)],
+        table.rows.append(Row([b.name, value, cycles, base, delta, limit, regression_status(gate)],
                               KEEP if not gate.passed else BENCHMARK_ROW, abs(gate.delta_pct or 0.0)))
     for c in verdict.checks:  # run-wide gates (geometric mean) get a row of their own
         if c.kind == KIND_REGRESSION and c.name.startswith("geomean:") and c.variant == run.variant \
                 and c.target == run.target:
-            table.rows.append(Row([c.name, f"{c.value:+.1f}%", "", "", "", f"{c.threshold:g}%",
-                                   _status(c.passed)], KEEP))
+            table.rows.append(Row([c.name, _signed_pct(c.value), "", "", "", _limit_pct(c.threshold),
+                                   regression_status(c)], KEEP))
     return table
 
 
@@ -202,6 +202,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
         blocks += _selftest_blocks(runs, verdict)
     blocks += _speedup_blocks(verdict) + _crossover_blocks(verdict)
     blocks += offload_blocks(runs, verdict)  # AF_ALG / devcrypto paths by block size (offload.py)
+    blocks += perf_blocks(verdict)
     blocks += _benchmark_blocks(runs, verdict)
     blocks += _retry_blocks(retries)
     source = _source_line(runs)
@@ -325,8 +326,8 @@ def _delta_table(verdict: Verdict) -> Table:
         unit = f" {c.unit}" if c.unit and c.unit != "%" else ""
         base = f"{fmt_num(c.baseline)}{unit}" if c.baseline is not None else ""
         head = f"{fmt_num(c.value)}{unit}" if c.value is not None and c.unit != "%" else ""
-        delta = f"{c.delta_pct:+.1f}%" + (" (cycles)" if c.metric == "cycles" else "")
-        cells = [c.run_label, c.name, base, head, delta, f"{c.threshold:g}%", _status(c.passed)]
+        delta = _signed_pct(c.delta_pct) + (" (cycles)" if c.metric == "cycles" else "")
+        cells = [c.run_label, c.name, base, head, delta, _limit_pct(c.threshold), regression_status(c)]
         table.rows.append(Row(cells, KEEP if not c.passed else BENCHMARK_ROW, abs(c.delta_pct or 0.0)))
     return table
 
@@ -334,7 +335,7 @@ def _delta_table(verdict: Verdict) -> Table:
 def delta_report(verdict: Verdict, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """Markdown of a baseline comparison: verdict, failures, and every item's delta."""
     blocks = [Block("p", _verdict_line(verdict)), *[Block("note", n) for n in verdict.notes],
-              *_failures_block(verdict), Block("h3", "Change versus baseline"),
+              *_failures_block(verdict), *perf_blocks(verdict), Block("h3", "Change versus baseline"),
               Block("table", table=_delta_table(verdict))]
     dropped = _trim(blocks, max_chars)
     text = "".join(_md_block(b) for b in blocks)
@@ -422,6 +423,7 @@ def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
             body.append(offload_svg(runs, verdict))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bsdkm-ci results</title>"
             f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
 
 
 # ---------------------------------------------------------------------------

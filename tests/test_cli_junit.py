@@ -17,6 +17,7 @@ from buildbot_bsdkm.model import from_json, to_json
 ROOT = Path(__file__).resolve().parents[1]
 # the installed console script, as CI runs it (``python -m buildbot_bsdkm.cli`` would load cli.py twice)
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
+FIXED_POLICY = ROOT / "policies" / "fixed-limits.yml"  # the previous default: judges one run a side
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -69,12 +70,13 @@ def test_junit_with_baseline_fails_on_real_regression(tmp_path: Path) -> None:
     bench[i] = dataclasses.replace(bench[i], value=bench[i].value * 0.7, per_second=bench[i].per_second * 0.7)
     head = tmp_path / "head.json"
     head.write_text(to_json(runs), encoding="utf-8")
-    p = cli("junit", head, "-o", tmp_path / "j.xml", "--baseline", base)
+    # one run a side is judged by fixed limits only; the default's learned limits say inconclusive
+    p = cli("junit", head, "-o", tmp_path / "j.xml", "--baseline", base, "--policy", FIXED_POLICY)
     assert p.returncode == 1
     assert ("userspace/aesni-avx regression: SHA-256 1191 MiB/s is 30.0% below baseline 1701 MiB/s "
             "(limit 15%)") in p.stdout
 
-    c = cli("compare", base, head)
+    c = cli("compare", base, head, "--policy", FIXED_POLICY)
     assert c.returncode == 1
     assert "| userspace/aesni-avx | SHA-256 | 1701 MiB/s | 1191 MiB/s | -30.0% | 15% | FAIL |" in c.stdout
     assert c.stdout.startswith("❌ FAIL: 1 of ")
@@ -83,7 +85,7 @@ def test_junit_with_baseline_fails_on_real_regression(tmp_path: Path) -> None:
 def test_compare_of_two_healthy_repeats_passes(tmp_path: Path) -> None:
     base = results_json(tmp_path, "a.json", "noasm", "noise/noasm_r07.txt")
     head = results_json(tmp_path, "b.json", "noasm", "noise/noasm_r15.txt")
-    p = cli("compare", base, head)
+    p = cli("compare", base, head, "--policy", FIXED_POLICY)
     assert p.returncode == 0, p.stdout
     # the noisiest healthy pair of the series: GMAC drops 10.4 %, inside the 15 % item limit
     assert "| userspace/noasm | GMAC Table 4-bit | 316 MiB/s | 283 MiB/s | -10.4% | 15% | pass |" in p.stdout
@@ -102,10 +104,10 @@ def test_unusable_inputs_exit_2_with_the_reason(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "nope.txt: no such file" in missing.stderr
 
     bad_policy = tmp_path / "p.yml"
-    bad_policy.write_text("regressions:\n  - pattern: '*'\n    max_pct: 10\n    limit: 3\n", encoding="utf-8")
+    bad_policy.write_text("regressions:\n  - pattern: '*'\n    max_pct: 10\n    cap: 3\n", encoding="utf-8")
     p = cli("junit", log, "-o", tmp_path / "j.xml", "--policy", bad_policy)
     assert p.returncode == 2
-    assert f"bad policy: {bad_policy}:4: regressions[0].limit: unknown key" in p.stderr
+    assert f"bad policy: {bad_policy}:4: regressions[0].cap: unknown key" in p.stderr
 
     not_json = tmp_path / "x.json"
     not_json.write_text("{not json", encoding="utf-8")

@@ -11,10 +11,12 @@ from conftest import FIXTURES
 
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.policy import evaluate, load_policy, parse_policy
+from buildbot_bsdkm.policy import DEFAULT_POLICY_PATH, evaluate, load_policy, parse_policy
 from buildbot_bsdkm.report import delta_report, html_report, markdown_report, speedup_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
+
+FIXED_POLICY = DEFAULT_POLICY_PATH.parent / "fixed-limits.yml"
 
 
 def parsed(variant: str, target: str, *rel: str) -> RunResult:
@@ -38,7 +40,8 @@ def baseline() -> list[RunResult]:
 
 
 def test_markdown_report_sections_and_numbers(matrix, baseline) -> None:
-    v = evaluate(matrix, load_policy(), baseline)
+    # one run a side: the fixed-limit policy (the default's learned limits call it inconclusive)
+    v = evaluate(matrix, load_policy(FIXED_POLICY), baseline)
     text = markdown_report(matrix, v, retries=[{"run": "userspace/noasm", "attempt": 1, "stage": "fetch",
                                                 "reason": "network", "category": "infrastructure"}],
                            links={"build": "https://ci.example/builds/7"})
@@ -75,7 +78,7 @@ def test_clock_quantisation_is_explained() -> None:
     run.logs[0] = dataclasses.replace(run.logs[0], clock_resolution=1.0)
     base = parsed("aesni-avx", "freebsd-kmod", "userspace/x_nofloatfmt/bench_subset.txt")
     base.logs[0] = dataclasses.replace(base.logs[0], clock_resolution=1.0)
-    v = evaluate([run], load_policy(), [base])
+    v = evaluate([run], load_policy(FIXED_POLICY), [base])
     text = markdown_report([run], v)
     assert ("> **Note:** freebsd-kmod/aesni-avx: benchmark clock is quantised (1 s resolution): its "
             "throughput under-reports by up to one tick per item; throughput gates use cycles per byte/op "

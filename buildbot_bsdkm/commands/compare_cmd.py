@@ -1,32 +1,144 @@
-"""``bsdkm-ci compare BASE.json HEAD.json``: every item's change versus a baseline, as Markdown.
+"""``bsdkm-ci compare``: judge head repeats against base repeats (and history), as Markdown.
 
-HEAD is gated with the whole policy (regressions against BASE, and its own self-tests,
-completeness, speedups); exit 0 pass, 1 a gate failed, 2 unusable input.
+    bsdkm-ci compare BASE.json HEAD.json
+    bsdkm-ci compare --base B.json [B.json ...] --head H.json [H.json ...]
+                     [--history H.json ... | DIR] [--policy FILE] [--json FILE]
+
+Each file is one run's results document (``bsdkm-ci parse --json``, a run's ``results.json``);
+several files of one (target, variant) are repeats of one measurement. ``--history`` is healthy
+past runs of the same machine (files, or directories of them, searched recursively): learned
+limits take each item's spread from it. A base from another machine fingerprint exits 2; history
+runs from another fingerprint are left out with a note, never mixed in.
+
+HEAD is gated with the whole policy (regressions, and its own self-tests, completeness,
+speedups). ``--json`` writes every learned-limit item (name, target, variant, change, ci_low,
+ci_high, limit, min_detectable, n_base, n_head, verdict; relative numbers, throughput sense:
+-0.05 is 5 % slower) and the run's verdict. Exit 0 no regression, 1 a regression or another gate
+failed, 2 unusable input (non-finite numbers included).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
 
-from ..policy import evaluate
+from ..cli import UsageError
+from ..model import RunResult
+from ..policy import Verdict, evaluate, fingerprint_problem
 from ..report import delta_report
-from .junit_cmd import exit_status, read_policy, read_results
+from .junit_cmd import exit_status, read_policy, read_results, write_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="compare two results documents and print the delta table",
+    p = sub.add_parser("compare", help="judge head results against base results (repeats, history)",
                        description=__doc__.replace("``", ""),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("base", metavar="BASE.json", help="baseline results document")
-    p.add_argument("head", metavar="HEAD.json", help="results document to judge")
+    p.add_argument("positional", nargs="*", metavar="BASE.json HEAD.json",
+                   help="one base and one head results document (the short form)")
+    p.add_argument("--base", nargs="+", metavar="B.json", help="base results documents (repeats)")
+    p.add_argument("--head", nargs="+", metavar="H.json", help="head results documents (repeats)")
+    p.add_argument("--history", nargs="+", metavar="H.json|DIR", help="healthy past results of this machine")
     p.add_argument("--policy", metavar="FILE", help="threshold policy YAML (default: policies/default.yml)")
+    p.add_argument("--json", metavar="FILE", help="write the per-item verdicts as JSON here")
     p.set_defaults(func=run)
 
 
+def _sides(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    if args.positional:
+        if args.base or args.head:
+            raise UsageError("give BASE.json HEAD.json, or --base ... --head ..., not both")
+        if len(args.positional) != 2:
+            raise UsageError(f"the short form takes BASE.json HEAD.json, not {len(args.positional)} file(s)")
+        return [args.positional[0]], [args.positional[1]]
+    if not args.base or not args.head:
+        raise UsageError("give --base B.json ... and --head H.json ... (or BASE.json HEAD.json)")
+    return list(args.base), list(args.head)
+
+
+def history_files(specs: list[str]) -> list[str]:
+    """Files named, and every ``*.json`` under directories named, oldest first by name."""
+    out: list[str] = []
+    for spec in specs:
+        p = Path(spec)
+        if p.is_dir():
+            found = sorted(str(f) for f in p.rglob("*.json"))
+            if not found:
+                raise UsageError(f"{spec}: history directory has no .json results documents")
+            out += found
+        else:
+            out.append(spec)
+    return out
+
+
+def _non_finite(runs: list[RunResult], path: str) -> None:
+    for run in runs:
+        for b in run.benchmarks:
+            for field in ("value", "per_second", "cycles"):
+                v = getattr(b, field)
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise UsageError(f"{path}: {run.target}/{run.variant} {b.name}: {field} is {v!r}, "
+                                     "not a finite number")
+
+
+def _read_all(paths: list[str]) -> list[RunResult]:
+    runs: list[RunResult] = []
+    for path in paths:
+        got = read_results(path)
+        _non_finite(got, path)
+        runs += got
+    return runs
+
+
+def merged(runs: list[RunResult]) -> list[RunResult]:
+    """Runs of one (target, variant) from several documents as one run whose logs are the repeats."""
+    out: dict[tuple[str, str], RunResult] = {}
+    for r in runs:
+        key = (r.target, r.variant)
+        if key not in out:
+            out[key] = RunResult(r.variant, r.target, logs=list(r.logs), failure=r.failure,
+                                 stages=dict(r.stages), attempts=list(r.attempts), metadata=dict(r.metadata))
+            continue
+        into = out[key]
+        into.logs += r.logs
+        into.failure = into.failure or r.failure
+    return list(out.values())
+
+
+def verdict_json(verdict: Verdict) -> dict[str, Any]:
+    """The ``--json`` document: every learned-limit item and the run's verdict."""
+    items = []
+    for run in verdict.perf:
+        items += run["items"]
+        if run.get("geomean"):
+            items.append(run["geomean"])
+    if any(c.kind == "regression" and not c.passed for c in verdict.checks):
+        overall = "regression"
+    elif not verdict.passed:
+        overall = "fail"
+    elif any(i["verdict"] == "inconclusive" for i in items):
+        overall = "inconclusive"
+    else:
+        overall = "pass"
+    return {"schema": 1, "verdict": overall, "passed": verdict.passed, "summary": verdict.summary(),
+            "items": items, "runs": [{k: v for k, v in r.items() if k not in ("items", "geomean")}
+                                     for r in verdict.perf],
+            "notes": list(verdict.notes)}
+
+
 def run(args: argparse.Namespace) -> int:
-    base = read_results(args.base)
-    head = read_results(args.head)
+    base_paths, head_paths = _sides(args)
+    base = merged(_read_all(base_paths))
+    head = merged(_read_all(head_paths))
+    history = _read_all(history_files(args.history)) if args.history else None
+    problem = fingerprint_problem(base, head)
+    if problem:
+        raise UsageError(problem)
     policy = read_policy(args.policy)
-    verdict = evaluate(head, policy, base)
+    verdict = evaluate(head, policy, base, history)
     print(delta_report(verdict), end="")
+    if args.json:
+        write_text(args.json, json.dumps(verdict_json(verdict), indent=2) + "\n")
     return exit_status(verdict)

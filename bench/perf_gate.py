@@ -1,0 +1,171 @@
+"""How often the perf gate raises false alarms, and how often it catches injected drops.
+
+    python bench/perf_gate.py [--draws 300] [--data bench/data/noise-2026-12-01] [--json out.json]
+
+On real repeated runs of one unchanged binary per variant: healthy pairs are 5 base vs 5 head
+repeats drawn without overlap; the new gate learns limits only from other runs (the remaining
+recorded repeats as ``history``; on the shared ten, where no other runs exist, from the ten
+repeats of the pair themselves). A false alarm is any item or the geometric mean failing on a
+healthy pair. Detection: the head repeats with AES-128-GCM-enc slowed by 5/10/12/15 %, or all
+items by 2/5/10 %. The old gate (the previous default: fixed 15 % per item / 6 % geomean) is
+run on the same draws: "1v1" (one log a side) and "5v5" (median of 5 base logs, each of the
+5 head logs gated on its own, as it did). Everything goes through ``policy.evaluate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gzip
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from buildbot_bsdkm.model import Benchmark, LogResult, RunResult  # noqa: E402
+from buildbot_bsdkm.parsers import parse_text  # noqa: E402
+from buildbot_bsdkm.policy import Policy, evaluate, load_policy, parse_policy  # noqa: E402
+
+OLD_POLICY = """
+regressions:
+  - {pattern: "*", max_pct: 15}
+  - {pattern: "*", max_pct: 6, aggregate: geomean}
+"""
+SHARED = ROOT.parent / "shared" / "fixtures" / "noise"
+ONE_ITEM = "AES-128-GCM-enc"
+SCENARIOS = [("healthy", None, 1.0)]
+SCENARIOS += [(f"{ONE_ITEM} -{p}%", ONE_ITEM, 1 - p / 100) for p in (5, 10, 12, 15)]
+SCENARIOS += [(f"all -{p}%", "*", 1 - p / 100) for p in (2, 5, 10)]
+
+
+def _run(variant: str, log: LogResult) -> RunResult:
+    return RunResult(variant, "userspace", logs=[log])
+
+
+def load_own(data: Path) -> dict[str, list[LogResult]]:
+    out: dict[str, list[LogResult]] = {}
+    for line in (data / "runs.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec["exit"] != 0:
+            continue
+        with gzip.open(data / rec["file"]) as f:
+            text = f.read().decode()
+        out.setdefault(rec["variant"], []).append(parse_text(text, rec["file"]))
+    return out
+
+
+def load_shared() -> dict[str, list[LogResult]]:
+    out: dict[str, list[LogResult]] = {}
+    for f in sorted(SHARED.glob("*_r*.txt")):
+        out.setdefault(f.name.split("_")[0], []).append(parse_text(f.read_text(), f.name))
+    return out
+
+
+def _slow(b: Benchmark, factor: float) -> Benchmark:
+    cycles = b.cycles / factor if b.cycles is not None else None
+    return dataclasses.replace(b, value=b.value * factor, per_second=b.per_second * factor, cycles=cycles)
+
+
+def inject(log: LogResult, item: str | None, factor: float) -> LogResult:
+    if item is None:
+        return log
+    bench = [_slow(b, factor) if item in ("*", b.name) else b for b in log.benchmarks]
+    return dataclasses.replace(log, benchmarks=bench)
+
+
+def failed(verdict) -> bool:
+    return bool(verdict.regressions)
+
+
+def draws(n_logs: int, count: int, seed: int, per_side: int) -> list[tuple[list[int], list[int], list[int]]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        idx = list(range(n_logs))
+        rng.shuffle(idx)
+        base, head, rest = idx[:per_side], idx[per_side:2 * per_side], sorted(idx[2 * per_side:])
+        out.append((base, head, rest))
+    return out
+
+
+def measure(variant: str, logs: list[LogResult], pairs, new: Policy, old: Policy | None,
+            use_history: bool) -> dict:
+    res: dict[str, dict[str, int]] = {name: {"new": 0, "old1": 0, "old5": 0} for name, _, _ in SCENARIOS}
+    inconclusive = 0
+    for base_i, head_i, rest in pairs:
+        base = [logs[i] for i in base_i]
+        hist = [_run(variant, logs[i]) for i in rest] if use_history else []
+        for name, item, factor in SCENARIOS:
+            head = [inject(logs[i], item, factor) for i in head_i]
+            v = evaluate([RunResult(variant, "userspace", logs=head)], new,
+                         [RunResult(variant, "userspace", logs=base)], hist)
+            res[name]["new"] += failed(v)
+            if name == "healthy":
+                inconclusive += any(p["verdict"] == "inconclusive" for p in v.perf)
+            if old is None:
+                continue
+            res[name]["old1"] += failed(evaluate([_run(variant, head[0])], old, [_run(variant, base[0])]))
+            res[name]["old5"] += failed(evaluate([RunResult(variant, "userspace", logs=head)], old,
+                                                 [RunResult(variant, "userspace", logs=base)]))
+    n = len(pairs)
+    return {"pairs": n, "healthy_runs_with_inconclusive_items": inconclusive,
+            "rates": {name: {k: round(100.0 * v / n, 1) for k, v in r.items()} for name, r in res.items()}}
+
+
+def table(title: str, results: dict[str, dict]) -> str:
+    lines = [f"### {title}", "", "| scenario | " + " | ".join(
+        f"{v}: old 1v1 | {v}: old 5v5 | {v}: new 5v5" for v in results) + " |",
+        "|---" * (1 + 3 * len(results)) + "|"]
+    for name, _, _ in SCENARIOS:
+        cells = []
+        for r in results.values():
+            x = r["rates"][name]
+            cells += [f"{x['old1']:.1f} %", f"{x['old5']:.1f} %", f"**{x['new']:.1f} %**"]
+        what = "false alarms" if name == "healthy" else "detects " + name
+        lines.append(f"| {what} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "noise-2026-12-01")
+    ap.add_argument("--draws", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=9)
+    ap.add_argument("--policy", type=Path, help="new gate's policy (default: policies/default.yml)")
+    ap.add_argument("--only", choices=("own", "shared"))
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--new-only", action="store_true", help="skip the old gate (faster, for tuning)")
+    args = ap.parse_args()
+    new = load_policy(args.policy)
+    old = None if args.new_only else parse_policy(OLD_POLICY, "<old default>")
+    report: dict[str, dict] = {}
+    started = time.monotonic()
+    if args.only != "shared":
+        own = load_own(args.data)
+        report["own"] = {v: measure(v, logs, draws(len(logs), args.draws, args.seed, 5), new, old, True)
+                         for v, logs in own.items()}
+        counts = ", ".join(f"{v} {len(x)}" for v, x in own.items())
+        print(table(f"Own recorded repeats ({args.data.name}; {counts} runs; {args.draws} draws of 5 vs 5, "
+                    "history = the other runs)", report["own"]))
+    if args.only != "own":
+        shared = load_shared()
+        pairs = []
+        import itertools
+        for base in itertools.combinations(range(10), 5):
+            head = [i for i in range(10) if i not in base]
+            pairs.append((list(base), head, []))
+        report["shared"] = {v: measure(v, logs, pairs, new, old, False) for v, logs in shared.items()}
+        print(table("Check set: shared/fixtures/noise (10 runs a variant; all 252 splits 5 vs 5, no history)",
+                    report["shared"]))
+    print(f"\n({time.monotonic() - started:.0f} s)")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
