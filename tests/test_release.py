@@ -293,3 +293,40 @@ def test_unknown_git_tag_exits_2_naming_it_before_anything_is_built(
     want = f"unknown source: --previous git:file://{repo}@v5.8.0-stable: git fetch v5.8.0-stable failed"
     assert want in err
     assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_previous_release_that_fails_to_build_is_reported_and_the_candidate_judged_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from buildbot_bsdkm.pipeline.errors import real_error
+
+    cand = _tree(tmp_path / "cand", "5.9.2", bsdkm=True)
+    prev = _tree(tmp_path / "prev", "5.8.4", bsdkm=True)
+
+    def build_module(config, target, variant, source, cache, jobs, log, *_):
+        if Path(source) == prev:
+            log.write_text("bsdkm/wolfkmod.c:3:1: error: unknown type name 'foo'\n")
+            raise real_error("build", "compile", "compile failed: bsdkm/wolfkmod.c:3:1: error: unknown type")
+        ko = cache / "ko" / variant / "libwolfssl.ko"
+        ko.parent.mkdir(parents=True, exist_ok=True)
+        ko.write_text("module")
+        return ko
+
+    def load_module(config, target, ko, work):
+        double = FreeBSDDouble.boot("success", work / "kernel")
+        return run_freebsd_module(ko, work, timeout_s=20, privilege=[], env=double.env())
+
+    monkeypatch.setattr(kernel, "build_module", build_module)
+    monkeypatch.setattr(kernel, "load_module", load_module)
+    config = parse_config(MATRIX.replace("  userspace: {flags: [--enable-cryptonly]}\n", "").replace(
+        "targets: [userspace, freebsd-kmod]", "targets: [freebsd-kmod]")
+        + f"cache_dir: {tmp_path / 'cache'}\n")
+    out = tmp_path / "out"
+    result = run_release(config, LocalSource(cand), LocalSource(prev), out, variants=["noasm"],
+                         host_release="14.3", progress=lambda _: None)
+    (row,) = [r for r in result.comparison["matrix"] if r["status"] == RUN]
+    assert row["candidate"] == "ok"
+    assert row["previous"] == "FAILED build (real): compile failed: bsdkm/wolfkmod.c:3:1: error: unknown type"
+    assert row["previous_failed_to_build"] and "selftests" not in row
+    assert result.passed and any("not evaluated" in n for n in result.verdict.notes)  # no baseline
+    md = (out / "release.md").read_text()
+    assert "| freebsd-kmod@14.3/noasm | run (this host) | ok | FAILED build (real)" in md

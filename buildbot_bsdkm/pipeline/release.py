@@ -389,7 +389,8 @@ def _build_facts(job: Job) -> dict[str, Any]:
     except OSError:
         log = ""
     build_s: float | None = round(float(stages.get("configure", 0.0)) + float(stages.get("build", 0.0)), 2)
-    warnings: Counter[str] | None = compiler_warnings(log)
+    # No build log at all (a kernel builder that kept its log elsewhere): the count is unknown, not 0.
+    warnings: Counter[str] | None = compiler_warnings(log) if job.build_log.is_file() else None
     sidecar = _facts_file(job)
     reused = any(mark in log for mark in REUSED_MARKS)
     if reused:  # unknown unless the build that made the directory said
