@@ -293,3 +293,10 @@ def summary_line(run: RunResult) -> str | None:
     verdicts = {judge(ev, run.target, KernelRules()).severity for evs in found.values() for ev in evs}
     word = "FAILED" if "fail" in verdicts else "warning"
     return f"kernel {word}: " + ", ".join(parts)
+
+
+def log_fails(log: LogResult, target: str = "") -> bool:
+    """Whether ``log``'s kernel records fail under the default rules (``bsdkm-ci parse``'s exit
+    status: no target or policy there, so lockups count as on real hardware)."""
+    rules = KernelRules()
+    return any(judge(ev, target, rules).severity == "fail" for ev in log.kernel)

@@ -307,3 +307,14 @@ def test_default_policy_file_writes_out_the_built_in_kernel_defaults() -> None:
     from buildbot_bsdkm.policy import load_policy
 
     assert load_policy().kernel == kernel_health.KernelRules()
+
+
+def test_parse_command_fails_on_a_module_oops_and_names_it(tmp_path: Path) -> None:
+    from buildbot_bsdkm.commands.parse_cmd import exit_status, summarise
+
+    path = tmp_path / "console.log"
+    path.write_text(console_with(MODULE_OOPS))
+    log = parse_file(path)
+    assert exit_status([log]) == 1  # the old lifecycle "oops" event made it 1; the record keeps it so
+    assert "kernel: kernel BUG: CPU#0 [bsdkm-modload:110] at wc_AesGcmEncrypt [libwolfssl]" in summarise(log)
+    assert exit_status([parse_file(FIXTURES / "linuxkm" / "asm-full-bench.console.log")]) == 0

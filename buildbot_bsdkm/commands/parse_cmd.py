@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import kernel_health
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..model import LogFormat, LogResult, RunResult, to_json
 from ..parsers import FAILURE_KINDS, ParseError, parse_file
@@ -78,6 +79,7 @@ def log_failed(log: LogResult) -> bool:
         or log.selftest_summary is False
         or any(b.failed for b in log.benchmarks)
         or any(e.kind in FAILURE_KINDS for e in log.lifecycle)
+        or kernel_health.log_fails(log)
     )
 
 
@@ -109,6 +111,7 @@ def summarise(log: LogResult) -> str:
     kinds = sorted({e.kind for e in log.lifecycle})
     if kinds:
         lines.append(f"  module: {', '.join(kinds)}")
+    lines += [f"  kernel: {kernel_health.describe(k)} (lines {k.line}-{k.end_line})" for k in log.kernel[:5]]
     errors = [p for p in log.problems if p.severity == "error"]
     if log.problems:
         lines.append(
