@@ -1029,16 +1029,18 @@ def fingerprint_problem(base: list[RunResult], head: list[RunResult]) -> str | N
 def same_machine(history: list[RunResult], head: list[RunResult]) -> tuple[list[RunResult], list[str]]:
     """History runs of the heads' fingerprints, and a note per run left out for another fingerprint."""
     ids = {(r.target, r.variant): perf_fingerprint.of_run(r.metadata) for r in head}
-    kept, notes = [], []
+    kept: list[RunResult] = []
+    refused: dict[tuple[str, str, str, str], int] = {}
     for r in history:
         want = ids.get((r.target, r.variant))
         got = perf_fingerprint.of_run(r.metadata)
         if want and got and want != got:
-            commit = r.metadata.get("source_commit") or r.metadata.get("wolfssl_version") or "?"
-            notes.append(f"{r.target}/{r.variant}: history run {commit} left out: machine fingerprint "
-                         f"{got} is not this run's {want}")
+            key = (r.target, r.variant, got, want)
+            refused[key] = refused.get(key, 0) + 1
             continue
         kept.append(r)
+    notes = [f"{t}/{v}: {n} history run(s) left out: machine fingerprint {got} is not this run's {want}"
+             for (t, v, got, want), n in refused.items()]
     return kept, notes
 
 

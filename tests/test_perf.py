@@ -243,7 +243,8 @@ def test_history_of_another_machine_is_left_out_with_a_note() -> None:
     history = [run([lg], metadata=there) for lg in repeats(20, 7)]
     policy = parse_policy(LEARNED.replace("min_repeats: 3", "min_repeats: 1"))
     v = evaluate([run(repeats(1, 2), metadata=here)], policy, None, history)
-    assert not v.perf and any("machine fingerprint bbbb is not this run's aaaa" in n for n in v.notes)
+    assert not v.perf and "userspace/intelasm: 20 history run(s) left out: machine fingerprint bbbb is not " \
+        "this run's aaaa" in v.notes
     assert any("no baseline and no history" in n for n in v.notes)
 
 
@@ -253,3 +254,15 @@ def test_baseline_of_another_machine_is_an_error_not_a_comparison() -> None:
     v = evaluate([head], parse_policy(LEARNED), [base])
     (err,) = v.failures
     assert err.error and err.name == "fingerprint" and "differs in cpu_model" in err.message
+
+
+def test_machine_fingerprint_names_what_makes_numbers_comparable() -> None:
+    from buildbot_bsdkm.perf import fingerprint
+
+    a = fingerprint.machine_fingerprint("userspace", "noasm", ["--disable-asm"])
+    assert set(fingerprint.FIELDS) <= set(a) and a["cpu_model"] and a["kernel"]
+    assert a["id"] == fingerprint.fingerprint_id(a) == fingerprint.machine_fingerprint(
+        "userspace", "noasm", ["--disable-asm"])["id"]
+    b = fingerprint.machine_fingerprint("userspace", "noasm", ["--disable-asm", "--enable-sp"])
+    assert b["id"] != a["id"] and fingerprint.differences(a, b) == ["configure_args"]
+    assert fingerprint.of_run({"fingerprint": a}) == a["id"] and fingerprint.of_run({}) is None

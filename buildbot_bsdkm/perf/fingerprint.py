@@ -7,6 +7,7 @@ history and baselines are only used for runs with the same id.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
@@ -45,6 +46,7 @@ def _os_release() -> str:
     return platform.system()
 
 
+@functools.lru_cache(maxsize=8)
 def compiler_version(cc: str = "cc") -> str | None:
     exe = shutil.which(cc)
     if exe is None:

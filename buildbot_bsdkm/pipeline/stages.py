@@ -11,6 +11,7 @@ kernel targets: load = the loader's load+unload cycle; unload = judge its unload
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any
 from ..classify import Patterns
 from ..config import Config
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, from_json, to_json
+from ..perf.fingerprint import machine_fingerprint
 from . import afalg, kernel, userspace
 from . import build as buildmod
 from .errors import StageError
@@ -319,6 +321,9 @@ def _metadata(job: Job) -> dict[str, Any]:
         "configure_args": job.state.get("configure_args"),
         "cflags": job.config.cflags(job.target, job.variant),
         "bench_args": list(job.config.benchmark.userspace_args) if job.target == "userspace" else None,
+        # Which runs may be compared with which (perf gate history and baselines, issue 9).
+        "fingerprint": machine_fingerprint(job.target, job.variant, job.state.get("configure_args"),
+                                           os.environ.get("CC", "cc")),
         **_skipped(job),
     }
 
