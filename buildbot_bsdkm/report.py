@@ -431,7 +431,9 @@ def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
 
 
 _KERNEL_EVIDENCE_RECORDS = 4  # records whose log lines are shown
-_KERNEL_EVIDENCE_LINES = 8
+_KERNEL_EVIDENCE_LINES = 12
+_KERNEL_NOISE = re.compile(r"^(?:\[\s*[\d.]+\] ?)?\s*(?:Code:|R[SB]P:|R[A-D]X:|R\d+:|RSI:|RDI:|FS:|CS:"
+                           r"|CR2:|PKRU:|DR\d:|Hardware name:|\? )")
 
 
 def _kernel_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
