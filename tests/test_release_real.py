@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_action_local import ROOT, LocalRunner, StepResult
+from test_action_local import ROOT, VENV_BIN, LocalRunner, StepResult
 
 from buildbot_bsdkm.model import from_json
 
@@ -68,6 +68,7 @@ class WorkflowJob(LocalRunner):
         self.workflow_env = {k: str(v) for k, v in (doc.get("env") or {}).items()}
         self.meta = {"runs": {"steps": self.job["steps"]}, "outputs": {}}
         self.action_dir = workflow.parent
+        self.bin_dir = VENV_BIN  # first on PATH: bsdkm-ci is this checkout's
         self.workspace, self.temp = workspace, temp
         self.summary = temp / "step_summary.md"
         self.summary.touch()
