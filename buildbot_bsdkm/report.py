@@ -475,15 +475,19 @@ def _kernel_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
         blocks.append(Block("p", f"No kernel trouble in {len(kernel_logs)} kernel log(s): no oops, "
                                  "warning, lockup, stall, hung task or panic."))
         return blocks
+    tally = {k: sum(1 for s in shown if s[0] == k) for k in ("FAIL", "warning", "not gated")}
+    blocks.append(Block("p", f"{len(shown)} kernel record(s): {tally['FAIL']} failing, "
+                             f"{tally['warning']} warning(s), {tally['not gated']} not gated."))
     blocks.append(Block("table", table=table))
     shown.sort(key=lambda s: {"FAIL": 0, "warning": 1}.get(s[0], 2))
     for status, run, _log, ev in shown[:_KERNEL_EVIDENCE_RECORDS]:
         lines = Table([f"{run.target}/{run.variant} {kh.LABELS.get(ev.kind, ev.kind)} ({status})", "log"])
-        for i, text in enumerate(ev.evidence[:_KERNEL_EVIDENCE_LINES]):
-            lines.rows.append(Row([str((ev.line or 0) + i) if i == 0 else "", text], BENCHMARK_ROW, 1.0))
+        telling = [t for t in ev.evidence if not _KERNEL_NOISE.match(t)]  # registers and code bytes
+        for i, text in enumerate(telling[:_KERNEL_EVIDENCE_LINES]):
+            lines.rows.append(Row([str(ev.line) if i == 0 else "", text], BENCHMARK_ROW, 1.0))
         if len(ev.evidence) > _KERNEL_EVIDENCE_LINES:
-            lines.rows.append(Row(["", f"... {len(ev.evidence) - _KERNEL_EVIDENCE_LINES} more line(s) "
-                                       f"to {ev.end_line}"], BENCHMARK_ROW, 1.0))
+            lines.rows.append(Row(["", f"... the whole splat is lines {ev.line}-{ev.end_line} of the log"],
+                                  BENCHMARK_ROW, 1.0))
         blocks.append(Block("table", table=lines))
     return blocks
 
