@@ -397,3 +397,10 @@ def test_chunked_body_stops_being_read_at_the_limit(master: Master) -> None:
     answer, sent = _raw_post(master, headers, body())
     assert answer.startswith(b"HTTP/1.1 413") and b"body exceeds the 262144-byte limit" in answer
     assert sent < 64 * 1024 * 1024
+
+
+def test_master_killed_and_restarted_loses_nothing(master: Master, github: FakeGitHub) -> None:
+    """Last in this module: SIGKILL the module's (sqlite) master mid-retries and start it again."""
+    from github_fake.restart import kill_and_restart_scenario
+
+    kill_and_restart_scenario(master, github)

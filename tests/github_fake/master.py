@@ -60,10 +60,10 @@ class Master:
     def __post_init__(self) -> None:
         self.layout = control.Layout(self.base)
 
-    def start(self, config: Path, *, with_worker: bool) -> Master:
+    def start(self, config: Path, *, with_worker: bool, db_url: str = "sqlite:///state.sqlite") -> Master:
         os.environ[TOKEN_ENV] = self.github.token
         os.environ[SECRET_ENV] = WEBHOOK_SECRET
-        control.create(self.layout, config_path=config)
+        control.create(self.layout, config_path=config, db_url=db_url)
         try:
             control.start_master(self.layout)
         except control.ControlError as e:
@@ -102,6 +102,31 @@ class Master:
                 pid = int(pid_file.read_text().strip())
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        """SIGKILL the master, as a crash or a power cut would."""
+        pid = int((self.layout.master / "twistd.pid").read_text().strip())
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        log = self.layout.master / "twistd.log"
+        if log.exists():
+            log.rename(log.with_name(f"twistd.log.killed-{int(time.time() * 1000)}"))
+
+    def restart(self) -> Master:
+        """Start the killed master again on the same directory, database and outbox."""
+        try:
+            control.start_master(self.layout)
+        except control.ControlError as e:
+            if "took more than" not in str(e):
+                raise
+        self._wait_running(timeout=180)
+        return self
 
     @property
     def url(self) -> str:

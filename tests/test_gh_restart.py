@@ -1,0 +1,82 @@
+"""Issue 10 items 10, 11, 16 on PostgreSQL: a real master killed with SIGKILL and started again loses
+no report, no approval, no supersede bookkeeping and no "already acted on" mark."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from github_fake.master import Master, write_config
+from github_fake.restart import kill_and_restart_scenario
+from github_fake.server import FakeGitHub
+
+pytestmark = pytest.mark.slow
+
+@dataclass
+class Postgres:
+    data: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/bsdkm"
+
+    def pg(self, *args: str, check: bool = True) -> str:
+        done = subprocess.run(["runuser", "-u", "postgres", "--", *args], check=check, capture_output=True,
+                              text=True, timeout=120)
+        return done.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Postgres]:
+    if shutil.which("initdb") is None and not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
+        pytest.fail("PostgreSQL (Debian package postgresql) is not installed: initdb not found")
+    data = Path(tempfile.mkdtemp(prefix="bsdkm-gh-pg-"))
+    shutil.chown(data, "postgres", "postgres")
+    pg = Postgres(data / "db", _free_port())
+    pg.pg("initdb", "-D", str(pg.data), "-A", "trust", "-U", "postgres")
+    pg.pg("pg_ctl", "-D", str(pg.data), "-w", "-l", str(data / "pg.log"), "-o",
+          f"-p {pg.port} -k {data} -c listen_addresses=127.0.0.1", "start")
+    try:
+        pg.pg("createdb", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "bsdkm")
+        yield pg
+    finally:
+        pg.pg("pg_ctl", "-D", str(pg.data), "-m", "fast", "stop", check=False)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub().start()
+    yield fake
+    fake.stop()
+    assert fake.invalid == []
+
+
+def test_restart_on_postgresql_loses_no_report_approval_or_supersede_entry(
+    postgres: Postgres, github: FakeGitHub, tmp_path: Path
+) -> None:
+    # The sqlite run of the same scenario is at the end of test_gh_master.py (its module master).
+    db_url = postgres.url
+    config = write_config(tmp_path / "bsdkm.yml", github.url, bot_login="bsdkm-ci[bot]")
+    master = Master(tmp_path, github).start(config, with_worker=False, db_url=db_url)
+    try:
+        kill_and_restart_scenario(master, github)
+    finally:
+        master.stop()
+    assert not (master.layout.master / "state.sqlite").exists()
+    rows = postgres.pg("psql", "-h", "127.0.0.1", "-p", str(postgres.port), "-d", "bsdkm", "-Atc",
+                       "select count(*) from object_state where name like 'pr:%'")
+    assert int(rows.strip()) >= 2  # the PR records really are in PostgreSQL
