@@ -318,3 +318,68 @@ def test_parse_command_fails_on_a_module_oops_and_names_it(tmp_path: Path) -> No
     assert exit_status([log]) == 1  # the old lifecycle "oops" event made it 1; the record keeps it so
     assert "kernel: kernel BUG: CPU#0 [bsdkm-modload:110] at wc_AesGcmEncrypt [libwolfssl]" in summarise(log)
     assert exit_status([parse_file(FIXTURES / "linuxkm" / "asm-full-bench.console.log")]) == 0
+
+
+# --------------------------------------------------------------------------- every Linux shape (constructed)
+# Built from the format strings in docs/kernel-messages.md, each inside the real console log; the
+# soft lockup and RCU stall shapes are also covered by the real fixture above.
+
+LINUX_SHAPES = {
+    "hung_task": ("[   30.100000] INFO: task bsdkm-modload:110 blocked for more than 120 seconds.\n"
+                  "[   30.100100]       Tainted: G           OE      6.1.0-57-amd64 #1 Debian 6.1.192-3\n"
+                  "[   30.100200] task:bsdkm-modload   state:D stack:0     pid:110   ppid:1      flags:0x00004002\n"
+                  "[   30.100300] Call Trace:\n[   30.100400]  <TASK>\n"
+                  "[   30.100500]  wc_LockMutex+0x12/0x30 [libwolfssl]\n[   30.100600]  </TASK>\n",
+                  "wc_LockMutex [libwolfssl]", 120.0),
+    "hard_lockup": ("[   30.100000] NMI watchdog: Watchdog detected hard LOCKUP on cpu 0\n"
+                    "[   30.100100] CPU: 0 PID: 110 Comm: bsdkm-modload Tainted: G           OE      6.1.0-57-amd64 #1\n"
+                    "[   30.100200] RIP: 0010:sp_2048_sqr_avx2_16+0x1f/0x3f0 [libwolfssl]\n"
+                    "[   30.100300] Call Trace:\n[   30.100400]  <TASK>\n"
+                    "[   30.100500]  benchmark_test+0x5f4/0x8c0 [libwolfssl]\n[   30.100600]  </TASK>\n",
+                    "sp_2048_sqr_avx2_16 [libwolfssl]", None),
+    "warning": ("[   30.100000] WARNING: CPU: 0 PID: 110 at wc_linuxkm_relax_long_loop+0x4c/0x60 [libwolfssl]\n"
+                "[   30.100100] Modules linked in: libwolfssl(OE+)\n"
+                "[   30.100200] CPU: 0 PID: 110 Comm: bsdkm-modload Tainted: G           OE      6.1.0-57-amd64 #1\n"
+                "[   30.100300] ---[ end trace 0000000000000000 ]---\n",
+                "wc_linuxkm_relax_long_loop [libwolfssl]", None),
+    "gpf": ("[   30.100000] general protection fault, probably for non-canonical address 0xdead000000000100: "
+            "0000 [#1] PREEMPT SMP NOPTI\n"
+            "[   30.100100] CPU: 0 PID: 110 Comm: bsdkm-modload Tainted: G           OE      6.1.0-57-amd64 #1\n"
+            "[   30.100200] RIP: 0010:wc_FreeRng+0x22/0x80 [libwolfssl]\n"
+            "[   30.100300] ---[ end trace 0000000000000000 ]---\n",
+            "wc_FreeRng [libwolfssl]", None),
+    "kasan": ("[   30.100000] BUG: KASAN: slab-out-of-bounds in wc_AesGcmEncrypt+0x3c/0x2f0 [libwolfssl]\n"
+              "[   30.100100] Read of size 16 at addr ffff888004a1c000 by task bsdkm-modload/110\n"
+              "[   30.100200] Call Trace:\n[   30.100300]  <TASK>\n"
+              "[   30.100400]  bench_aesgcm+0x39/0x70 [libwolfssl]\n[   30.100500]  </TASK>\n",
+              "wc_AesGcmEncrypt [libwolfssl]", None),
+    "ubsan": ("[   30.100000] UBSAN: shift-out-of-bounds in wolfcrypt/src/sp_int.c:5210:28\n"
+              "[   30.100100] shift exponent 64 is too large for 64-bit type 'long unsigned int'\n"
+              "[   30.100200] CPU: 0 PID: 110 Comm: bsdkm-modload Tainted: G           OE      6.1.0-57-amd64 #1\n"
+              "[   30.100300] Call Trace:\n[   30.100400]  <TASK>\n"
+              "[   30.100500]  _sp_mont_red+0xb4/0x590 [libwolfssl]\n[   30.100600]  </TASK>\n"
+              "[   30.100700] ---[ end trace ]---\n",
+              "_sp_mont_red [libwolfssl]", None),
+    "kmemleak": ("[   30.100000] kmemleak: 3 new suspected memory leaks (see /sys/kernel/debug/kmemleak)\n",
+                 None, None),
+    "lockdep": ("[   30.100000] BUG: sleeping function called from invalid context at kernel/locking/mutex.c:580\n"
+                "[   30.100100] in_atomic(): 1, irqs_disabled(): 0, non_block: 0, pid: 110, name: bsdkm-modload\n"
+                "[   30.100200] CPU: 0 PID: 110 Comm: bsdkm-modload Tainted: G           OE      6.1.0-57-amd64 #1\n"
+                "[   30.100300] Call Trace:\n[   30.100400]  <TASK>\n"
+                "[   30.100500]  wc_InitMutex+0x10/0x20 [libwolfssl]\n[   30.100600]  </TASK>\n",
+                "wc_InitMutex [libwolfssl]", None),
+    "panic": ("[   30.100000] Kernel panic - not syncing: softlockup: hung tasks\n"
+              "[   30.100100] ---[ end Kernel panic - not syncing: softlockup: hung tasks ]---\n",
+              None, None),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LINUX_SHAPES))
+def test_every_linux_shape_is_one_record_of_its_kind(kind: str) -> None:
+    splat, function, duration = LINUX_SHAPES[kind]
+    log = parse_text(console_with(splat), "console.log", LogFormat.LINUX_KERNEL_LOG)
+    assert [e.kind for e in log.kernel] == [kind]
+    ev = log.kernel[0]
+    assert ev.function == function and ev.duration_s == duration
+    if function:
+        assert ev.names_module and ev.process == "bsdkm-modload"

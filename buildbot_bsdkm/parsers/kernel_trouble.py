@@ -259,7 +259,7 @@ _ENDS_AT_TASK = frozenset({"soft_lockup", "hard_lockup", "rcu_stall", "hung_task
 _END_TRACE = re.compile(r"^---\[ end (?:trace (?P<id>[0-9a-f]+)|Kernel panic - not syncing: .*?) \]---")
 # (hint, shape): a substring every line of the shape holds, tested before its regex.
 _HINTED_SHAPES = tuple(
-    (next(w for w in ("BUG", "Oops", "WARNING", "general protection", "LOCKUP", "stall", "blocked for more",
+    (next(w for w in ("BUG", "general protection", "Oops", "WARNING", "LOCKUP", "stall", "blocked for more",
                         "UBSAN", "leaks", "Kernel panic", "panic: ", "Fatal trap", "lock order reversal",
                         "Sleeping thread", "too long", "Sleeping on", "sleeping with", "fpu", "KDB: stack")
             if w in s.pattern.pattern), s)
