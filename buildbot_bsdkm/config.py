@@ -141,6 +141,10 @@ class FreeBSDConfig:
     """``freebsd:`` the FreeBSD kit (kernels, loader, sysroot) ``freebsd-kmod-qemu`` builds and boots."""
 
     kit: Path | None = None  # None: ../shared/freebsd beside the checkout
+    # Or a release's distribution sets (kernel.txz, base.txz, src.txz + MANIFEST) from a mirror.
+    release: str | None = None  # "15.0-RELEASE"
+    mirror: str | None = None  # default https://download.freebsd.org/releases; a URL or a directory
+    arch: str = "amd64"
 
 
 @dataclass(frozen=True)
@@ -527,12 +531,23 @@ def _release(at: _At) -> ReleaseConfig:
     )
 
 
+RELEASE_NAME = r"\d+\.\d+-(?:RELEASE|BETA\d*|RC\d*|STABLE|CURRENT)"
+
+
 def _freebsd(at: _At, base: Path) -> FreeBSDConfig:
-    m = at.mapping(("kit",))
+    m = at.mapping(("kit", "release", "mirror", "arch"))
     kit = _opt(m, "kit", lambda a: _resolve(base, a.string()), None)
     if kit is not None and not kit.is_dir():
         raise m["kit"].error(f"{kit} is not a directory")
-    return FreeBSDConfig(kit=kit)
+    release = _opt(m, "release", _At.string, None)
+    if release is not None and not re.fullmatch(RELEASE_NAME, release):
+        raise m["release"].error(f"{release!r} is not a FreeBSD release name like 15.0-RELEASE")
+    if release is not None and kit is not None:
+        raise m["release"].error("give either kit or release, not both")
+    mirror = _opt(m, "mirror", _At.string, None)
+    if mirror is not None and "://" not in mirror:
+        mirror = str(_resolve(base, mirror))
+    return FreeBSDConfig(kit=kit, release=release, mirror=mirror, arch=_opt(m, "arch", _At.string, "amd64"))
 
 
 TOP_KEYS = (
