@@ -13,7 +13,7 @@ Policy (``kernel:`` in a policy file; every key optional)::
       locking: fail        # lockdep, witness lock order reversal, sleeping with a lock held
       fpu: fail            # FreeBSD FPU-context complaints
       unrelated: warn      # the most a record naming neither the module nor its loader can do
-      emulated: [linux-kmod-qemu]
+      emulated: [linux-kmod-qemu, freebsd-kmod-qemu]
       targets:             # per-target overrides of the keys above
         freebsd-kmod: {hung_task: warn}
 
@@ -58,7 +58,7 @@ DEFAULT_ACTIONS: dict[str, str] = {
     "oops": "fail", "warning": "fail", "soft_lockup": "auto", "hard_lockup": "auto", "rcu_stall": "auto",
     "hung_task": "auto", "sanitizer": "fail", "locking": "fail", "fpu": "fail",
 }
-DEFAULT_EMULATED = ("linux-kmod-qemu",)
+DEFAULT_EMULATED = ("linux-kmod-qemu", "freebsd-kmod-qemu")  # both run under QEMU TCG
 LABELS: dict[str, str] = {
     "bug": "kernel BUG", "oops": "Oops", "gpf": "general protection fault", "panic": "kernel panic",
     "fatal_trap": "fatal trap", "warning": "kernel WARNING", "backtrace": "KDB backtrace",
