@@ -1,0 +1,120 @@
+"""Base-branch results per machine fingerprint: the history the perf gate learns spread from.
+
+Two stores with one interface (``add`` a run of the base branch, ``window`` the newest N runs of
+one fingerprint/target/variant, oldest first):
+
+- ``DirStore``: JSON files under a directory, ``<fingerprint>/<target>/<variant>/<seq>-<commit>.json``
+  (the CLI's and the Action's; ``bsdkm-ci compare --history DIR`` reads it);
+- ``SqlStore``: one table, ``bsdkm_perf_history``, in the Buildbot master's own database
+  (the master's ``db_url``: sqlite by default, PostgreSQL when configured), via SQLAlchemy.
+
+Only healthy runs belong here (the caller stores the base branch's passing runs). A head is
+compared against a *window* of history, never against the last pass, so a slow loss of a few
+percent a week cannot ratchet the baseline down with it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from ..model import RunResult, from_json, to_json
+from . import fingerprint
+
+TABLE = "bsdkm_perf_history"
+
+
+class StoreError(ValueError):
+    """A run that cannot be stored (no fingerprint), or a store that cannot be read."""
+
+
+def _key(run: RunResult) -> str:
+    fp = fingerprint.of_run(run.metadata)
+    if fp is None:
+        raise StoreError(f"{run.target}/{run.variant}: no machine fingerprint in the run's metadata: "
+                         "history would mix machines")
+    return fp
+
+
+def _commit(run: RunResult, commit: str | None) -> str:
+    return commit or run.metadata.get("source_commit") or run.metadata.get("source_sha256") or "unknown"
+
+
+class DirStore:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _dir(self, fp: str, target: str, variant: str) -> Path:
+        return self.root / fp / target / variant
+
+    def add(self, run: RunResult, commit: str | None = None) -> Path:
+        d = self._dir(_key(run), run.target, run.variant)
+        d.mkdir(parents=True, exist_ok=True)
+        seq = len(list(d.glob("*.json"))) + 1
+        safe = re.sub(r"[^0-9A-Za-z._-]", "_", _commit(run, commit))[:64]
+        path = d / f"{seq:06d}-{safe}.json"
+        path.write_text(to_json([run], commit=_commit(run, commit), recorded=time.time()))
+        return path
+
+    def window(self, fp: str, target: str, variant: str, n: int = 30) -> list[tuple[str, RunResult]]:
+        """(commit, run) of the newest ``n`` stored runs, oldest first."""
+        out = []
+        for path in sorted(self._dir(fp, target, variant).glob("*.json"))[-n:]:
+            doc_commit = path.stem.split("-", 1)[1] if "-" in path.stem else path.stem
+            try:
+                runs = from_json(path.read_text(), str(path))
+            except ValueError as e:
+                raise StoreError(str(e)) from None
+            out += [(doc_commit, r) for r in runs]
+        return out
+
+
+class SqlStore:
+    """History in a SQL database (the Buildbot master's), one row per stored run."""
+
+    def __init__(self, db_url: str) -> None:
+        import sqlalchemy as sa
+
+        self._sa = sa
+        self.engine = sa.create_engine(db_url, future=True)
+        meta = sa.MetaData()
+        self.table = sa.Table(
+            TABLE, meta,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("fingerprint", sa.String(64), nullable=False),
+            sa.Column("target", sa.String(64), nullable=False),
+            sa.Column("variant", sa.String(64), nullable=False),
+            sa.Column("commit", sa.String(128), nullable=False),
+            sa.Column("recorded_at", sa.Float, nullable=False),
+            sa.Column("document", sa.Text, nullable=False),
+            sa.Index(f"{TABLE}_key", "fingerprint", "target", "variant", "id"),
+        )
+        meta.create_all(self.engine)  # our own table next to Buildbot's; created once, idempotent
+
+    def add(self, run: RunResult, commit: str | None = None) -> int:
+        row: dict[str, Any] = {"fingerprint": _key(run), "target": run.target, "variant": run.variant,
+                               "commit": _commit(run, commit), "recorded_at": time.time(),
+                               "document": to_json([run])}
+        with self.engine.begin() as conn:
+            res = conn.execute(self.table.insert().values(**row))
+            return int(res.inserted_primary_key[0])
+
+    def window(self, fp: str, target: str, variant: str, n: int = 30) -> list[tuple[str, RunResult]]:
+        t, sa = self.table, self._sa
+        q = (sa.select(t.c.commit, t.c.document)
+             .where(t.c.fingerprint == fp, t.c.target == target, t.c.variant == variant)
+             .order_by(t.c.id.desc()).limit(n))
+        with self.engine.connect() as conn:
+            rows = list(conn.execute(q))
+        out = []
+        for commit, doc in reversed(rows):
+            try:
+                out += [(commit, r) for r in from_json(doc, f"{TABLE}:{commit}")]
+            except ValueError as e:
+                raise StoreError(str(e)) from None
+        return out
+
+    def close(self) -> None:
+        self.engine.dispose()

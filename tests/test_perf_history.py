@@ -1,0 +1,113 @@
+"""Perf history (issue 9): base-branch results per fingerprint in a directory or the master's DB,
+a window of history instead of the last pass, and drift named by the commit where it began."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_perf import LEARNED, learned, repeats, run
+
+from buildbot_bsdkm.buildbot.control import free_port
+from buildbot_bsdkm.perf import drift
+from buildbot_bsdkm.perf.store import DirStore, SqlStore, StoreError
+from buildbot_bsdkm.policy import evaluate, parse_policy
+
+FP = {"fingerprint": {"id": "f00d"}}
+
+
+def stored_runs(n: int, seed: int, metadata: dict | None = None, **kw) -> list:
+    return [run([lg], metadata={**(metadata or FP), "source_commit": f"c{i:02d}"})
+            for i, lg in enumerate(repeats(n, seed, **kw))]
+
+
+def check_store(store) -> None:
+    for r in stored_runs(12, 3):
+        store.add(r)
+    store.add(stored_runs(1, 4, metadata={"fingerprint": {"id": "beef"}})[0])
+    window = store.window("f00d", "userspace", "intelasm", 5)
+    assert [c for c, _ in window] == ["c07", "c08", "c09", "c10", "c11"]  # newest five, oldest first
+    assert [len(r.benchmarks) for _, r in window] == [6] * 5
+    assert [c for c, _ in store.window("beef", "userspace", "intelasm")] == ["c00"]
+    assert store.window("f00d", "userspace", "noasm") == []
+    with pytest.raises(StoreError, match="no machine fingerprint"):
+        store.add(run(repeats(1, 5)))
+
+
+def test_directory_store(tmp_path: Path) -> None:
+    check_store(DirStore(tmp_path / "history"))
+
+
+def test_sql_store_on_sqlite(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    check_store(store)
+    store.close()
+    again = SqlStore(f"sqlite:///{tmp_path / 'state.sqlite'}")  # the table is kept, not recreated
+    assert len(again.window("f00d", "userspace", "intelasm", 100)) == 12
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
+        pytest.fail("PostgreSQL (Debian package postgresql) is not installed: initdb/pg_ctl not found")
+    data = Path(tempfile.mkdtemp(prefix="bsdkm-perf-pg-"))
+    shutil.chown(data, "postgres", "postgres")
+    port = free_port()
+
+    def pg(*args: str, check: bool = True) -> None:
+        subprocess.run(["runuser", "-u", "postgres", "--", *args], check=check, capture_output=True,
+                       text=True, timeout=120)
+
+    pg("initdb", "-D", str(data / "db"), "-A", "trust", "-U", "postgres")
+    pg("pg_ctl", "-D", str(data / "db"), "-w", "-l", str(data / "pg.log"), "-o",
+       f"-p {port} -k {data} -c listen_addresses=127.0.0.1", "start")
+    try:
+        pg("createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "bsdkm")
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/bsdkm"
+    finally:
+        pg("pg_ctl", "-D", str(data / "db"), "-m", "fast", "stop", check=False)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_sql_store_on_postgresql(postgres_url: str) -> None:
+    store = SqlStore(postgres_url)
+    check_store(store)
+    store.close()
+
+
+def test_a_head_is_compared_with_a_window_of_history_not_the_last_pass() -> None:
+    # A loss of 1 % per base-branch run: every run passes against the one before it (a ratchet
+    # would follow it down); against the window of history the accumulated loss is seen.
+    history = []
+    for i, lg in enumerate(repeats(20, 9, noise=0.003)):
+        lg.benchmarks = [type(b)(**{**b.__dict__, "value": b.value * 0.99 ** i,
+                                    "per_second": b.per_second * 0.99 ** i, "cycles": b.cycles / 0.99 ** i})
+                         for b in lg.benchmarks]
+        history.append(run([lg], metadata=FP))
+    last_pass = history[-1]
+    head = repeats(5, 10, noise=0.003, scale=dict.fromkeys(["AES-128-CBC-enc", "AES-128-GCM-enc", "SHA-256",
+                                                            "SHA-512", "GMAC Table 4-bit", "AES-256-GCM-enc"],
+                                                           0.99 ** 20))
+    policy = parse_policy(LEARNED)
+    against_last = evaluate([run(head, metadata=FP)], policy, [last_pass, last_pass, last_pass], history)
+    assert not [c for c in against_last.regressions]
+    against_window = evaluate([run(head, metadata=FP)], policy, None, history)
+    assert learned(against_window)["geomean"]["verdict"] == "regression"
+    assert learned(against_window)["geomean"]["change"] < -0.05
+
+
+def test_drift_names_the_commit_where_it_began() -> None:
+    rng = random.Random(4)
+    series = [(f"c{i:02d}", 1000.0 * (0.95 if i >= 18 else 1.0) * (1 - abs(rng.gauss(0, 0.004))))
+              for i in range(30)]
+    (found,) = drift.detect(series)
+    assert found.commit == "c18" and found.change == pytest.approx(-0.05, abs=0.01)
+    flat = [(f"c{i}", 1000.0 * (1 - abs(rng.gauss(0, 0.01)))) for i in range(30)]
+    assert drift.detect(flat) == []
+    assert drift.detect(series[:4]) == []  # too short to tell
