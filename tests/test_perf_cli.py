@@ -103,3 +103,15 @@ def test_unusable_input_exits_2(tmp_path: Path) -> None:
     empty.mkdir()
     p = cli("compare", "--base", *base, "--head", *head, "--history", empty)
     assert p.returncode == 2 and "no .json results documents" in p.stderr
+
+
+def test_github_action_benchmark_output(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    p = cli("compare", "--base", *docs(tmp_path, "b", 1), "--head", *docs(tmp_path, "h", 2), "--gab", out)
+    assert p.returncode == 0, p.stderr
+    bigger = json.loads(out.read_text())
+    smaller = json.loads((tmp_path / "bench.cycles.json").read_text())
+    gcm = next(e for e in bigger if e["name"] == "userspace/intelasm: AES-128-GCM-enc")
+    assert gcm["unit"] == "MiB/s" and 4700 < gcm["value"] <= 4900 and gcm["extra"] == "best of 5 repeat(s)"
+    assert {"name", "unit", "value"} <= set(smaller[0]) and smaller[0]["unit"] == "cycles/byte"
+    assert len(bigger) == len(smaller) == 6

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..cli import UsageError
 from ..model import RunResult
+from ..perf import gab
 from ..policy import Verdict, evaluate, fingerprint_problem
 from ..report import delta_report
 from .junit_cmd import exit_status, read_policy, read_results, write_text
@@ -43,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--history", nargs="+", metavar="H.json|DIR", help="healthy past results of this machine")
     p.add_argument("--policy", metavar="FILE", help="threshold policy YAML (default: policies/default.yml)")
     p.add_argument("--json", metavar="FILE", help="write the per-item verdicts as JSON here")
+    p.add_argument("--gab", metavar="FILE",
+                   help="write the head's results as github-action-benchmark JSON (customBiggerIsBetter); "
+                        "cycles go to FILE with .cycles before the suffix (customSmallerIsBetter)")
     p.set_defaults(func=run)
 
 
@@ -141,4 +145,10 @@ def run(args: argparse.Namespace) -> int:
     print(delta_report(verdict), end="")
     if args.json:
         write_text(args.json, json.dumps(verdict_json(verdict), indent=2) + "\n")
+    if args.gab:
+        bigger, smaller = gab.entries(head)
+        write_text(args.gab, json.dumps(bigger, indent=2) + "\n")
+        path = Path(args.gab)
+        cycles_path = path.with_name(path.stem + ".cycles" + path.suffix)
+        write_text(str(cycles_path), json.dumps(smaller, indent=2) + "\n")
     return exit_status(verdict)
