@@ -198,6 +198,63 @@ def test_userspace_build_through_every_step_reads_back_through_rest(cluster: Clu
     assert "noasm" in log_text(cluster, build["buildid"], "gate", "report.md")
 
 
+def chromium(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    profile = tempfile.mkdtemp(prefix="bsdkm-chromium-")
+    try:
+        return subprocess.run(
+            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+             "--virtual-time-budget=30000", "--window-size=1200,1600", *args],
+            capture_output=True, text=True, timeout=timeout, check=False)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def report_pixels(png: Path) -> tuple[int, tuple[int, int, int]]:
+    """(table rule lines in the content area, the sidebar's colour) of a UI screenshot.
+
+    The report's tables are drawn with 1 px #ccc borders (report.py's CSS): long rows of that grey
+    right of the sidebar mean the report itself was rendered inside Buildbot's page.
+    """
+    from PIL import Image
+
+    image = Image.open(png).convert("RGB")
+    width, height = image.size
+    px = image.load()
+    rules = sum(1 for y in range(height)
+                if sum(1 for x in range(width // 4, width) if all(195 <= c <= 215 for c in px[x, y])) > 300)
+    return rules, px[20, height // 2]
+
+
+def test_buildbot_ui_shows_the_builds_html_report(cluster: Cluster, tmp_path: Path):
+    """Issue 11: the gate step's HTML report is an HTML log, and the web UI renders it."""
+    builds = cluster.rest.get("builds", order="-buildid", complete="true")
+    build = next((b for b in builds if b["results"] == SUCCESS), None) or run_build(cluster)[0][-1]
+    gate = next(s for s in cluster.rest.get(f"builds/{build['buildid']}/steps") if s["name"] == "gate")
+    logs = {lg["name"]: lg for lg in cluster.rest.get(f"steps/{gate['stepid']}/logs")}
+    assert logs["report.html"]["type"] == "h", logs  # an HTML log, not text
+    html = log_text(cluster, build["buildid"], "gate", "report.html")
+    assert "<!DOCTYPE html>" in html and "bsdkm-ci results" in html and "Benchmarks: userspace/noasm" in html
+    # The UI's own page for that log (the React app fetches and renders it), as a person opens it.
+    url = (f"{cluster.layout.www_url()}#/builders/{build['builderid']}/builds/{build['number']}"
+           f"/steps/{gate['number']}/logs/{logs['report.html']['slug']}")
+    shot = tmp_path / "report-log.png"
+    # Headless Chromium shoots when its (virtual) time budget is spent; on a loaded machine the
+    # app may not have fetched the log yet. A few tries, each judged by the pixels.
+    for attempt in range(4):
+        taken = chromium(f"--screenshot={shot}", url.replace("#/", f"?try={attempt}#/"))
+        assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
+        rules, sidebar = report_pixels(shot)
+        if rules >= 20:
+            break
+        time.sleep(2)
+    keep = ROOT / "out" / "screenshots"
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / "buildbot-html-report-log.png")  # for people to look at (out/ is ignored)
+    assert sidebar[2] > sidebar[0] + 30, sidebar  # Buildbot's dark blue navigation: the UI, not a bare page
+    assert rules >= 20, f"{rules} table rules: the report is not rendered in {shot}"
+
+
 # --------------------------------------------------------------------------- faults
 
 
