@@ -56,7 +56,7 @@ class WorkerSpec:
             return target in self.targets
         if target == "freebsd-kmod":
             return any(t.startswith("freebsd-") for t in self.tags)
-        if target == "linux-kmod-qemu":
+        if target in ("linux-kmod-qemu", "freebsd-kmod-qemu"):  # both boot QEMU on a Linux worker
             return "linux-qemu" in self.tags
         return True
 
