@@ -80,3 +80,60 @@ def _junit_files_are_schema_valid(tmp_path_factory: pytest.TempPathFactory):  # 
     yield
     for path in _junit_reports(tmp_path_factory.getbasetemp(), start):
         validate(path.read_bytes(), str(path))
+
+
+# -- the package as a user installs it (issue 11): a wheel of the working tree, a fresh venv ------
+# Session-wide: the wheel test and the Action's `install: "true"` run share one build and one venv.
+
+def _tree_copy(dest: Path) -> Path:
+    """The working tree's files (tracked or not, minus ignored and node tools), symlinks kept."""
+    import shutil
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        if rel.startswith("tests/node") or not os.path.lexists(ROOT / rel):
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        src = ROOT / rel
+        if src.is_symlink():
+            target.symlink_to(os.readlink(src))
+        elif src.is_file():
+            shutil.copy2(src, target)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def source_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _tree_copy(tmp_path_factory.mktemp("bsdkm-src") / "bsdkm-ci")
+
+
+@pytest.fixture(scope="session")
+def built_wheel(source_copy: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`python -m build` (sdist, then the wheel from the sdist) of the copy, as a release would."""
+    import subprocess
+    import sys
+
+    dist = tmp_path_factory.mktemp("dist")
+    cmd = [sys.executable, "-m", "build", "--no-isolation", "-o", str(dist), str(source_copy)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (wheel,) = dist.glob("*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="session")
+def fresh_venv(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new venv holding only the wheel and its declared (base) dependencies, from PyPI."""
+    import subprocess
+    import sys
+
+    venv = tmp_path_factory.mktemp("fresh") / "venv"
+    base_python = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base_python, "-m", "venv", str(venv)], check=True, timeout=300)
+    cmd = [str(venv / "bin" / "pip"), "install", "--quiet", "--retries", "5", str(built_wheel)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return venv

@@ -1,0 +1,99 @@
+"""The installed package, as a new user gets it (issue 11): `python -m build`, a fresh venv with only
+the wheel and its base dependencies, every command run from a directory outside the checkout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, ROOT
+from junit_readers import validate
+
+pytestmark = pytest.mark.slow
+
+
+def run(venv: Path, cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(cwd), "LANG": "C.UTF-8"}
+    return subprocess.run([str(venv / "bin" / args[0]), *args[1:]], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="module")
+def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("user")
+
+
+def test_the_wheel_carries_the_runtime_data(built_wheel: Path) -> None:
+    import zipfile
+
+    names = set(zipfile.ZipFile(built_wheel).namelist())
+    data = "buildbot_bsdkm/_data/"
+    for rel in ("bsdkm.yml", "master.cfg", "policies/default.yml", "workers/local/buildbot.tac",
+                "kmod/freebsd/load.sh", "kmod/freebsd/unload.sh", "kmod/freebsd/collect.sh",
+                "kmod/freebsd/_common.sh", "kmod/linux/loader.c", "kmod/linux/init.sh",
+                "kmod/linux/mkinitramfs.sh", "kmod/linux/run-qemu.sh", "kmod/linux/testmods/Kbuild",
+                "kmod/linux/testmods/bsdkm_ok.c"):
+        assert data + rel in names, rel
+    assert not any(n.startswith(("kmod/", "policies/")) for n in names)  # inside the package only
+
+
+def test_installed_package_finds_its_data_outside_the_checkout(fresh_venv: Path, elsewhere: Path) -> None:
+    probe = (
+        "import json, buildbot_bsdkm, buildbot_bsdkm.resources as r\n"
+        "from buildbot_bsdkm.pipeline import freebsd, linuxkm\n"
+        "from buildbot_bsdkm.policy import DEFAULT_POLICY_PATH\n"
+        "from buildbot_bsdkm.config import default_config_path\n"
+        "print(json.dumps({'pkg': buildbot_bsdkm.__file__, 'policy': str(DEFAULT_POLICY_PATH),\n"
+        "  'config': str(default_config_path()), 'freebsd': str(freebsd.KMOD_DIR),\n"
+        "  'linux': str(linuxkm.KMOD_DIR), 'scripts': list(freebsd.SCRIPTS)}))\n"
+    )
+    proc = run(fresh_venv, elsewhere, "python", "-c", probe)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    site = str(fresh_venv)
+    assert found["pkg"].startswith(site) and not found["pkg"].startswith(str(ROOT))
+    for key in ("policy", "config", "freebsd", "linux"):
+        assert found[key].startswith(site), (key, found[key])
+        assert Path(found[key]).exists(), found[key]
+    for script in found["scripts"]:
+        assert (Path(found["freebsd"]) / script).is_file(), script
+    for rel in ("loader.c", "init.sh", "mkinitramfs.sh", "run-qemu.sh", "testmods/Makefile"):
+        assert (Path(found["linux"]) / rel).is_file(), rel
+    # the base install is the CLI and the Action: no Buildbot in it
+    assert run(fresh_venv, elsewhere, "python", "-c", "import buildbot").returncode == 1
+
+
+def test_readme_commands_work_from_the_wheel(fresh_venv: Path, elsewhere: Path) -> None:
+    accel, again = FIXTURES / "noise/accel_r01.txt", FIXTURES / "noise/accel_r03.txt"
+    parsed = run(fresh_venv, elsewhere, "bsdkm-ci", "parse", str(accel), "--json")
+    assert parsed.returncode in (0, 1), parsed.stderr
+    assert json.loads(parsed.stdout)["runs"][0]["logs"][0]["benchmarks"]
+    (elsewhere / "base.json").write_text(parsed.stdout)
+    head = run(fresh_venv, elsewhere, "bsdkm-ci", "parse", str(again), "--json")
+    (elsewhere / "head.json").write_text(head.stdout)
+
+    # no --policy: the packaged default policy (was: ".../site-packages/policies/default.yml: no such file")
+    junit = run(fresh_venv, elsewhere, "bsdkm-ci", "junit", str(accel), "-o", "junit.xml",
+                "--markdown", "report.md", "--html", "report.html")
+    assert junit.returncode in (0, 1), junit.stderr
+    validate((elsewhere / "junit.xml").read_bytes(), "wheel junit.xml")
+    assert "bsdkm-ci results" in (elsewhere / "report.md").read_text()
+    compare = run(fresh_venv, elsewhere, "bsdkm-ci", "compare", "base.json", "head.json")
+    assert compare.returncode in (0, 1), compare.stderr
+    assert "no such policy file" not in compare.stderr
+
+    # no --config: the packaged bsdkm.yml (was: cannot find bsdkm.yml)
+    tree = elsewhere / "wolfssl"
+    tree.mkdir()
+    config = run(fresh_venv, elsewhere, "bsdkm-ci", "action", "config", "--source", str(tree),
+                 "--write", "derived.yml")
+    assert config.returncode == 0, config.stderr
+    assert str(tree) in (elsewhere / "derived.yml").read_text()
+
+    helped = run(fresh_venv, elsewhere, "bsdkm-ci", "run", "--help")
+    assert helped.returncode == 0 and "--variant" in helped.stdout
+    assert not any(p.name in ("kmod", "policies") for p in elsewhere.iterdir())
+    assert os.path.isdir(ROOT / "kmod")  # the checkout was never touched
