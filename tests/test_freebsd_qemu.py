@@ -139,6 +139,16 @@ def test_debug_panic_is_a_real_failure_naming_kernel_and_function(tmp_path: Path
     assert {e.kind for e in release_log.lifecycle} >= {"loaded", "unloaded", "benchmark_passed"}
 
 
+def test_both_kernels_failing_keeps_the_second_failure_as_evidence(tmp_path: Path) -> None:
+    debug = _part("debug", LOGS / AESNI_PANIC, "preload", Watched(0, 60.0, False, None), tmp_path)
+    release = _part("release", LOGS / FPECC_PANIC, "preload", Watched(0, 60.0, False, None), tmp_path)
+    outcome = fq.combine({"debug": debug, "release": release}, [], tmp_path)
+    _, failure = fq.TARGET.logs({"outcome": kernel.outcome_record(outcome)}, tmp_path, 900.0)
+    assert failure is not None and "(in AES_set_decrypt_key_AESNI)" in failure.message
+    assert any(e.startswith("also: release kernel: kernel panic") and "(in add_entry)" in e
+               for e in failure.evidence)
+
+
 def test_release_pass_and_preloaded_benchmark_stop(tmp_path: Path) -> None:
     stopped = Watched(None, 50.0, False, "mountroot")
     part = _part("release", LOGS / RELEASE_PASS, "preload", stopped, tmp_path)

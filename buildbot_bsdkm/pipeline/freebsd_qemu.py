@@ -765,7 +765,11 @@ class FreeBSDQemuTarget(KernelTarget):
             logs.append(log)
             if symbols is None:
                 symbols = module_symbols(Path(state["ko"])) if state.get("ko") else set()
-            failure = failure or judge_boot(kind, part, log, timeout_s, symbols, patterns)
+            judged = judge_boot(kind, part, log, timeout_s, symbols, patterns)
+            if failure is None:
+                failure = judged
+            elif judged is not None:  # the run has one failure; the other kernel's is kept beside it
+                failure.evidence = [*failure.evidence, f"also: {judged.message}", *judged.evidence]
         if not outcome.parts and outcome.not_covered:
             # No kernel of the kit can run this variant: never a pass. A kernel that cannot run
             # it beside one that did (crypto-register on the debug kernel) is a note.
