@@ -32,7 +32,6 @@ DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
         "network",
     ),
     (r"HTTP Error 5\d\d|HTTP 5\d\d|50[234] (Bad Gateway|Service Unavailable|Gateway Time-?out)", "fetch"),
-    (r"checksum mismatch for", "fetch"),
     (
         r"(?i)\b(worker|slave|remote)( host)? lost\b|lost remote step|ConnectionLost|"
         r"connection to the (worker|master) was lost",
@@ -48,6 +47,9 @@ DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
 
 DEFAULT_REAL_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"Kernel panic|panic: |BUG: unable to handle|general protection fault|Oops:", "panic"),
+    # A download that is not what was promised, or a tarball that would write outside its tree:
+    # tampering or a broken mirror, never fixed by fetching again.
+    (r"checksum mismatch for|unsafe tarball member|checkout of \w+ is not clean", "integrity"),
     (r"configure: error:", "configure"),
     (r"^[^\s:]+:\d+(:\d+)?: (fatal )?error:", "compile"),
 )

@@ -121,9 +121,11 @@ def download(url: str, dest: Path, *, expect_sha256: str | None = None, progress
     sha = digest.hexdigest()
     if expect_sha256 and sha != expect_sha256.lower():
         part.unlink(missing_ok=True)
-        raise infra_error(
+        # Not a network hiccup: what arrived is not what was promised. Retrying would only
+        # fetch (and possibly build) it again.
+        raise real_error(
             "fetch",
-            "fetch",
+            "integrity",
             f"checksum mismatch for {url}: expected sha256 {expect_sha256.lower()}, got {sha}",
         )
     part.replace(dest)
@@ -365,7 +367,14 @@ def unpacked_tree(
         tmp.mkdir(parents=True)
         try:
             with tarfile.open(tarball) as tf:
+                for member in tf.getmembers():
+                    problem = _unsafe_member(member)
+                    if problem:
+                        raise tarfile.FilterError(f"{member.name!r} {problem}")
                 tf.extractall(tmp, filter="data")
+        except tarfile.FilterError as e:  # absolute paths, "..", links out of the tree, devices
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise real_error("fetch", "integrity", f"unsafe tarball member in {tarball}: {e}") from None
         except (tarfile.TarError, OSError, EOFError) as e:
             shutil.rmtree(tmp, ignore_errors=True)
             raise infra_error("fetch", "fetch", f"cannot unpack {tarball}: {e}") from None
@@ -408,20 +417,69 @@ def _git_failure(what: str, proc: subprocess.CompletedProcess[str]) -> Exception
     return real_error("fetch", "fetch", f"{what} failed: {first}")
 
 
+def _unsafe_member(member: tarfile.TarInfo) -> str | None:
+    """Why a tarball member must not be unpacked (even if the data filter would rewrite it), or None."""
+    name = member.name
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        return "has an absolute path"
+    if ".." in Path(name).parts:
+        return "climbs out with '..'"
+    if member.issym() or member.islnk():
+        target = member.linkname
+        if target.startswith("/") or ".." in Path(target).parts:
+            return f"links outside the tree ({target!r})"
+    if member.isdev() or member.isfifo():
+        return "is a device or FIFO"
+    return None
+
+
+def _git_dirs(cache: Path, url: str) -> tuple[Path, Path, Path]:
+    """(work tree, its git directory, bookkeeping file) for one repository URL.
+
+    The git directory and the bookkeeping live beside the work tree, not in it: a build runs
+    the checked-out code, which can write anything inside its tree (a ``.git/`` stamp, hooks,
+    config) and so must not decide what the next fetch trusts.
+    """
+    key = hashlib.sha256(url.encode()).hexdigest()[:16]
+    base = cache / "git"
+    return base / key, base / f"{key}.git", base / f"{key}.json"
+
+
+def _tree_git(
+    git_dir: Path, tree: Path, args: list[str], timeout_s: float
+) -> subprocess.CompletedProcess[str]:
+    # No hooks and no fsmonitor: nothing in a directory a build could touch gets to run.
+    return _git(
+        [f"--git-dir={git_dir}", f"--work-tree={tree}", "-c", "core.hooksPath=/dev/null",
+         "-c", "core.fsmonitor=false", *args],
+        tree,
+        timeout_s,
+    )
+
+
 def git_tree(spec: GitSource, cache: Path, timeout_s: float, progress: Progress = _quiet) -> tuple[Path, str]:
-    """Check out ``spec.ref`` (refs/pull/N/merge works) in a cached work tree; (tree, commit)."""
-    key = hashlib.sha256(spec.url.encode()).hexdigest()[:16]
-    tree = cache / "git" / key
+    """Check out ``spec.ref`` (refs/pull/N/merge works) in a cached work tree; (tree, commit).
+
+    Every fetch forces the checkout, removes every untracked and ignored file, and checks that
+    ``HEAD`` is the commit and ``git status`` is clean before autogen runs, so what an earlier
+    build (say a PR's) left in the tree can never pass for another commit.
+    """
+    tree, git_dir, book = _git_dirs(cache, spec.url)
+    key = tree.name
     with _locked(cache, f"git-{key}"):
-        if not (tree / ".git").is_dir():
-            tree.mkdir(parents=True, exist_ok=True)
-            proc = _git(["init", "-q"], tree, 60)
+        if (tree / ".git").exists():  # the old layout kept its git directory inside the tree
+            shutil.rmtree(tree)
+        tree.mkdir(parents=True, exist_ok=True)
+        if not (git_dir / "HEAD").is_file():
+            shutil.rmtree(git_dir, ignore_errors=True)
+            proc = _git(["init", "-q", "--bare", str(git_dir)], tree, 60)
             if proc.returncode:
                 raise _git_failure("git init", proc)
-        proc = _git(["fetch", "-q", "--no-tags", "--depth=1", spec.url, spec.ref], tree, timeout_s)
+        fetch = ["fetch", "-q", "--no-tags", "--depth=1", spec.url, spec.ref]
+        proc = _tree_git(git_dir, tree, fetch, timeout_s)
         if proc.returncode:
             raise _git_failure(f"git fetch {spec.ref}", proc)
-        commit = _git(["rev-parse", "FETCH_HEAD"], tree, 60).stdout.strip()
+        commit = _tree_git(git_dir, tree, ["rev-parse", "FETCH_HEAD"], 60).stdout.strip()
         if spec.commit and not commit.startswith(spec.commit.lower()):
             raise real_error(
                 "fetch",
@@ -429,18 +487,29 @@ def git_tree(spec: GitSource, cache: Path, timeout_s: float, progress: Progress 
                 f"fetch failed: {spec.ref} of {spec.url} is now {commit[:12]}, not {spec.commit[:12]} "
                 "this build is for (pushed to since it was queued?)",
             )
-        stamp = tree / ".git" / "bsdkm-ready"
-        if stamp.is_file() and stamp.read_text().strip() == commit and (tree / "configure").is_file():
-            return tree, commit
-        stamp.unlink(missing_ok=True)
-        for args in (["checkout", "-q", "--force", "--detach", commit], ["clean", "-q", "-fdx"]):
-            proc = _git(args, tree, 300)
+        book.unlink(missing_ok=True)
+        for args in (["checkout", "-q", "--force", "--detach", commit], ["clean", "-q", "-ffdx"]):
+            proc = _tree_git(git_dir, tree, args, 300)
             if proc.returncode:
                 raise _git_failure(f"git {args[0]}", proc)
+        _verify_checkout(git_dir, tree, commit)
         progress(f"fetch: {spec.url} {spec.ref} -> {commit[:12]}")
         autogen(tree, timeout_s, progress)
-        stamp.write_text(commit)
+        book.write_text(json.dumps({"url": spec.url, "ref": spec.ref, "commit": commit}))
         return tree, commit
+
+
+def _verify_checkout(git_dir: Path, tree: Path, commit: str) -> None:
+    head = _tree_git(git_dir, tree, ["rev-parse", "HEAD"], 60).stdout.strip()
+    status = _tree_git(git_dir, tree, ["status", "--porcelain", "--ignored", "--untracked-files=all"], 300)
+    dirty = status.stdout.strip().splitlines() if status.returncode == 0 else ["(git status failed)"]
+    if head != commit or dirty:
+        raise real_error(
+            "fetch",
+            "integrity",
+            f"fetch failed: the checkout of {commit[:12]} is not clean (HEAD {head[:12] or '?'}, "
+            f"{len(dirty)} changed path(s), first: {dirty[0] if dirty else '-'})",
+        )
 
 
 def tarball_tree(
@@ -459,8 +528,8 @@ def tarball_tree(
             raise real_error("fetch", "fetch", f"fetch failed: tarball {local} does not exist")
     sha = sha256_of(local)
     if spec.sha256 and sha != spec.sha256:
-        raise infra_error(
-            "fetch", "fetch", f"checksum mismatch for {local}: expected sha256 {spec.sha256}, got {sha}"
+        raise real_error(
+            "fetch", "integrity", f"checksum mismatch for {local}: expected sha256 {spec.sha256}, got {sha}"
         )
     return unpacked_tree(local, sha, cache, timeout_s, progress), sha, fetched
 
