@@ -100,6 +100,7 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
                 await add("release report" if name == "release.html" else name, text)
         output = ((cmd.stdout or "") + (cmd.stderr or ""))[-OUTPUT_LIMIT:]
         lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+        await self.keep_baseline(lines)
         verdict = next((ln for ln in reversed(lines) if ln.startswith(("PASS:", "FAIL:"))), None)
         if cmd.rc == 0:
             self.summary_text = f"release: {verdict or 'passed'}"
@@ -109,6 +110,16 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
         why = verdict if cmd.rc == 1 and verdict else (lines[-1] if lines else f"exit {cmd.rc}")
         self.summary_text = f"release: {why}"
         return FAILURE
+
+    async def keep_baseline(self, lines: list[str]) -> None:
+        """The candidate's results, the new baseline of its release line, kept with the build as a log."""
+        path = next((ln.split(None, 1)[1] for ln in lines if ln.startswith("baseline:") and " " in ln), None)
+        if not path:
+            return
+        content = await self.getFileContentFromWorker(path)
+        if content is not None:
+            text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
+            await self.addCompleteLog(path.rsplit("/", 1)[-1], text)
 
     def getResultSummary(self) -> dict[str, str]:
         if self.summary_text is None:

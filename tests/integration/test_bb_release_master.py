@@ -89,6 +89,9 @@ def test_forced_release_build_attaches_the_report_as_html(master: tuple[Layout, 
     html = "".join(c["content"] for c in rest.get(f"logs/{logs['release report']['logid']}/contents"))
     assert html.count("<svg") == 2 and "debian:trixie/wolfssl=5.7.2 (wolfSSL 5.7.2)" in html
     assert rest.properties(build["buildid"])["bsdkm_release_verdict"] == "passed"
+    # The candidate's results, the new baseline of the 5.9 line, are kept with the build.
+    base = "".join(c["content"] for c in rest.get(f"logs/{logs['baseline-5.9.json']['logid']}/contents"))
+    assert '"wolfssl_version": "5.9.2"' in base
 
 
 def test_force_form_refuses_an_unknown_source_by_name(master: tuple[Layout, Rest]) -> None:
