@@ -212,3 +212,28 @@ def test_registry_has_one_entry_per_kernel_target() -> None:
 
     assert set(kernel.TARGETS) == set(KERNEL_TARGETS)
     assert kernel.TARGETS["freebsd-kmod-qemu"].log_name == "console.log"
+
+
+def test_build_commands_follow_the_kit_and_release(tmp_path: Path) -> None:
+    kit = fq.Kit(KIT)
+    args = fq.configure_args(kit, ["--enable-aesni"], "-DBENCH_EMBEDDED")
+    assert args[:3] == ["./configure", "CC=clang", "ac_cv_header_machine_atomic_h=yes"]
+    assert args.index("--enable-freebsdkm") < args.index("--enable-aesni")
+    assert f"--with-kernel-source={KIT / 'sysroot' / 'sys'}" in args and args[-1] == "CFLAGS=-DBENCH_EMBEDDED"
+    make = fq.bmake_args(kit, 2)
+    assert "CC=clang --target=x86_64-unknown-freebsd15.0" in make
+    assert f"XARGS={KIT / 'tools' / 'bsdxargs'}" in make
+    base = "targets: {freebsd-kmod-qemu: null}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
+    assert fq.target_triple(parse_config(base, "t.yml")) == "x86_64-unknown-freebsd15.0"
+    rel = parse_config(base + f"freebsd: {{release: 14.3-RELEASE, mirror: {tmp_path}}}\n", "t.yml")
+    assert fq.target_triple(rel) == "x86_64-unknown-freebsd14.3"
+
+
+def test_a_linux_only_flag_is_a_configure_error_before_anything_runs(tmp_path: Path) -> None:
+    from buildbot_bsdkm.pipeline.errors import StageError
+
+    cfg = parse_config("targets: {freebsd-kmod-qemu: null}\nvariants: {p: {flags: [--enable-linuxkm-pie], "
+                       f"targets: [freebsd-kmod-qemu]}}}}\nfreebsd: {{kit: {KIT}}}\n", "l.yml")
+    with pytest.raises(StageError) as err:
+        fq.build_module(cfg, "p", tmp_path, tmp_path / "cache", 1, tmp_path / "build.log")
+    assert err.value.failure.reason == "configure" and "for the Linux module" in err.value.failure.message

@@ -41,6 +41,7 @@ from ..model import FailureCategory, LogFormat, LogResult, StageFailure
 from ..resources import kmod_dir
 from .errors import StageError, infra_error
 from .freebsd import FREEBSD_BASE_FLAGS
+from .freebsd import _check_flag as check_flag
 from .loading import ModuleLoadOutcome
 from .locks import exclusive
 from .proc import Watched, run_logged, run_watched
@@ -202,10 +203,16 @@ def configure_args(kit: Kit, variant_flags: Sequence[str], cflags: str) -> list[
     return args
 
 
-def bmake_args(kit: Kit, jobs: int) -> list[str]:
+def bmake_args(kit: Kit, jobs: int, triple: str = FREEBSD_TRIPLE) -> list[str]:
     return ["bmake", f"-j{jobs}", "-m", str(kit.share_mk), "MACHINE=amd64", "MACHINE_ARCH=amd64",
-            f"CC=clang --target={FREEBSD_TRIPLE}", "LD=ld.lld", "AWK=gawk", f"XARGS={kit.xargs}",
+            f"CC=clang --target={triple}", "LD=ld.lld", "AWK=gawk", f"XARGS={kit.xargs}",
             "OBJCOPY=llvm-objcopy", "NM=llvm-nm"]
+
+
+def target_triple(config: Config) -> str:
+    """The kit is 15.0-CURRENT; a release's sets are built for their own version."""
+    release = config.freebsd.release
+    return f"x86_64-unknown-freebsd{release.split('-', 1)[0]}" if release else FREEBSD_TRIPLE
 
 
 def _fingerprint(source: Path) -> str:
@@ -215,16 +222,23 @@ def _fingerprint(source: Path) -> str:
 
 
 def _own_flags(config: Config, variant: str) -> list[str]:
-    return [f for f in config.configure_flags(TARGET_NAME, variant) if f not in FREEBSD_BASE_FLAGS
-            and not f.startswith(("--enable-freebsdkm", "--with-kernel-source"))] + \
-        ([CRYPTO_FLAG] if CRYPTO_FLAG in config.configure_flags(TARGET_NAME, variant) else [])
+    """The target's and variant's flags without the ones this builder sets itself (the kit's sys)."""
+    flags = [f for f in config.configure_flags(TARGET_NAME, variant)
+             if f not in FREEBSD_BASE_FLAGS and not f.startswith("--with-kernel-source")]
+    for flag in flags:
+        check_flag(flag)  # a Linux-only flag is a config mistake, named before configure runs
+    return flags
 
 
 def build_module(config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
                  patterns: Patterns | None = None) -> Path:
     """``libwolfssl.ko`` for this variant, built at most once per (source, flags, kit, toolchain)."""
     kit, tools = find_kit(config), find_toolchain()
-    flags = _own_flags(config, variant)
+    try:
+        flags = _own_flags(config, variant)
+    except ValueError as e:
+        raise StageError(classify("configure", exit_code=2, output=f"configure: error: {e}",
+                                  patterns=patterns)) from None
     cflags = " ".join(config.cflags(TARGET_NAME, variant))
     args = configure_args(kit, flags, cflags)
     key = hashlib.sha256(json.dumps([_fingerprint(source), args, kit.identity(), tools.version],
@@ -240,8 +254,9 @@ def build_module(config: Config, variant: str, source: Path, cache: Path, jobs: 
         shutil.copytree(source, work, symlinks=True)  # configure and bmake write into the tree
         own_log = work / "build-freebsd.log"
         try:
-            _step("configure", args, work, own_log, config.timeout("configure"), tools, patterns)
-            _step("build", bmake_args(kit, jobs), work, own_log, config.timeout("build"), tools, patterns)
+            _step("configure", args, work, own_log, config.timeout("configure"), tools, patterns, log)
+            _step("build", bmake_args(kit, jobs, target_triple(config)), work, own_log,
+                  config.timeout("build"), tools, patterns, log)
             built = work / "bsdkm" / "libwolfssl.ko"
             if not built.is_file():
                 raise StageError(classify("build", exit_code=0, patterns=patterns, evidence=[str(log)],
@@ -257,12 +272,13 @@ def build_module(config: Config, variant: str, source: Path, cache: Path, jobs: 
 
 
 def _step(stage: str, argv: list[str], cwd: Path, log: Path, timeout_s: float, tools: Toolchain,
-          patterns: Patterns | None) -> None:
+          patterns: Patterns | None, kept_log: Path) -> None:
+    """One build command; its log is copied to ``kept_log`` (the evidence) when the tree goes away."""
     res = run_logged(argv, cwd=cwd, log=log, timeout_s=timeout_s, env=tools.env())
     if res.exit_code != 0:
         raise StageError(classify(stage, exit_code=res.exit_code, output=log.read_text(errors="replace"),
                                   timed_out=res.timed_out, timeout_s=timeout_s, patterns=patterns,
-                                  evidence=[str(log)]))
+                                  evidence=[str(kept_log)]))
 
 
 def _append(log: Path, note: str, other: Path) -> None:
