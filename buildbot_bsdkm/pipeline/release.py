@@ -450,6 +450,7 @@ def run_release(
             continue
         if cand_tree is not None and not has_target(cand_tree.path, item.target):
             item.status, item.note = NOT_IN_CANDIDATE, f"the candidate has no {TARGET_DIRS[item.target]}/"
+            continue
         if prev_tree is not None and not has_target(prev_tree.path, item.target):
             item.in_previous = False
             item.note = f"not in previous: {previous.describe()} has no {TARGET_DIRS[item.target]}/"
