@@ -47,7 +47,8 @@ def _validating_junit() -> None:
 
 _validating_junit()
 
-_SOURCE_TREE_MARKERS = ("configure.ac", "Kbuild", ".git")  # wolfSSL/kernel trees hold no reports
+# wolfSSL/kernel source and build trees hold no reports: not walked (they are most of the files)
+_SOURCE_TREE_MARKERS = ("configure.ac", "config.status", "Kbuild", ".git", "node_modules", "pyvenv.cfg")
 
 
 def _junit_reports(base: Path, since: float) -> list[Path]:
