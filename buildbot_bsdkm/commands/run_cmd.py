@@ -40,7 +40,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--variant", action="append", metavar="V", help="only this variant (repeatable)")
     p.add_argument("--target", action="append", metavar="T", help="only this target (repeatable)")
+    add_base_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_base_arguments(p: argparse.ArgumentParser) -> None:
+    """A second source built next to the head and measured interleaved with it (the perf gate's base)."""
+    g = p.add_argument_group("base build (gated against; measured interleaved with the head)")
+    g.add_argument("--base-git", metavar="URL", help="fetch the base wolfSSL from this git repository")
+    g.add_argument("--base-ref", metavar="REF", help="with --base-git: the base's branch, tag, commit or ref")
+    g.add_argument("--base-dir", metavar="DIR", help="use this local wolfSSL checkout as the base")
+    g.add_argument("--repeats", type=int, metavar="N", default=5,
+                   help="rounds of base, head benchmark runs with a base (default 5)")
+
+
+def base_override(args: argparse.Namespace) -> SourceSpec | None:
+    """The base source the command line names (same rules as the head's override), or None."""
+    named = argparse.Namespace(source_git=getattr(args, "base_git", None),
+                               source_ref=getattr(args, "base_ref", None),
+                               source_dir=getattr(args, "base_dir", None), source_commit=None)
+    try:
+        return source_override(named)
+    except UsageError as e:
+        raise UsageError(str(e).replace("--source-", "--base-")) from None
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -116,12 +138,15 @@ def read_config(path: Path) -> Config:
 
 
 def execute(
-    config: Config, variants: list[str] | None, targets: list[str] | None, out: Path, jobs: int | None
+    config: Config, variants: list[str] | None, targets: list[str] | None, out: Path, jobs: int | None,
+    base: SourceSpec | None = None, repeats: int = 5,
 ) -> MatrixResult:
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if repeats < 1:
+        raise UsageError(f"--repeats must be at least 1, got {repeats}")
     try:
-        return run_matrix(config, variants, targets, out, jobs=jobs)
+        return run_matrix(config, variants, targets, out, jobs=jobs, base_source=base, repeats=repeats)
     except ConfigError as e:
         raise UsageError(f"bad selection: {e}") from None
     except PolicyError as e:
@@ -154,4 +179,5 @@ def print_result(result: MatrixResult, out: Path) -> int:
 def run(args: argparse.Namespace) -> int:
     config = with_source(read_config(config_path(args.config)), args)
     out = Path(args.out)
-    return print_result(execute(config, args.variant, args.target, out, args.jobs), out)
+    base = base_override(args)
+    return print_result(execute(config, args.variant, args.target, out, args.jobs, base, args.repeats), out)

@@ -1,20 +1,29 @@
-"""The whole matrix: fetch once, build (target, variant) pairs in parallel, measure one at a time."""
+"""The whole matrix: fetch once, build (target, variant) pairs in parallel, measure one at a time.
+
+With a base source (``bsdkm-ci run --base-git/--base-dir``) the base is built next to the head on
+the same worker and both are measured in alternating rounds (base, head, base, head, ...:
+``repeats`` rounds), so drift of the machine hits both sides alike; the gate then judges the
+head's repeats against the base's (issue 9). Only userspace benchmarks are repeated: a kernel
+target's load cycle is measured once a side.
+"""
 
 from __future__ import annotations
 
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..config import Config
+from ..config import Config, SourceSpec
 from ..model import FailureCategory, RunResult, StageFailure
 from ..policy import Verdict
 from .errors import StageError
+from .proc import run_logged
 from .report_out import check_gate_inputs, gate_runs, write_combined, write_run_outputs
 from .source import SourceTree, cache_root, fetch_source
-from .stages import Job, Progress, collect, run_stage, stage_fetch, stderr_progress
+from .stages import MEASURE_LOCK, Job, Progress, collect, run_stage, stage_fetch, stderr_progress
+from .userspace import ProgramRun
 
 
 @dataclass
@@ -69,6 +78,54 @@ def _measure_phase(job: Job) -> RunResult:
     return run
 
 
+def _repeat_benchmark(job: Job, index: int) -> None:
+    """One more run of the unchanged benchmark program into ``bench.<index>.log``, recorded like the first."""
+    programs = job.state.get("programs")
+    if job.target != "userspace" or job.failure is not None or not programs:
+        return
+    prog = Path(programs["benchmark"])
+    log = job.dir / f"bench.{index}.log"
+    log.write_bytes(b"")
+    run = ProgramRun("benchmark", log, [str(prog), *job.config.benchmark.userspace_args])
+    with MEASURE_LOCK:
+        res = run_logged(run.argv, cwd=prog.parent.parent.parent, log=log,
+                         timeout_s=job.config.timeout("benchmark"),
+                         shell_prefix=job.config.variants[job.variant].run_prefix, header=False)
+    run.exit_code, run.seconds, run.timed_out = res.exit_code, res.seconds, res.timed_out
+    job.state.setdefault("programs_run", []).append(run.record())
+    job.save()
+
+
+def _measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats: int,
+                   say: Progress) -> tuple[list[RunResult], list[RunResult]]:
+    """Base and head of each (target, variant) in alternating rounds: A B A B ..."""
+    head_runs, base_runs = [], []
+    for head in heads:
+        base = bases.get((head.target, head.variant))
+        order = [base, head] if base is not None else [head]
+        for job in order:
+            _measure_phase(job)
+        if base is not None and head.target == "userspace":
+            for index in range(2, repeats + 1):
+                say(f"{head.label}: round {index} of {repeats} (base, head)")
+                for job in order:
+                    _repeat_benchmark(job, index)
+        for job in order:
+            run = _finish(job)
+            (base_runs if job is base else head_runs).append(run)
+    return head_runs, base_runs
+
+
+def _finish(job: Job) -> RunResult:
+    """The run with every repeat's log; a failed repeat fails the run like the first would."""
+    run, failure = collect(job)
+    if failure is not None and job.failure is None:
+        _record_failure(job, StageError(failure))
+    run.failure = job.failure
+    run.stages = dict(job.state.get("stages", {}))
+    return run
+
+
 def run_matrix(
     config: Config,
     variants: list[str] | None,
@@ -77,8 +134,14 @@ def run_matrix(
     *,
     progress: Progress = stderr_progress,
     jobs: int | None = None,
+    base_source: SourceSpec | None = None,
+    repeats: int = 5,
 ) -> MatrixResult:
-    """All (target, variant) pairs (or the named subset) into ``out_dir``; never raises StageError."""
+    """All (target, variant) pairs (or the named subset) into ``out_dir``; never raises StageError.
+
+    ``base_source``: also build this source (into ``out_dir/base``) and gate the head against it,
+    measured interleaved in ``repeats`` rounds.
+    """
     started = time.monotonic()
     pairs = config.pairs(variants, targets)
     check_gate_inputs(config)
@@ -101,28 +164,36 @@ def run_matrix(
         fetch_failure = e
         say(f"fetch FAILED ({e.failure.category}): {e.failure.message}")
 
-    jobs_list = [
-        Job(config, t, v, out_dir, jobs=per_build, progress=progress, started=started, state={})
-        for t, v in pairs
-    ]
-    for job in jobs_list:
-        job.state = {"target": job.target, "variant": job.variant, "stages": {}}  # a run starts clean
-        if tree is not None:
-            stage_fetch(job, tree)
-            job.state["stages"]["fetch"] = 0.0
-        job.save()
+    jobs_list = _jobs(config, pairs, out_dir, tree, fetch_failure, per_build, progress, started)
+    base_jobs: list[Job] = []
+    base_tree: SourceTree | None = None
+    if base_source is not None:
+        base_config = replace(config, source=base_source)
+        base_failure: StageError | None = None
+        try:
+            base_tree = fetch_source(base_source, cache=cache_root(config), timeout_s=config.timeout("fetch"),
+                                     progress=say)
+            say(f"base source: {base_tree.origin} wolfSSL {base_tree.version} at {base_tree.path}")
+        except StageError as e:
+            base_failure = e
+            say(f"base fetch FAILED ({e.failure.category}): {e.failure.message}")
+        base_jobs = _jobs(base_config, pairs, out_dir / "base", base_tree, base_failure, per_build, progress,
+                          started)
 
-    if fetch_failure is not None:
-        for job in jobs_list:
-            _record_failure(job, fetch_failure)
-    else:
+    if fetch_failure is None:
         # Builds overlap; measurements run one at a time after every build has finished, so
         # no benchmark shares the cores with a compiler.
         with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="bsdkm-build") as pool:
-            list(pool.map(_build_phase, jobs_list))
-    runs = [_measure_phase(job) for job in jobs_list]
-
-    verdict = gate_runs(config, runs)
+            list(pool.map(_build_phase, [*jobs_list, *[j for j in base_jobs if j.failure is None]]))
+    if base_jobs:
+        bases = {(j.target, j.variant): j for j in base_jobs}
+        runs, base_runs = _measure_pairs(jobs_list, bases, max(1, repeats), say)
+        verdict = gate_runs(config, runs, base_runs)
+        verdict.notes.insert(0, f"base {base_tree.origin if base_tree else base_source} measured next to "
+                                f"the head, interleaved, {max(1, repeats)} round(s) (userspace)")
+    else:
+        runs = [_measure_phase(job) for job in jobs_list]
+        verdict = gate_runs(config, runs)
     for job, run in zip(jobs_list, runs, strict=True):
         write_run_outputs(job.dir, run, verdict)
     seconds = time.monotonic() - started
@@ -133,6 +204,7 @@ def run_matrix(
         extra={
             "seconds": round(seconds, 2),
             "source": tree.as_dict() if tree else None,
+            "base_source": base_tree.as_dict() if base_tree else None,
             "config": str(config.path) if config.path else None,
         },
     )
@@ -140,9 +212,22 @@ def run_matrix(
     return MatrixResult(runs, verdict, outputs, seconds)
 
 
-def _with_jobs(config: Config, jobs: int) -> Config:
-    from dataclasses import replace
+def _jobs(config: Config, pairs: list[tuple[str, str]], out_dir: Path, tree: SourceTree | None,
+          failure: StageError | None, per_build: int, progress: Progress, started: float) -> list[Job]:
+    out = [Job(config, t, v, out_dir, jobs=per_build, progress=progress, started=started, state={})
+           for t, v in pairs]
+    for job in out:
+        job.state = {"target": job.target, "variant": job.variant, "stages": {}}  # a run starts clean
+        if tree is not None:
+            stage_fetch(job, tree)
+            job.state["stages"]["fetch"] = 0.0
+        job.save()
+        if failure is not None:
+            _record_failure(job, failure)
+    return out
 
+
+def _with_jobs(config: Config, jobs: int) -> Config:
     return replace(config, jobs=jobs, parallel=min(config.parallel, jobs))
 
 

@@ -1,0 +1,57 @@
+"""``bsdkm-ci run`` with a base build: base and head measured in alternating rounds (issue 9 item 1).
+
+The base here is the same wolfSSL source as the head (the build is shared by its inputs, and with
+tests/test_pipeline_e2e.py's config, so nothing extra is compiled): what is tested is the plumbing
+(two sources, interleaved repeats, the gate judging the head's repeats against the base's).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from test_pipeline_e2e import CONFIG
+
+from buildbot_bsdkm.cli import UsageError
+from buildbot_bsdkm.commands.run_cmd import base_override
+from buildbot_bsdkm.config import LocalSource, parse_config
+from buildbot_bsdkm.pipeline.run import run_matrix
+
+
+@pytest.mark.slow
+def test_base_and_head_are_measured_interleaved_and_gated_together(tmp_path: Path) -> None:
+    config = parse_config(CONFIG, str(tmp_path / "bsdkm.yml"), tmp_path)
+    out = tmp_path / "out"
+    lines: list[str] = []
+    result = run_matrix(config, ["intelasm"], ["userspace"], out, progress=lines.append,
+                        base_source=config.source, repeats=3)
+    assert any("round 3 of 3 (base, head)" in ln for ln in lines), lines
+    (head,) = result.runs
+    names = [Path(lg.source).name for lg in head.logs]
+    assert names == ["test.log", "bench.log", "bench.2.log", "bench.3.log"]
+    base_dir, head_dir = out / "base" / "userspace" / "intelasm", out / "userspace" / "intelasm"
+    assert (base_dir / "results.json").is_file() and (base_dir / "bench.3.log").is_file()
+    # A B A B: each round's base log is written before the head's, and after the previous head's
+    order = sorted([(p.stat().st_mtime_ns, p.parent.parent.parent.name, p.name)
+                    for d in (base_dir, head_dir) for p in d.glob("bench*.log")])
+    assert [(side, name) for _, side, name in order] == [
+        ("base", "bench.log"), ("out", "bench.log"), ("base", "bench.2.log"), ("out", "bench.2.log"),
+        ("base", "bench.3.log"), ("out", "bench.3.log")]
+    (perf,) = result.verdict.perf
+    assert perf["base_from"] == "baseline"
+    assert {(i["n_base"], i["n_head"]) for i in perf["items"]} == {(3, 3)}
+    assert "interleaved, 3 round(s)" in result.verdict.notes[0]
+    assert head.metadata["fingerprint"]["id"]
+
+
+def test_base_source_arguments() -> None:
+    def ns(**kw: str | None) -> argparse.Namespace:
+        return argparse.Namespace(**{"base_git": None, "base_ref": None, "base_dir": None, **kw})
+
+    assert base_override(ns()) is None
+    assert isinstance(base_override(ns(base_dir="/")), LocalSource)
+    with pytest.raises(UsageError, match="--base-ref 'main' needs --base-git"):
+        base_override(ns(base_ref="main"))
+    with pytest.raises(UsageError, match="--base-dir /nonexistent-x: not a directory"):
+        base_override(ns(base_dir="/nonexistent-x"))
