@@ -194,6 +194,7 @@ class Config:
     cache_dir: Path | None = None  # None: $BSDKM_CACHE, $XDG_CACHE_HOME/bsdkm-ci, ~/.cache/bsdkm-ci
     workers: dict[str, Any] = field(default_factory=dict)  # Buildbot shell validates the contents
     github: dict[str, Any] = field(default_factory=dict)  # GitHub shell validates the contents
+    www: dict[str, Any] = field(default_factory=dict)  # web UI auth + public URL (buildbot/www_security.py)
     freebsd: FreeBSDConfig = field(default_factory=FreeBSDConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
     path: Path | None = None  # the file this came from
@@ -564,6 +565,7 @@ TOP_KEYS = (
     "cache_dir",
     "workers",
     "github",
+    "www",
     "freebsd",
     "release",
 )
@@ -601,6 +603,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         cache_dir=_opt(m, "cache_dir", lambda a: _resolve(base, a.string()), None),
         workers=_opt(m, "workers", _At.plain, {}),
         github=_opt(m, "github", _At.plain, {}),
+        www=_opt(m, "www", _At.plain, {}),
         freebsd=_freebsd(m["freebsd"], base) if "freebsd" in m else FreeBSDConfig(),
         release=_release(m["release"]) if "release" in m else ReleaseConfig(),
         path=Path(source) if source != "<config>" else None,

@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 import requests
+import yaml
 from github_fake import payloads
 from github_fake.master import Master, deliver, write_config
 from github_fake.server import FakeGitHub
 
 pytestmark = pytest.mark.slow
+PUBLIC_URL = "https://ci.example.org/bsdkm/"
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +36,9 @@ def master(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory) -> Iter
     config = write_config(
         base / "bsdkm.yml", github.url, max_payload_bytes=262144, trusted_users=["wolfssl-bot"]
     )
+    doc = yaml.safe_load(config.read_text())
+    doc["www"] = {"url": PUBLIC_URL}  # statuses must link to the public address, not 127.0.0.1
+    config.write_text(yaml.safe_dump(doc, sort_keys=False))
     running = Master(base, github).start(config, with_worker=False)
     yield running
     running.stop()
@@ -397,6 +402,24 @@ def test_chunked_body_stops_being_read_at_the_limit(master: Master) -> None:
     answer, sent = _raw_post(master, headers, body())
     assert answer.startswith(b"HTTP/1.1 413") and b"body exceeds the 262144-byte limit" in answer
     assert sent < 64 * 1024 * 1024
+
+
+def test_anonymous_users_can_read_but_not_force_stop_or_cancel(master: Master, github: FakeGitHub) -> None:
+    from buildbot_bsdkm.buildbot import control
+
+    deliver(None, master.hook_url, "pull_request", pr_event(github, 204))
+    (buildset,) = master.buildsets_for(204)  # reading works anonymously
+    with pytest.raises(control.ControlError, match="HTTP 403"):
+        master.rest.force(["userspace/noasm"], "anonymous force")
+    brid = master.requests_of(buildset["bsid"])[0]["buildrequestid"]
+    body = {"jsonrpc": "2.0", "method": "cancel", "id": 1, "params": {"reason": "anonymous"}}
+    r = requests.post(f"{master.url}api/v2/buildrequests/{brid}", json=body, timeout=30)
+    assert r.status_code == 403
+    assert not master.requests_of(buildset["bsid"])[0]["complete"]
+    # The statuses link to the configured public address.
+    head = pr_event(github, 204)["pull_request"]["head"]["sha"]
+    status = wait_for(lambda: github.latest_statuses(head).get("bsdkm/userspace/noasm"), "status")
+    assert status["target_url"].startswith(PUBLIC_URL)
 
 
 def test_master_killed_and_restarted_loses_nothing(master: Master, github: FakeGitHub) -> None:
