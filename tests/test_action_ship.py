@@ -60,3 +60,21 @@ def test_long_phases_are_folded() -> None:
     names = {s.get("name") for s in STEPS if "::group::" in str(s.get("run", ""))}
     assert {"Install bsdkm-ci", "Install build packages", "Stage bsdkm-ci for the FreeBSD VM"} <= names
     assert "::group::bsdkm-ci run" in (ROOT / "action" / "run-bsdkm-ci.sh").read_text()
+
+
+def test_the_vm_install_runs_without_twisted_treq_or_buildbot(tmp_path: Path) -> None:
+    """In the FreeBSD VM the wheel goes in with --no-deps plus junit-xml, requests, python-debian and
+    pkg's pyyaml (run-bsdkm-ci.sh): `run` and `junit` must not need the Twisted/treq/Buildbot parts."""
+    import sys
+
+    from conftest import FIXTURES
+
+    code = ("import sys\n"
+            "for m in ('twisted', 'treq', 'buildbot', 'autobahn'): sys.modules[m] = None\n"
+            "from buildbot_bsdkm.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    for args in (["run", "--help"], ["junit", str(FIXTURES / "noise/accel_r01.txt"), "-o", "j.xml"]):
+        proc = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert proc.returncode in (0, 1), (args, proc.stderr[-2000:])
+    assert (tmp_path / "j.xml").is_file()
