@@ -16,6 +16,7 @@ real, as in fixtures/userspace/accel/testwolfcrypt_FAIL_ulimit_v8000.txt.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -167,8 +168,10 @@ class StepResult:
 class LocalRunner:
     """Runs a composite action's steps as the Actions runner would, with local files for GitHub's."""
 
-    def __init__(self, action_dir: Path, inputs: dict[str, str], workspace: Path, temp: Path) -> None:
+    def __init__(self, action_dir: Path, inputs: dict[str, str], workspace: Path, temp: Path,
+                 bin_dir: Path = VENV_BIN) -> None:
         self.meta = yaml.safe_load((action_dir / "action.yml").read_text())
+        self.bin_dir = bin_dir  # first on PATH: where python3, pip and bsdkm-ci come from
         self.action_dir = action_dir
         self.workspace = workspace
         self.temp = temp
@@ -246,7 +249,7 @@ class LocalRunner:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
         env.update({k: self.substitute(str(v)) for k, v in (step.get("env") or {}).items()})
         env.update(
-            PATH=f"{VENV_BIN}:{env.get('PATH', '')}",
+            PATH=f"{self.bin_dir}:{env.get('PATH', '')}",
             GITHUB_ACTIONS="true",
             GITHUB_ACTION_PATH=str(self.action_dir),
             GITHUB_WORKSPACE=str(self.workspace),
@@ -388,3 +391,46 @@ def test_annotations_and_summary(action_run: tuple[LocalRunner, dict[str, str]])
     assert summary == (runner.workspace / "bsdkm-ci-out" / "report.md").read_text()
     assert "❌" in summary and "| userspace/intelasm | floor | AES-128-GCM-enc |" in summary
     assert runner.step("Verdict").stdout.startswith("bsdkm-ci: FAIL: 1 of ")
+
+
+# --------------------------------------------------------------------------- install: "true"
+# What a real workflow does (issue 11): the action installs bsdkm-ci from its own checkout
+# (`pip install "$GITHUB_ACTION_PATH/.."`), here into a fresh venv outside this checkout, and
+# judges the run with the config's default policy, which must come from the installed package.
+
+
+@pytest.fixture(scope="module")
+def installed_run(action_run: tuple[LocalRunner, dict[str, str]], source_copy: Path, fresh_venv: Path
+                  ) -> tuple[LocalRunner, dict[str, str]]:
+    first, _ = action_run
+    inputs = {"config": ".github/bsdkm.yml", "variants": "intelasm", "targets": "userspace",
+              "install": "true", "apt-packages": "", "out-dir": "bsdkm-ci-out-installed"}
+    temp = first.temp.parent / "temp-installed"
+    temp.mkdir()
+    # the same checked-out workspace (and build cache) as the first run; another action checkout and venv
+    runner = LocalRunner(source_copy / "action", inputs, first.workspace, temp, bin_dir=fresh_venv / "bin")
+    return runner, runner.run()
+
+
+@pytest.mark.slow
+def test_install_true_installs_from_the_action_and_uses_the_packaged_policy(
+        installed_run: tuple[LocalRunner, dict[str, str]], fresh_venv: Path) -> None:
+    runner, outputs = installed_run
+    ran = [(r.name, r.outcome) for r in runner.results if r.outcome != "skipped"]
+    assert ran == [
+        ("Set up Python", "not-run-here"),
+        ("Install bsdkm-ci", "success"),
+        ("Run bsdkm-ci", "success"),
+        ("Outputs, job summary and annotations", "success"),
+        ("Upload logs, JUnit and reports", "not-run-here"),
+        ("Verdict", "success"),
+    ], [(r.name, r.outcome, r.stderr[-2000:]) for r in runner.results]
+    assert "::group::Install bsdkm-ci" in runner.step("Install bsdkm-ci").stdout
+    out_dir = runner.workspace / "bsdkm-ci-out-installed"
+    assert (out_dir / "run.exit-code").read_text().strip() == "0"
+    assert outputs["verdict"] == "pass"
+    summary = json.loads((out_dir / "summary.json").read_text())
+    policy = str(summary.get("verdict", {}).get("policy", ""))
+    assert policy.startswith(str(fresh_venv)) and policy.endswith("_data/policies/default.yml"), policy
+    junit = junitparser.JUnitXml.fromfile(str(runner.workspace / outputs["junit-path"]))
+    assert (junit.failures, junit.errors) == (0, 0)
