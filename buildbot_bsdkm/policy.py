@@ -47,6 +47,7 @@ import yaml
 from . import kernel_health, offload
 from .model import RATE_UNITS, BenchKind, Benchmark, LogFormat, LogResult, RunResult
 from .perf import clock as perf_clock
+from .perf import drift as perf_drift
 from .perf import fingerprint as perf_fingerprint
 from .perf import gate as perf_gate
 
@@ -1129,7 +1130,9 @@ class _LearnedGate:
             ev.add(self.run0, "perf-input", KIND_REGRESSION, False, f"{self.label}: {e}", error=True)
             return
         self._checks(result, names)
+        trend = self._trend(history[-settings.window:], result, names)
         ev.verdict.perf.append({
+            "trend": trend,
             "target": self.run0.target, "variant": self.run0.variant, "verdict": result.verdict,
             "family": result.family, "z": round(result.z, 3), "alpha": settings.alpha, "metric": self.metric,
             "base_from": "history" if from_history else "baseline",
@@ -1145,6 +1148,29 @@ class _LearnedGate:
         if bad:
             shown_names = ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
             ev.note(f"{self.label}: {len(bad)} item(s) inconclusive (not judged, not passed): {shown_names}")
+
+    def _trend(self, history: list[RunResult], result: perf_gate.GateResult,
+               mis_timed: set[str]) -> dict[str, Any]:
+        """Per item: the best value of each history run (oldest first), this run's, and any drift."""
+        if not history:
+            return {}
+        out: dict[str, Any] = {}
+        for r in result.items:
+            points = []
+            for i, run in enumerate(history):
+                reps = self._repeats(bench_logs([run]), mis_timed)
+                values = [rep[(r.name, r.block)] for rep in reps if (r.name, r.block) in rep]
+                if values:
+                    commit = str(run.metadata.get("source_commit") or f"#{i + 1}")
+                    points.append((commit[:12], max(values)))
+            if len(points) < 2 or r.head_median is None:
+                continue
+            found = perf_drift.detect(points)
+            out[r.name] = {"points": [[c, round(v, 6)] for c, v in points], "head": round(r.head_median, 6),
+                           "verdict": r.verdict, "cycles": r.name in mis_timed,
+                           "drift": ({"commit": found[-1].commit, "index": found[-1].index,
+                                      "change": round(found[-1].change, 4)} if found else None)}
+        return out
 
     def _item_rule(self, name: str) -> perf_gate.ItemRule | None:
         rule = self._rule(name)

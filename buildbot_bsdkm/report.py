@@ -421,6 +421,8 @@ def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
             body.append(speedup_svg(verdict.of_kind(KIND_SPEEDUP)))
         if b.kind == "h3" and b.text.startswith(OFFLOAD_HEADING):
             body.append(offload_svg(runs, verdict))
+        if b.kind == "h3" and b.text.startswith(PERF_HEADING):
+            body.append(perf_trend_svg(verdict, b.text))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bsdkm-ci results</title>"
             f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
@@ -533,7 +535,7 @@ def perf_blocks(verdict: Verdict) -> list[Block]:
             table.rows.append(Row([name, _frac(i["change"]), interval, limit, mdc,
                                    f"{i['n_base']} vs {i['n_head']}", word],
                                   KEEP if keep else BENCHMARK_ROW, abs(i["change"] or 0.0)))
-        head = (f"Performance: {run['target']}/{run['variant']} — {run['verdict']} "
+        head = (f"{PERF_HEADING}{run['target']}/{run['variant']} — {run['verdict']} "
                 f"({run['family']} tests share a {run['alpha'] * 100:g} % false-alarm budget; "
                 f"base from {run['base_from']})")
         blocks += [Block("h3", head), Block("table", table=table)]
@@ -541,3 +543,63 @@ def perf_blocks(verdict: Verdict) -> list[Block]:
         if odd:
             blocks.append(Block("p", f"Inconclusive (not judged, not passed): {', '.join(odd)}"))
     return blocks
+
+
+PERF_HEADING = "Performance: "
+_TREND_W, _TREND_H = 360, 90
+
+
+def _trend_panel(name: str, t: Mapping[str, Any], x0: int, y0: int) -> list[str]:
+    """One item: history (grey dots), this run (coloured by verdict), the drift's start (dashed line)."""
+    values = [v for _, v in t["points"]] + [t["head"]]
+    mid = sorted(values)[len(values) // 2]
+    rel = [v / mid - 1.0 for v in values]
+    span = max(0.02, max(abs(r) for r in rel))
+    n = len(values)
+    w, h, pad = _TREND_W - 20, _TREND_H - 34, 10
+
+    def xy(i: int, r: float) -> tuple[float, float]:
+        return x0 + pad + (w - pad) * i / max(1, n - 1), y0 + 22 + h / 2 - (h / 2) * r / span
+
+    colour = {"regression": "#c0392b", "improvement": "#2471a3", "inconclusive": "#b9770e"}.get(
+        t["verdict"], "#1e8449")
+    out = [f'<rect x="{x0}" y="{y0}" width="{_TREND_W - 6}" height="{_TREND_H - 6}" fill="#fafafa" '
+           'stroke="#ddd"/>',
+           f'<text x="{x0 + 6}" y="{y0 + 14}" font-size="11">{xml_escape(name)}'
+           f'{" (cycles)" if t.get("cycles") else ""}: {xml_escape(t["verdict"])}</text>']
+    zx, zy = xy(0, 0.0)
+    out.append(f'<line x1="{zx}" y1="{zy:.1f}" x2="{x0 + _TREND_W - 10}" y2="{zy:.1f}" stroke="#ccc"/>')
+    d = t.get("drift")
+    if d:
+        dx, _ = xy(int(d["index"]), 0.0)
+        out.append(f'<line class="drift" x1="{dx:.1f}" y1="{y0 + 18}" x2="{dx:.1f}" '
+                   f'y2="{y0 + _TREND_H - 10}" stroke="#c0392b" stroke-dasharray="3,2"/>')
+        out.append(f'<text x="{dx + 3:.1f}" y="{y0 + _TREND_H - 12}" font-size="9" fill="#c0392b">drift '
+                   f'{d["change"] * 100:+.1f}% from {xml_escape(str(d["commit"]))}</text>')
+    pts = " ".join(f"{xy(i, r)[0]:.1f},{xy(i, r)[1]:.1f}" for i, r in enumerate(rel[:-1]))
+    out.append(f'<polyline points="{pts}" fill="none" stroke="#999" stroke-width="1"/>')
+    for i, r in enumerate(rel[:-1]):
+        px, py = xy(i, r)
+        out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2" fill="#777"/>')
+    hx, hy = xy(n - 1, rel[-1])
+    out.append(f'<circle class="head" cx="{hx:.1f}" cy="{hy:.1f}" r="4" fill="{colour}"/>')
+    out.append(f'<text x="{x0 + _TREND_W - 12}" y="{y0 + 14}" font-size="9" text-anchor="end">'
+               f'this run {rel[-1] * 100:+.1f}% vs median (±{span * 100:.0f}%)</text>')
+    return out
+
+
+def perf_trend_svg(verdict: Verdict, heading: str) -> str:
+    """Trend chart per item for the run a ``Performance:`` heading names: history, this run, drift."""
+    label = heading[len(PERF_HEADING):].split(" ", 1)[0]
+    run = next((r for r in verdict.perf if f"{r['target']}/{r['variant']}" == label), None)
+    trend = (run or {}).get("trend") or {}
+    if not trend:
+        return ""
+    cols = 3
+    rows = (len(trend) + cols - 1) // cols
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="trend" width="{cols * _TREND_W}" '
+             f'height="{rows * _TREND_H}" font-family="sans-serif">']
+    for k, (name, t) in enumerate(trend.items()):
+        parts += _trend_panel(name, t, (k % cols) * _TREND_W, (k // cols) * _TREND_H)
+    parts.append("</svg>")
+    return "\n".join(parts)

@@ -111,3 +111,27 @@ def test_drift_names_the_commit_where_it_began() -> None:
     flat = [(f"c{i}", 1000.0 * (1 - abs(rng.gauss(0, 0.01)))) for i in range(30)]
     assert drift.detect(flat) == []
     assert drift.detect(series[:4]) == []  # too short to tell
+
+
+def test_html_report_has_a_trend_chart_per_item_with_the_drift_marked() -> None:
+    from test_perf import sym
+
+    from buildbot_bsdkm.report import html_report
+
+    history = []
+    for i, lg in enumerate(repeats(24, 9, noise=0.004)):
+        f = 0.95 if i >= 15 else 1.0  # SHA-256 lost 5 % at commit 15 of the base branch
+        lg.benchmarks = [sym(b.name, b.value * f, b.cycles / f) if b.name == "SHA-256" else b
+                         for b in lg.benchmarks]
+        history.append(run([lg], metadata={**FP, "source_commit": f"{0xabc000 + i:x}"}))
+    head = run(repeats(5, 10, noise=0.004, scale={"SHA-256": 0.95}), metadata=FP)
+    v = evaluate([head], parse_policy(LEARNED), None, history)
+    trend = v.perf[0]["trend"]
+    assert trend["SHA-256"]["drift"]["commit"] == "abc00f"
+    assert trend["SHA-256"]["drift"]["change"] == pytest.approx(-0.05, abs=0.01)
+    assert [n for n, t in trend.items() if t["drift"]] == ["SHA-256"]
+    assert len(trend["AES-128-GCM-enc"]["points"]) == 24
+    page = html_report([head], v)
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="trend"') == 1
+    assert page.count('class="drift"') == 1 and "drift -5." in page and "from abc00f" in page
+    assert page.count('class="head"') == 6

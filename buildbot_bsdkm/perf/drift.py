@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 BETA = 3.0
 MIN_SEGMENT = 3
+MIN_CHANGE = 0.01  # a level shift smaller than 1 % is not worth naming a commit for
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ def change_points(values: Sequence[float], *, beta: float = BETA, min_segment: i
     return sorted(points)
 
 
-def detect(series: Sequence[tuple[str, float]], **kw: float) -> list[Drift]:
+def detect(series: Sequence[tuple[str, float]], *, min_change: float = MIN_CHANGE,
+           **kw: float) -> list[Drift]:
     """Change points of ``(commit, value)`` pairs, oldest first; value higher is better."""
     values = [v for _, v in series]
     points = change_points(values, **kw)
@@ -82,5 +84,6 @@ def detect(series: Sequence[tuple[str, float]], **kw: float) -> list[Drift]:
     for i, p in enumerate(points):
         before = statistics.median(values[edges[i]:p])
         after = statistics.median(values[p:edges[i + 2]])
-        out.append(Drift(p, series[p][0], after / before - 1.0))
+        if abs(after / before - 1.0) >= min_change:
+            out.append(Drift(p, series[p][0], after / before - 1.0))
     return out
