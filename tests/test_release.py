@@ -64,6 +64,9 @@ def test_cli_exits_2_naming_an_unknown_source(capsys: pytest.CaptureFixture[str]
     assert main(["release", "--candidate", "debian:sid/5.9.2", "--previous", "v5.7.2"]) == 2
     err = capsys.readouterr().err
     assert "--previous: unknown source 'v5.7.2'" in err and "debian:SUITE/VERSION" in err
+    assert main(["release", "--candidate", "debian:sid/5.9.2", "--previous", "debian:trixie/5.7.2",
+                 "--freebsd-release", "14"]) == 2
+    assert "--freebsd-release '14': a FreeBSD release is MAJOR.MINOR" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- the matrix

@@ -11,6 +11,7 @@ Exit 0 the candidate passed, 1 it failed or regressed, 2 unusable input (an unkn
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
@@ -48,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     previous = _source("--previous", args.previous)
     if args.repeats is not None and args.repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.freebsd_release is not None and not re.fullmatch(r"\d+\.\d+", args.freebsd_release):
+        raise UsageError(f"--freebsd-release {args.freebsd_release!r}: a FreeBSD release is MAJOR.MINOR")
     config = read_config(config_path(args.config))
     out = Path(args.out)
     try:
