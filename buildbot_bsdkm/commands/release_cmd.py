@@ -23,7 +23,8 @@ from .run_cmd import config_path, read_config
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("release", help="judge a release candidate against the previous release",
-                       description=__doc__.splitlines()[0])
+                       description=__doc__.splitlines()[0], epilog="\n".join(__doc__.splitlines()[2:]),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--candidate", required=True, metavar="SOURCE", help="the release candidate's source")
     p.add_argument("--previous", required=True, metavar="SOURCE", help="the previous release's source")
     p.add_argument("--config", metavar="FILE", help="bsdkm.yml (default: ./bsdkm.yml, else the repo's)")
