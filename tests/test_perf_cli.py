@@ -115,3 +115,24 @@ def test_github_action_benchmark_output(tmp_path: Path) -> None:
     assert gcm["unit"] == "MiB/s" and 4700 < gcm["value"] <= 4900 and gcm["extra"] == "best of 5 repeat(s)"
     assert {"name", "unit", "value"} <= set(smaller[0]) and smaller[0]["unit"] == "cycles/byte"
     assert len(bigger) == len(smaller) == 6
+
+
+def test_history_add_show_and_compare_against_it(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    base = docs(tmp_path, "base", 7, n=12)
+    p = cli("history", "add", "--store", store, *base)
+    assert p.returncode == 0, p.stderr
+    assert len(list((store / "f00d" / "userspace" / "intelasm").glob("*.json"))) == 12
+    p = cli("history", "show", "--store", store, "--json", tmp_path / "h.json")
+    assert p.returncode == 0 and "f00d userspace/intelasm: 12 run(s); no drift" in p.stdout
+    # no --base: the head's three repeats are judged against a window of that history
+    out = tmp_path / "v.json"
+    head = docs(tmp_path, "h", 2, n=3, scale={"SHA-256": 0.8})
+    doc_head = [str(h) for h in head]
+    p = cli("compare", "--base", *base[:3], "--head", *doc_head, "--history", store, "--json", out)
+    assert p.returncode == 1
+    assert {i["name"]: i["verdict"] for i in json.loads(out.read_text())["items"]}["SHA-256"] == "regression"
+    nofp = tmp_path / "nofp.json"
+    nofp.write_text(to_json([run(repeats(1, 3))]))
+    p = cli("history", "add", "--store", store, nofp)
+    assert p.returncode == 2 and "no machine fingerprint" in p.stderr

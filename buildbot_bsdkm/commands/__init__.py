@@ -11,7 +11,7 @@ import importlib
 
 # Module name under buildbot_bsdkm.commands for every subcommand; a module that
 # does not exist yet is skipped so the command works while pieces land.
-SUBCOMMANDS = ["parse", "junit", "compare", "run", "main", "stage", "retry", "action", "release"]
+SUBCOMMANDS = ["parse", "junit", "compare", "run", "main", "stage", "retry", "action", "release", "history"]
 
 
 def register_all(sub: argparse._SubParsersAction) -> None:
