@@ -186,3 +186,28 @@ def test_wants_afalg() -> None:
     assert not afalg.wants_afalg(["--enable-linuxkm-lkcapi-register=none", "--enable-aesni"])
     assert afalg.user_configure_flags(["--enable-aesni", "--enable-linuxkm-lkcapi-register=all",
                                        "--enable-kernel-benchmarks"])[-1] == "--enable-aesni"
+
+
+def test_kernel_modules_in_load_order(tmp_path: Path) -> None:
+    root = tmp_path / "modules"
+    for rel in ("kernel/crypto/af_alg.ko", "kernel/crypto/algif_aead.ko", "kernel/crypto/gcm.ko",
+                "kernel/arch/x86/crypto/aesni-intel.ko", "kernel/crypto/unrelated.ko"):
+        (root / "6.1.0-x" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "6.1.0-x" / rel).write_bytes(b"")
+    names = [p.name for p in afalg.kernel_module_paths("6.1.0-x", root)]
+    assert names == ["af_alg.ko", "algif_aead.ko", "gcm.ko", "aesni-intel.ko"]
+
+
+def test_overlay_holds_program_hook_and_config(tmp_path: Path) -> None:
+    program = tmp_path / "bsdkm-afalg"
+    program.write_bytes(b"\x7fELF")
+    dest = afalg.make_overlay(program, tmp_path / "vm" / "initramfs.d", "no-such-kernel", budget_ms=50,
+                              sizes=(16, 4096))
+    assert (dest / "bin" / "bsdkm-afalg").read_bytes() == b"\x7fELF"
+    hook = dest / "etc" / "bsdkm-ci.d" / "after-load"
+    assert hook.stat().st_mode & 0o111 and "bsdkm-afalg" in hook.read_text()
+    conf = (dest / "etc" / "bsdkm-ci.d" / "afalg.conf").read_text()
+    assert conf == "AFALG_BUDGET_MS=50\nAFALG_SIZES=16,4096\n"
+    assert (dest / "lib" / "modules" / "afalg" / "order").read_text() == ""
+    afalg.stage_overlay(None, program, tmp_path / "vm")  # another variant: no stale overlay left
+    assert not dest.exists()

@@ -8,7 +8,8 @@
  *
  * PATH is one of:
  *   lkcapi   AF_ALG bound to the driver wolfCrypt registered (module libwolfssl in /proc/crypto)
- *   kernel   AF_ALG bound to the kernel's own driver (best non-wolfCrypt driver, else a template)
+ *   kernel   AF_ALG bound to the kernel's own driver (best non-wolfCrypt driver, else a template;
+ *            for hmac(x) the hmac template over the kernel's best own x driver)
  *   name     AF_ALG bound by the generic algorithm name (what the kernel picks by priority)
  *   user     wolfCrypt in user space (only when built with AFALG_WOLFCRYPT)
  * Default: every path this build supports. -t is the time spent per (path, alg, size), in ms
@@ -353,6 +354,23 @@ static void run_afalg_path(const char *path, const struct alg *alg)
     if (strcmp(path, "name") == 0) {
         measure_afalg(path, alg, alg->name);
         return;
+    }
+    if (strcmp(path, "kernel") == 0 && strncmp(alg->name, "hmac(", 5) == 0) {
+        /* What the kernel builds for hmac(x) without wolfCrypt: the hmac template over its best
+         * own x driver (only instantiated templates are in /proc/crypto, often just -generic). */
+        char inner[64], tmpl[160];
+        const struct entry *base;
+        snprintf(inner, sizeof inner, "%.*s", (int)(strlen(alg->name) - 6), alg->name + 5);
+        base = best_driver(inner, 0);
+        if (base) {
+            int fd;
+            snprintf(tmpl, sizeof tmpl, "hmac(%s)", base->driver);
+            if ((fd = bind_alg(alg, tmpl)) >= 0) {
+                close(fd);
+                measure_afalg(path, alg, tmpl);
+                return;
+            }
+        }
     }
     e = best_driver(alg->name, strcmp(path, "lkcapi") == 0);
     if (e) {
