@@ -28,7 +28,8 @@ def data_path(*parts: str) -> Path:
     path = Path(str(node))
     if not isinstance(node, Path) and not path.exists():
         raise ResourceError(f"bsdkm-ci data {'/'.join(parts)} is not on the filesystem ({node})")
-    return path
+    # In a checkout the entries are symlinks: the real file is what people edit and what messages name.
+    return path.resolve()
 
 
 def default_policy_path() -> Path:
