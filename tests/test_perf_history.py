@@ -135,3 +135,23 @@ def test_html_report_has_a_trend_chart_per_item_with_the_drift_marked() -> None:
     assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="trend"') == 1
     assert page.count('class="drift"') == 1 and "drift -5." in page and "from abc00f" in page
     assert page.count('class="head"') == 6
+
+
+def test_buildbot_master_keeps_base_branch_results_in_its_own_database(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from buildbot_bsdkm.buildbot import perf_history
+
+    db = SimpleNamespace(db_url="sqlite:///state.sqlite")  # Buildbot 4's DBConfig
+    master = SimpleNamespace(config=SimpleNamespace(db=db), basedir=str(tmp_path))
+    url = perf_history.master_db_url(master)
+    assert url == f"sqlite:///{tmp_path / 'state.sqlite'}"  # relative to the master's basedir, as Buildbot
+    healthy = stored_runs(3, 1)
+    sick = stored_runs(1, 2)[0]
+    sick.failure = __import__("buildbot_bsdkm.model", fromlist=["StageFailure"]).StageFailure("load", "x")
+    unfingerprinted = run(repeats(1, 3))
+    kept = [r for r in [*healthy, sick, unfingerprinted] if perf_history.healthy(r)]
+    assert kept == healthy
+    assert perf_history._add(url, kept, "abc123") == 3
+    window = SqlStore(url).window("f00d", "userspace", "intelasm")
+    assert [c for c, _ in window] == ["abc123"] * 3

@@ -19,7 +19,7 @@ from buildbot.steps.worker import CompositeStepMixin
 from twisted.python import log
 
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
-from . import summaries
+from . import perf_history, summaries
 from .classification import classify_stage, failure_to_dict, missing_results, skipped_after
 
 PROPERTY_SOURCE = "bsdkm"
@@ -243,6 +243,7 @@ class CollectResults(BsdkmStageStep):
         path = self.store_results(to_json(runs))
         if path:
             self.setProperty(RESULTS_PATH_PROPERTY, path, PROPERTY_SOURCE)
+        await perf_history.record(self, runs)  # base-branch builds: perf history in the master's DB
 
     def store_results(self, text: str) -> str | None:
         basedir = getattr(self.master, "basedir", None)

@@ -1,0 +1,68 @@
+"""Base-branch results into the perf history table of the master's own database (issue 9).
+
+CollectResults calls ``record`` with the runs it read back: a build that is not a PR build
+(no ``github_pr`` property) and whose run is healthy (every stage passed, logs complete, no
+failed self-test) is stored per machine fingerprint in ``bsdkm_perf_history``, next to
+Buildbot's own tables on the master's ``db_url`` (sqlite by default, PostgreSQL when set).
+Storing is best effort: history is never a reason to fail a build.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from twisted.internet import threads
+from twisted.python import log
+
+from ..model import RunResult
+from ..perf import fingerprint
+from ..perf.store import SqlStore
+
+PR_NUMBER_PROPERTY = "github_pr"
+_stores: dict[str, SqlStore] = {}
+
+
+def master_db_url(master: Any) -> str | None:
+    """The master's db_url, a relative sqlite path made absolute against its basedir as Buildbot does."""
+    db = getattr(getattr(master, "config", None), "db", None)
+    url = db.get("db_url") if isinstance(db, dict) else getattr(db, "db_url", None)  # Buildbot 4: DBConfig
+    if not isinstance(url, str):
+        return None
+    prefix = "sqlite:///"
+    basedir = getattr(master, "basedir", None)
+    if url.startswith(prefix) and not url[len(prefix):].startswith("/") and basedir:
+        return prefix + str(Path(basedir) / url[len(prefix):])
+    return url
+
+
+def healthy(run: RunResult) -> bool:
+    return (run.failure is None and run.complete and not any(not t.passed for t in run.tests)
+            and bool(run.benchmarks) and fingerprint.of_run(run.metadata) is not None)
+
+
+def store_for(db_url: str) -> SqlStore:
+    if db_url not in _stores:
+        _stores[db_url] = SqlStore(db_url)
+    return _stores[db_url]
+
+
+def _add(db_url: str, runs: list[RunResult], commit: str | None) -> int:
+    store = store_for(db_url)
+    return len([store.add(r, commit) for r in runs])
+
+
+async def record(step: Any, runs: list[RunResult]) -> int:
+    """Store the healthy runs of a base-branch build; returns how many were stored."""
+    keep = [r for r in runs if healthy(r)]
+    if not keep or step.getProperty(PR_NUMBER_PROPERTY):
+        return 0
+    try:
+        db_url = master_db_url(step.master)
+        if not db_url:
+            return 0
+        commit = step.getProperty("got_revision") or step.getProperty("revision")
+        return await threads.deferToThread(_add, db_url, keep, commit if isinstance(commit, str) else None)
+    except Exception as e:  # noqa: BLE001 - history is best effort; the build's verdict is not at stake
+        log.msg(f"bsdkm: perf history not stored: {type(e).__name__}: {e}")
+        return 0
