@@ -55,3 +55,15 @@ def test_base_source_arguments() -> None:
         base_override(ns(base_ref="main"))
     with pytest.raises(UsageError, match="--base-dir /nonexistent-x: not a directory"):
         base_override(ns(base_dir="/nonexistent-x"))
+
+
+def test_run_reads_its_history_before_building_anything(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    empty = tmp_path / "history"
+    empty.mkdir()
+    p = subprocess.run([str(Path(sys.executable).parent / "bsdkm-ci"), "run", "--history", str(empty),
+                        "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "no .json results documents" in p.stderr
+    assert not (tmp_path / "out").exists()

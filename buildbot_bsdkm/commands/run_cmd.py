@@ -22,6 +22,7 @@ from ..config import (
     load_config,
     usable_git_ref,
 )
+from ..model import RunResult
 from ..pipeline.report_out import BaselineError
 from ..pipeline.run import MatrixResult, run_matrix
 from ..policy import PolicyError
@@ -52,6 +53,9 @@ def add_base_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-dir", metavar="DIR", help="use this local wolfSSL checkout as the base")
     g.add_argument("--repeats", type=int, metavar="N", default=5,
                    help="rounds of base, head benchmark runs with a base (default 5)")
+    g.add_argument("--history", metavar="DIR", nargs="+",
+                   help="perf history (bsdkm-ci history's directory, or results files): learned limits' "
+                        "spread, and the base when there is no base build")
 
 
 def base_override(args: argparse.Namespace) -> SourceSpec | None:
@@ -139,14 +143,15 @@ def read_config(path: Path) -> Config:
 
 def execute(
     config: Config, variants: list[str] | None, targets: list[str] | None, out: Path, jobs: int | None,
-    base: SourceSpec | None = None, repeats: int = 5,
+    base: SourceSpec | None = None, repeats: int = 5, history: list[RunResult] | None = None,
 ) -> MatrixResult:
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {repeats}")
     try:
-        return run_matrix(config, variants, targets, out, jobs=jobs, base_source=base, repeats=repeats)
+        return run_matrix(config, variants, targets, out, jobs=jobs, base_source=base, repeats=repeats,
+                          history=history)
     except ConfigError as e:
         raise UsageError(f"bad selection: {e}") from None
     except PolicyError as e:
@@ -180,4 +185,12 @@ def run(args: argparse.Namespace) -> int:
     config = with_source(read_config(config_path(args.config)), args)
     out = Path(args.out)
     base = base_override(args)
-    return print_result(execute(config, args.variant, args.target, out, args.jobs, base, args.repeats), out)
+    history = read_history(args.history) if getattr(args, "history", None) else None
+    result = execute(config, args.variant, args.target, out, args.jobs, base, args.repeats, history)
+    return print_result(result, out)
+
+
+def read_history(specs: list[str]) -> list[RunResult]:
+    from .compare_cmd import _read_all, history_files
+
+    return _read_all(history_files(specs))

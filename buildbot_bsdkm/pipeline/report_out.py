@@ -37,14 +37,16 @@ def check_gate_inputs(config: Config) -> None:
     load_baseline(config.baseline)
 
 
-def gate_runs(config: Config, runs: list[RunResult], baseline: list[RunResult] | None = None) -> Verdict:
+def gate_runs(config: Config, runs: list[RunResult], baseline: list[RunResult] | None = None,
+              history: list[RunResult] | None = None) -> Verdict:
     """Policy (default when the config names none) over ``runs``, against the baseline if any.
 
     ``baseline``: base runs measured next to ``runs`` (``bsdkm-ci run --base-*``); they take the
     place of the config's baseline file.
     """
     policy = load_policy(config.policy)
-    return evaluate(runs, policy, baseline if baseline is not None else load_baseline(config.baseline))
+    base = baseline if baseline is not None else load_baseline(config.baseline)
+    return evaluate(runs, policy, base, history)
 
 
 def write_run_outputs(run_dir: Path, run: RunResult, verdict: Verdict) -> Path:

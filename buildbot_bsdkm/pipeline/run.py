@@ -136,11 +136,13 @@ def run_matrix(
     jobs: int | None = None,
     base_source: SourceSpec | None = None,
     repeats: int = 5,
+    history: list[RunResult] | None = None,
 ) -> MatrixResult:
     """All (target, variant) pairs (or the named subset) into ``out_dir``; never raises StageError.
 
     ``base_source``: also build this source (into ``out_dir/base``) and gate the head against it,
-    measured interleaved in ``repeats`` rounds.
+    measured interleaved in ``repeats`` rounds. ``history``: healthy past runs of this machine for
+    the learned limits (the base when there is no base build).
     """
     started = time.monotonic()
     pairs = config.pairs(variants, targets)
@@ -188,12 +190,12 @@ def run_matrix(
     if base_jobs:
         bases = {(j.target, j.variant): j for j in base_jobs}
         runs, base_runs = _measure_pairs(jobs_list, bases, max(1, repeats), say)
-        verdict = gate_runs(config, runs, base_runs)
+        verdict = gate_runs(config, runs, base_runs, history)
         verdict.notes.insert(0, f"base {base_tree.origin if base_tree else base_source} measured next to "
                                 f"the head, interleaved, {max(1, repeats)} round(s) (userspace)")
     else:
         runs = [_measure_phase(job) for job in jobs_list]
-        verdict = gate_runs(config, runs)
+        verdict = gate_runs(config, runs, None, history)
     for job, run in zip(jobs_list, runs, strict=True):
         write_run_outputs(job.dir, run, verdict)
     seconds = time.monotonic() - started
