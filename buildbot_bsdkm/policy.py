@@ -73,6 +73,7 @@ KIND_REGRESSION = "regression"
 KIND_SPEEDUP = "speedup"
 KIND_REQUIRED = "required"
 KIND_CROSSOVER = "crossover"
+NO_CHECKS = "the gate evaluated 0 checks (no results, or a policy that checks nothing): not a pass"
 
 
 class PolicyError(ValueError):
@@ -667,6 +668,8 @@ class _Evaluation:
             self._speedup(rule)
         for rule in self.policy.crossovers:
             self._crossover(rule)
+        if not self.verdict.checks:  # judging nothing is no evidence of health (an emptied policy)
+            self.verdict.checks.append(Check("*", "*", "checks", KIND_REQUIRED, False, NO_CHECKS, error=True))
         return self.verdict
 
     def add(self, run: RunResult, name: str, kind: str, passed: bool, message: str, **kw: Any) -> None:

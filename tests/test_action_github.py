@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from github_fake.payloads import issue_comment, pull_request
+from github_fake.payloads import github_time, issue_comment, pull_request
 from github_fake.server import FakeGitHub, Fault
 
 from buildbot_bsdkm.actions import read_outputs
@@ -32,6 +32,7 @@ class FakeGitHubWithPermissions(FakeGitHub):
     def __init__(self) -> None:
         super().__init__()
         self.permissions: dict[str, str] = {}
+        self.suites: dict[str, list[str]] = {}  # commit -> created_at of its check suites
 
     def route(self, method: str, path: str, payload: Any) -> tuple[int, Any]:
         parts = path.strip("/").split("/")
@@ -41,16 +42,20 @@ class FakeGitHubWithPermissions(FakeGitHub):
                 return 404, {"message": "Not Found"}
             perm = self.permissions[login]
             return 200, {"permission": perm, "role_name": perm, "user": {"login": login}}
+        if method == "GET" and len(parts) == 6 and parts[3] == "commits" and parts[5] == "check-suites":
+            times = self.suites.get(parts[4], [])
+            return 200, {"total_count": len(times), "check_suites": [
+                {"id": i, "head_sha": parts[4], "created_at": at} for i, at in enumerate(times)]}
         return super().route(method, path, payload)
 
     def validate_request(self, method: str, url: str, headers: dict[str, str], body: bytes) -> str | None:
-        if "/collaborators/" in url:
+        if "/collaborators/" in url or "/check-suites" in url:
             return None  # not in the served OpenAPI subset; its shape is checked by route() above
         return super().validate_request(method, url, headers, body)
 
     def validate_response(self, method: str, url: str, headers: dict[str, str], body: bytes, status: int,
                           answer: Any) -> None:
-        if "/collaborators/" not in url:
+        if "/collaborators/" not in url and "/check-suites" not in url:
             super().validate_response(method, url, headers, body, status, answer)
 
 
@@ -76,6 +81,7 @@ def workflow_env(github: FakeGitHub, event: dict[str, Any], tmp: Path,
         "GITHUB_EVENT_PATH": str(event_path),
         "GITHUB_OUTPUT": str(tmp / "github_output"),
         "GITHUB_TOKEN": github.token if token is None else token,
+        "BSDKM_BOT_LOGIN": "bsdkm-ci[bot]",  # the fake's comment author (github-actions[bot] on GitHub)
     }
 
 
@@ -140,6 +146,7 @@ def retest_setup(github: FakeGitHubWithPermissions, tmp: Path, body: str, login:
                  permission: str | None) -> dict[str, str]:
     pr = pull_request(number=9, head_sha="a" * 40, fork=True)
     github.add_pull(pr)
+    github.suites["a" * 40] = [github_time(-60)]  # GitHub saw this head pushed before the comment
     if permission is not None:
         github.permissions[login] = permission
     return workflow_env(github, issue_comment(body, number=9, login=login, association="CONTRIBUTOR"), tmp)

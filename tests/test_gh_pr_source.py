@@ -19,6 +19,7 @@ from buildbot_bsdkm.buildbot import steps
 from buildbot_bsdkm.github.controller import PROP_HEAD, PROP_PR, PrBuilder, PullRequestBuilds
 from buildbot_bsdkm.github.events import PullRequest
 from buildbot_bsdkm.github.settings import GitHubSettings
+from buildbot_bsdkm.github.trust import PrRecord
 
 CLONE_URL = "https://github.com/wolfSSL/wolfssl.git"
 
@@ -44,7 +45,7 @@ def pr_buildset(pull: PullRequest) -> dict[str, Any]:
     service = Service(settings, [PrBuilder("userspace", "accel", "userspace-accel")], publisher=None)
     updates = FakeUpdates()
     service.master = SimpleNamespace(data=SimpleNamespace(updates=updates))
-    asyncio.run(service._add_buildset(pull, service.builders, "opened"))
+    asyncio.run(service._add_buildset(pull, PrRecord(), service.builders, "opened"))
     (buildset,) = updates.buildsets
     return buildset
 

@@ -803,13 +803,19 @@ def run_comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
     return EXIT_OK
 
 
+DEFAULT_BOT_LOGIN = "github-actions[bot]"  # who GITHUB_TOKEN's comments are by
+
+
 def upsert_comment(ctx: ApiContext, pr: int, body: str) -> None:
     """Create the PR's report comment or edit it: the Buildbot reporter's publisher, marker and retries."""
     from ..github.outbox import Outbox
     from ..github.publisher import Publisher
 
+    # Only a comment by the workflow's own user is ours to edit; anyone can copy the marker.
+    bot_login = os.environ.get("BSDKM_BOT_LOGIN") or DEFAULT_BOT_LOGIN
+
     async def work(client: Any) -> bool:
-        return bool(await Publisher(client, Outbox(None)).upsert_report(ctx.repo, pr, body))
+        return bool(await Publisher(client, Outbox(None), bot_login).upsert_report(ctx.repo, pr, body))
 
     publisher_ok = with_github(ctx, work)
     if not publisher_ok:
@@ -885,22 +891,52 @@ def decide_trigger(ctx: ApiContext, event_path: Path, *, min_permission: str) ->
     if event.repo != ctx.repo:
         raise UsageError(f"event is for {event.repo}, but the API context is {ctx.repo}")
 
-    async def ask(client: Any) -> tuple[str, str | None]:
+    async def ask(client: Any) -> tuple[str, str | None, str | None]:
         perm = await client.request("GET", f"/repos/{ctx.repo}/collaborators/{event.author}/permission")
         permission = _permission_of(perm.data, event.author)
         if PERMISSION_RANK.get(permission, 0) < PERMISSION_RANK[min_permission]:
-            return permission, None  # not allowed: nothing about the PR is looked up
+            return permission, None, None  # not allowed: nothing about the PR is looked up
         pull = await client.get_pull(ctx.repo, event.issue_number)
-        return permission, _head_sha_of(pull.data, event.issue_number)
+        head = _head_sha_of(pull.data, event.issue_number)
+        suites = await client.request("GET", f"/repos/{ctx.repo}/commits/{head}/check-suites?per_page=100")
+        return permission, head, _first_suite_at(suites.data)
 
-    permission, head_sha = with_github(ctx, ask)
+    permission, head_sha, head_seen = with_github(ctx, ask)
     if head_sha is None:
         return TriggerDecision(False, f"refused: @{event.author} has {permission!r} permission, "
                                       f"{min_permission!r} needed", pr=event.issue_number)
+    problem = _head_after_comment(event.created_at, head_sha, head_seen)
+    if problem:
+        return TriggerDecision(False, f"refused: {problem}", pr=event.issue_number)
     variants = tuple(dict.fromkeys(s.variant for s in trigger.selectors))
     what = ", ".join(variants) if variants else "every variant"
     return TriggerDecision(True, f"retest of {what} requested by @{event.author} ({permission})",
                            pr=event.issue_number, head_sha=head_sha, variants=variants)
+
+
+def _first_suite_at(data: Any) -> str | None:
+    """When GitHub first made a check suite for the head (on its push): a server-side time."""
+    runs = data.get("check_suites") if isinstance(data, dict) else None
+    times = [r["created_at"] for r in runs or []
+             if isinstance(r, dict) and isinstance(r.get("created_at"), str)]
+    return min(times) if times else None
+
+
+def _head_after_comment(comment_at: str, head_sha: str, head_seen: str | None) -> str | None:
+    """Why the PR's head now may not be what the commenter looked at (same rule as the Buildbot hook).
+
+    The job runs later than the comment; a push in between must not be built on that comment.
+    The head counts as reviewed only if GitHub made a check suite for it (it does on every push
+    that runs workflows) before the comment was written; commit dates are the author's to choose.
+    """
+    from ..github.events import parse_time
+
+    written, seen = parse_time(comment_at), parse_time(head_seen or "")
+    if written is not None and seen is not None and seen < written:
+        return None
+    when = f"first seen {head_seen}" if head_seen else "no check suite shows when it was pushed"
+    return (f"head {head_sha[:12]} may be newer than the comment ({when}, comment {comment_at or '?'}); "
+            "comment again to test it")
 
 
 def _permission_of(data: Any, login: str) -> str:
