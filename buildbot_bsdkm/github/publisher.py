@@ -149,10 +149,10 @@ class Publisher:
             try:
                 await self._upsert_once(repo, number, body)
                 return
-            except GitHubError as e:
-                if not e.transient or attempt >= policy.max_attempts:
-                    raise
-                log.msg(f"bsdkm github: report comment on #{number}: {e}; looking for it before retrying")
+            except _MaybeCreated as e:
+                if attempt >= policy.max_attempts:
+                    raise e.error from None
+                log.msg(f"bsdkm github: comment on #{number}: {e.error}; looking for it before retrying")
                 await task.deferLater(self.client.reactor, policy.backoff(attempt), lambda: None)
 
     async def _upsert_once(self, repo: str, number: int, body: str) -> None:
@@ -170,7 +170,12 @@ class Publisher:
                 self.outbox.set_comment_id(repo, number, None)  # someone deleted it: start afresh
         # Not repeated inline on a lost answer: GitHub may have made the comment; the next attempt
         # looks for it first.
-        created = await self.client.create_comment(repo, number, body, idempotent=False)
+        try:
+            created = await self.client.create_comment(repo, number, body, idempotent=False)
+        except GitHubError as e:
+            if e.status is None or e.status >= 500:  # not a refusal, not a rate limit: maybe done
+                raise _MaybeCreated(e) from None
+            raise
         login = _login(created.data)
         if login and not self.bot_login:
             self.bot_login = login
@@ -187,6 +192,14 @@ class Publisher:
             ):
                 return _comment_id(comment)
         return None
+
+
+class _MaybeCreated(Exception):
+    """A create that got no answer (or a 5xx): GitHub may have made the comment anyway."""
+
+    def __init__(self, error: GitHubError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _login(data: Any) -> str:
