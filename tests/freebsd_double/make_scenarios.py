@@ -28,8 +28,8 @@ SCENARIOS = HERE / "scenarios"
 # Recorded by freebsd-kmod-qemu (issue 16): wolfSSL 5.9.2 aesni+intelasm, kldload/kldunload by
 # kmod/freebsd/kldinit.c on the kit's WOLFKMX kernel (FreeBSD 15.0-CURRENT) under QEMU TCG.
 REAL_KLDLOAD = HERE / "real" / "kldload-release-crypto_aesni.console.log"
-# The kit's real console (../shared/freebsd/logs) of the crypto-register module on WOLFKMX.
-REAL_CRYPTO_REGISTER = "freebsd/logs/release-crypto-kernel_crypto-register_driver-registered.log"
+# The crypto-register module kldloaded and kldunloaded the same way (no verbose boot, as on a worker).
+REAL_CRYPTO_REGISTER = HERE / "real" / "kldload-release-crypto_crypto-register.console.log"
 REAL_PROVENANCE = ("kldload/kldunload kernel lines recorded on FreeBSD 15.0-CURRENT (freebsd-kmod-qemu, "
                    "QEMU TCG, tests/freebsd_double/real/); boot log and sysctls constructed")
 BENCH_FIXTURE = "userspace/x_nofloatfmt/bench_subset.txt"
@@ -131,12 +131,12 @@ def bench_block(fixtures: Path) -> list[str]:
     return lines[start:end]
 
 
-def real_kernel_lines(path: Path, first: str, last: str) -> list[str]:
-    """Lines ``first`` .. ``last`` of a real console (CR and ANSI escapes left as recorded)."""
+def between_markers(path: Path, begin: str, end: str) -> list[str]:
+    """The kernel's lines between two ``### bsdkm-ci:`` markers of a recorded console (kldinit's)."""
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith(first))
-    end = next(i for i, ln in enumerate(lines) if i >= start and ln.startswith(last))
-    return lines[start : end + 1]
+    start = lines.index(f"### bsdkm-ci: {begin}") + 1
+    stop = next(i for i, ln in enumerate(lines) if i >= start and ln.startswith(f"### bsdkm-ci: {end}"))
+    return [ln for ln in lines[start:stop] if not ln.startswith("### bsdkm-ci:")]
 
 
 def scenario(name: str, about: str, **parts: Any) -> dict[str, Any]:
@@ -279,22 +279,19 @@ def load_hang(bench: list[str]) -> dict[str, Any]:
     )
 
 
-def crypto_register(fixtures: Path) -> dict[str, Any]:
-    # Real (the kit's WOLFKMX console): the device line has no " on nexus0", opencrypto assigns the
-    # driver id before the module prints it, and with cryptosoft0 holding id 0 the crid is 1.
-    attach = [ln for ln in real_kernel_lines(fixtures.parent / REAL_CRYPTO_REGISTER, "libwolf0: <",
-                                             "libwolf0: info: driver loaded:")]
+def crypto_register() -> dict[str, Any]:
+    # Recorded: the device line has no " on nexus0", and with cryptosoft0 holding driver id 0 the
+    # module's crid is 1 (opencrypto's "crypto: assign ..." line shows only in a verbose boot).
     return scenario(
         "crypto-register",
-        "--enable-freebsdkm-crypto-register: the libwolf driver attaches, opencrypto assigns it driver "
-        "id 1 and the module reports crid 1; no self-test or benchmark runs in this mode. The "
-        "detach lines are the source's shape, not yet recorded.",
+        "--enable-freebsdkm-crypto-register: the libwolf driver attaches and registers crid 1; no "
+        "self-test or benchmark runs in this mode; at unload the crid is unregistered and the device "
+        "detaches.",
         modules=["nexus/libwolfssl"],
-        kldload={"kernel_log": attach},
-        kldunload={"kernel_log": ["libwolf0: info: crid unregistered: 1", "libwolf0: detached"]},
-        provenance="kldload kernel lines recorded on FreeBSD 15.0-CURRENT (the kit's WOLFKMX console); "
-        "kldunload lines constructed from the source",
-        real=["kldload.kernel_log"],
+        kldload={"kernel_log": between_markers(REAL_CRYPTO_REGISTER, "load begin", "load rc=")},
+        kldunload={"kernel_log": between_markers(REAL_CRYPTO_REGISTER, "unload begin", "unload rc=")},
+        provenance=REAL_PROVENANCE,
+        real=["kldload.kernel_log", "kldunload.kernel_log"],
     )
 
 
@@ -469,7 +466,7 @@ def build_all(fixtures: Path) -> dict[str, dict[str, Any]]:
         selftest_failure(),
         fips_hash_mismatch(),
         load_hang(bench),
-        crypto_register(fixtures),
+        crypto_register(),
         unload_failure(bench),
         console_not_logged(bench),
         msgbuf_wrapped(bench),
