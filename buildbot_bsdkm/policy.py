@@ -517,7 +517,7 @@ def _read_perf(r: _Reader, node: yaml.Node, policy: Policy) -> None:
             continue
         key = f"perf.{name}"
         if kind is str:
-            values[name] = r.choice(fields[name], key, ("median", "best"))
+            values[name] = r.choice(fields[name], key, ("median", "best", "second"))
             continue
         if kind is int:
             values[name] = r.integer(fields[name], key)

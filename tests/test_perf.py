@@ -226,7 +226,7 @@ def test_default_policy_uses_learned_limits() -> None:
 
 @pytest.mark.parametrize(("text", "problem"), [
     ("perf: {alpha: 1.5}\n", "perf.alpha: must be below 1"),
-    ("perf: {reduce: mean}\n", "perf.reduce: must be one of median, best"),
+    ("perf: {reduce: mean}\n", "perf.reduce: must be one of median, best, second"),
     ("perf: {min_repeats: 0}\n", "perf.min_repeats: must be a positive whole number"),
     ("regressions:\n  - {pattern: '*', max_pct: 5, detect_pct: 9}\n", "only goes with 'limit: learned'"),
     ("regressions:\n  - {pattern: '*', max_pct: 5, limit: guessed}\n", "must be one of fixed, learned"),
