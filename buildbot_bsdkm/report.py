@@ -251,7 +251,8 @@ def _md_row(cells: Sequence[str]) -> str:
 
 def _md_block(block: Block) -> str:
     if block.kind == "details":
-        return f"<details><summary>{html.escape(block.text)}</summary>\n\n"
+        # One line: a newline in a name must not end the HTML block and start Markdown (a link).
+        return f"<details><summary>{html.escape(' '.join(block.text.split()))}</summary>\n\n"
     if block.kind == "details-end":
         return "</details>\n\n"
     if block.kind == "h2":
