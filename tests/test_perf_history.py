@@ -155,3 +155,27 @@ def test_buildbot_master_keeps_base_branch_results_in_its_own_database(tmp_path:
     assert perf_history._add(url, kept, "abc123") == 3
     window = SqlStore(url).window("f00d", "userspace", "intelasm")
     assert [c for c, _ in window] == ["abc123"] * 3
+
+
+def test_the_worker_side_gate_reads_the_history_the_master_provides(tmp_path: Path) -> None:
+    from test_pipeline_e2e import CONFIG
+
+    from buildbot_bsdkm.buildbot import perf_history
+    from buildbot_bsdkm.config import parse_config
+    from buildbot_bsdkm.model import to_json
+    from buildbot_bsdkm.pipeline import stages
+
+    url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    perf_history._add(url, stored_runs(12, 3), None)  # earlier base-branch builds of this machine
+    head = run(repeats(3, 4, scale={"SHA-256": 0.8}), metadata=FP)
+    window = perf_history._window(url, [head], 30)
+    assert len(window) == 12
+    job = stages.Job(parse_config(CONFIG, str(tmp_path / "bsdkm.yml"), tmp_path), "userspace", "intelasm",
+                     tmp_path / "out")
+    (job.dir / "results.json").write_text(to_json([head]))
+    (job.dir / stages.HISTORY_FILE).write_text(to_json(window))  # what provide() downloads to the worker
+    stages.stage_gate(job)
+    (perf,) = job.state["verdict"]["perf"]
+    assert perf["base_from"] == "history"
+    assert {i["name"]: i["verdict"] for i in perf["items"]}["SHA-256"] == "regression"
+    assert "SHA-256" in job.state["gate_failed"] or "regression" in job.state["gate_failed"]

@@ -1,6 +1,9 @@
 """Base-branch results into the perf history table of the master's own database (issue 9).
 
-CollectResults calls ``record`` with the runs it read back: a build that is not a PR build
+CollectResults calls ``provide`` and ``record`` with the runs it read back. ``provide`` writes the
+newest window of this run's (fingerprint, target, variant) history to the worker as
+``<run dir>/history.json``, which ``bsdkm-ci stage gate`` reads for the learned limits (and as
+the base of a build without one). ``record``: a build that is not a PR build
 (no ``github_pr`` property) and whose run is healthy (every stage passed, logs complete, no
 failed self-test) is stored per machine fingerprint in ``bsdkm_perf_history``, next to
 Buildbot's own tables on the master's ``db_url`` (sqlite by default, PostgreSQL when set).
@@ -15,11 +18,12 @@ from typing import Any
 from twisted.internet import threads
 from twisted.python import log
 
-from ..model import RunResult
+from ..model import RunResult, to_json
 from ..perf import fingerprint
 from ..perf.store import SqlStore
 
 PR_NUMBER_PROPERTY = "github_pr"
+HISTORY_FILE = "history.json"  # stages.HISTORY_FILE
 _stores: dict[str, SqlStore] = {}
 
 
@@ -45,6 +49,32 @@ def store_for(db_url: str) -> SqlStore:
     if db_url not in _stores:
         _stores[db_url] = SqlStore(db_url)
     return _stores[db_url]
+
+
+def _window(db_url: str, runs: list[RunResult], n: int) -> list[RunResult]:
+    store = store_for(db_url)
+    out: list[RunResult] = []
+    for r in runs:
+        fp = fingerprint.of_run(r.metadata)
+        if fp:
+            out += [h for _, h in store.window(fp, r.target, r.variant, n)]
+    return out
+
+
+async def provide(step: Any, runs: list[RunResult], n: int = 30) -> int:
+    """Put the history window next to the run on the worker, before it is gated; returns its size."""
+    try:
+        db_url = master_db_url(step.master)
+        if not db_url or not any(fingerprint.of_run(r.metadata) for r in runs):
+            return 0
+        history = await threads.deferToThread(_window, db_url, runs, n)
+        if not history:
+            return 0
+        await step.downloadFileContentToWorker(f"{step.run_dir()}/{HISTORY_FILE}", to_json(history))
+        return len(history)
+    except Exception as e:  # noqa: BLE001 - without history the gate says so (no base/history note)
+        log.msg(f"bsdkm: perf history not provided: {type(e).__name__}: {e}")
+        return 0
 
 
 def _add(db_url: str, runs: list[RunResult], commit: str | None) -> int:

@@ -243,6 +243,7 @@ class CollectResults(BsdkmStageStep):
         path = self.store_results(to_json(runs))
         if path:
             self.setProperty(RESULTS_PATH_PROPERTY, path, PROPERTY_SOURCE)
+        await perf_history.provide(self, runs)  # the history window, for the gate on the worker
         await perf_history.record(self, runs)  # base-branch builds: perf history in the master's DB
 
     def store_results(self, text: str) -> str | None:

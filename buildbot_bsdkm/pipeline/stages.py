@@ -248,11 +248,26 @@ def stage_gate(job: Job) -> None:
     from .report_out import gate_runs, write_run_outputs
 
     run = read_run(job)
-    verdict = gate_runs(job.config, [run])
+    verdict = gate_runs(job.config, [run], None, _history(job))
     write_run_outputs(job.dir, run, verdict)
     job.state["verdict"] = verdict.to_dict()  # passed, summary and every check (Buildbot shows regressions)
     if not verdict.passed:
         job.state["gate_failed"] = verdict.summary()
+
+
+# Perf history the Buildbot master puts next to the run before the gate (buildbot/perf_history.py).
+HISTORY_FILE = "history.json"
+
+
+def _history(job: Job) -> list[RunResult] | None:
+    path = job.dir / HISTORY_FILE
+    if not path.is_file():
+        return None
+    try:
+        return from_json(path.read_text(), str(path))
+    except ValueError as e:  # the gate then notes it has no history; the run is still judged
+        job.say(f"perf history {path} unusable, ignored: {e}")
+        return None
 
 
 STAGE_FUNCS: dict[str, Callable[[Job], None]] = {
