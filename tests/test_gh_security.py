@@ -244,3 +244,18 @@ def test_a_delivered_report_leaves_the_outbox(github: FakeGitHub, tmp_path: Path
     assert reactor_thread.run(lambda: pub.post_status(REPO, SHA, "bsdkm/u/v", "success", "ok"))
     assert json.loads((tmp_path / "o.json").read_text())["pending"] == []
     assert reactor_thread.run(_publisher(github, tmp_path / "o.json").resend_pending) == 0
+
+
+def test_reopening_is_not_pushing_but_an_untrusted_push_stays_unvetted() -> None:
+    book = ApprovalBook()
+    reopened = payloads.pull_request("reopened", association="MEMBER", login="alice", sender="maintainer")
+    assert decide_pull_request(parse_pull_request_event(reopened), POLICY, book).builds
+    pushed = parse_pull_request_event(
+        payloads.pull_request("synchronize", association="MEMBER", login="alice", sender="mallory",
+                              head_sha="d" * 40)
+    )
+    book.saw_head(REPO, pushed.pull.number, "d" * 40, pushed.pull.updated_at, vetted=False)
+    again = payloads.pull_request("reopened", association="MEMBER", login="alice", sender="maintainer",
+                                  head_sha="d" * 40)
+    decision = decide_pull_request(parse_pull_request_event(again), POLICY, book)
+    assert decision.action == Action.AWAIT_APPROVAL and "does not trust" in decision.reason

@@ -36,6 +36,7 @@ from .trust import (
     ReplyLimiter,
     decide_comment,
     decide_pull_request,
+    event_push_problem,
 )
 
 SCHEDULER_NAME = "github-pr"
@@ -146,11 +147,11 @@ class PullRequestBuilds(service.BuildbotService):
 
     async def _on_pull_request(self, event: PullRequestEvent, record: PrRecord, received: float) -> Outcome:
         pull = event.pull
-        decision = decide_pull_request(event, self.settings.trust, self.approvals)
         if event.action in ("opened", "synchronize", "reopened", "ready_for_review"):
             # A retest of this head later must know whether someone untrusted pushed it.
-            vetted = self.settings.trust.push_problem(pull, event.sender) is None
+            vetted = event_push_problem(event, self.settings.trust, self.approvals) is None
             self.approvals.saw_head(pull.repo, pull.number, pull.head_sha, pull.updated_at, vetted=vetted)
+        decision = decide_pull_request(event, self.settings.trust, self.approvals)
         if decision.action == Action.AWAIT_APPROVAL:
             self._supersede(pull, record)
             await self._explain(decision, self._approval_request(pull))

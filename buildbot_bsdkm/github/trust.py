@@ -166,6 +166,23 @@ class ApprovalBook:
         return parse_time(pull.updated_at)
 
 
+PUSH_ACTIONS: frozenset[str] = frozenset({"opened", "synchronize"})  # the sender is who pushed the head
+
+
+def event_push_problem(event: PullRequestEvent, policy: TrustPolicy, approvals: ApprovalBook) -> str | None:
+    """Why the event's head is not vetted, or None.
+
+    On ``opened``/``synchronize`` the sender pushed the head; on ``reopened``/``ready_for_review``
+    the sender only clicked, so what counts is how the head got there (recorded when it was pushed).
+    """
+    pull = event.pull
+    sender = event.sender if event.action in PUSH_ACTIONS else pull.author
+    problem = policy.push_problem(pull, sender)
+    if problem is None and not approvals.head_vetted(pull.repo, pull.number, pull.head_sha):
+        problem = f"head {pull.head_sha[:12]} was pushed by someone the policy does not trust"
+    return problem
+
+
 def decide_pull_request(event: PullRequestEvent, policy: TrustPolicy, approvals: ApprovalBook) -> Decision:
     pull = event.pull
     base = {"repo": pull.repo, "number": pull.number, "head_sha": pull.head_sha}
@@ -173,7 +190,7 @@ def decide_pull_request(event: PullRequestEvent, policy: TrustPolicy, approvals:
         return Decision(Action.IGNORE, f"pull_request action '{event.action}' starts no build", **base)
     if pull.draft:
         return Decision(Action.IGNORE, f"PR #{pull.number} is a draft", **base)
-    push_problem = policy.push_problem(pull, event.sender)
+    push_problem = event_push_problem(event, policy, approvals)
     if policy.trusts(pull.author, pull.author_association) and push_problem is None:
         trusted = f"PR #{pull.number} by trusted {pull.author} ({pull.author_association})"
         return Decision(Action.BUILD, trusted, **base)
