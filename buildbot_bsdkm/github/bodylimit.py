@@ -76,3 +76,14 @@ def install(site: Any, max_bytes: int) -> None:
     limited = limited_request_class(max_bytes, base)
     limited.__bsdkm_base__ = base  # type: ignore[attr-defined]
     site.requestFactory = limited
+
+
+def install_for_buildbot(max_bytes: int) -> None:
+    """Every Buildbot web site of this process, including one not created yet, refuses big bodies.
+
+    Called when the master reads its configuration, so the limit is in place before the web port
+    listens (installing it on the site later left a window in which bodies were read whole).
+    """
+    from buildbot.www.service import BuildbotSite
+
+    install(BuildbotSite, max_bytes)

@@ -19,6 +19,7 @@ from ..config import Config
 from ..model import from_json
 from ..policy import load_policy
 from .aggregate import PrReport
+from .bodylimit import install_for_buildbot
 from .client import GitHubClient
 from .controller import PrBuilder, PullRequestBuilds
 from .hook import BsdkmGitHubEventHandler
@@ -81,6 +82,7 @@ def github_services(
         statuses=settings.statuses,
         resend_interval_s=settings.resend_interval_s,
     )
+    install_for_buildbot(settings.max_payload_bytes)
     handler = functools.partial(
         BsdkmGitHubEventHandler, controller=controller, max_payload_bytes=settings.max_payload_bytes
     )
