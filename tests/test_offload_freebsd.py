@@ -131,3 +131,32 @@ def test_engine_needs_the_module(tmp_path: Path) -> None:
     status = dict(line.split("=", 1) for line in (logs / "offload.status").read_text().splitlines())
     assert status["result"] == "engine-failed" and status["software_rc"] == "0"
     json.dumps(status)
+
+
+def test_the_load_stage_measures_offload_when_the_driver_attached(tmp_path: Path) -> None:
+    """run_freebsd_module runs offload.sh while a crypto-register module is loaded; collect reads it."""
+    from buildbot_bsdkm.pipeline import kernel
+    from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module
+
+    double, ko, _ = _boot(tmp_path, "crypto-register-offload")
+    work = tmp_path / "run"
+    outcome = run_freebsd_module(ko, work, timeout_s=5, privilege=[], env=double.env())
+    assert outcome.load_rc == 0 and "offload" in outcome.stages
+    assert (work / "offload.status").is_file() and outcome.unload_rc == 0
+    logs = kernel.target("freebsd-kmod").measured_logs({}, work, outcome, outcome.kernel_log)
+    assert sorted(log.metadata["offload_path"] for log in logs) == ["devcrypto", "software"]
+    verdict = evaluate([RunResult(variant="crypto-register", target="freebsd-kmod", logs=logs)],
+                       parse_policy(POLICY))
+    assert verdict.of_kind(KIND_CROSSOVER)
+
+
+def test_a_module_without_a_driver_is_not_measured(tmp_path: Path) -> None:
+    from buildbot_bsdkm.pipeline import kernel
+    from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module
+
+    double = FreeBSDDouble.boot("success", tmp_path / "kernel")
+    ko = tmp_path / "libwolfssl.ko"
+    ko.write_bytes(b"\x7fELF not really a module")
+    outcome = run_freebsd_module(ko, tmp_path / "run", timeout_s=5, privilege=[], env=double.env())
+    assert outcome.load_rc == 0 and "offload" not in outcome.stages
+    assert kernel.target("freebsd-kmod").measured_logs({}, tmp_path / "run", outcome, outcome.kernel_log) == []

@@ -20,10 +20,11 @@ from typing import Any
 
 from ..classify import Patterns, classify
 from ..config import Config
-from ..model import LogFormat
+from ..model import LogFormat, LogResult
 from ..resources import kmod_dir
 from .errors import StageError, infra_error
-from .loading import ModuleLoadOutcome
+from .freebsd_offload import offload_logs, registered_crid
+from .loading import ModuleLoadOutcome, read_status
 from .proc import run_captured, run_logged
 from .target import KernelTarget
 
@@ -79,18 +80,6 @@ def freebsd_configure_flags(
             raise FreeBSDFlagError(f"kernel source {str(kernel_source)!r} must be an absolute path")
         flags.append(f"--with-kernel-source={kernel_source}")
     return [*FREEBSD_BASE_FLAGS, *flags]
-
-
-def read_status(path: Path) -> dict[str, str]:
-    """A ``key=value`` status file written by the scripts; the last value of a key wins."""
-    status: dict[str, str] = {}
-    if not path.is_file():
-        return status
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            status[key.strip()] = value.strip()
-    return status
 
 
 @dataclass
@@ -215,6 +204,18 @@ def _unload(
     return status
 
 
+def _offload(runner: _Runner, work_dir: Path, timeout_s: int, outcome: ModuleLoadOutcome) -> None:
+    """A crypto-register module attached a driver: measure it against software while it is loaded."""
+    run = runner.run("offload.sh", [str(work_dir)], timeout_s + SCRIPT_SLACK_S)
+    outcome.stages["offload"] = round(run.seconds, 3)
+    if run.rc != 0:
+        # The measurement's own files say what is missing (offload_logs makes them incomplete logs);
+        # the note keeps the script's reason beside the run.
+        why = "did not return in time" if run.rc in (None, EX_TIMEOUT) else f"exited {run.rc}"
+        result = read_status(work_dir / "offload.status").get("result", "no status written")
+        outcome.notes.append(f"offload.sh {why} (result: {result})")
+
+
 def run_freebsd_module(
     ko: Path,
     work_dir: Path,
@@ -251,6 +252,8 @@ def run_freebsd_module(
             limit = timeout_s + SCRIPT_SLACK_S
             outcome.notes.append(f"load.sh did not return within {limit} s and was killed")
     elif outcome.load_rc == 0:
+        if registered_crid(work_dir / "load.kernel.log") is not None:
+            _offload(runner, work_dir, timeout_s, outcome)
         statuses.append(_unload(runner, ko, work_dir, unload_timeout_s, outcome))
     if load_status.get("result") == "not-listed":
         outcome.notes.append("kldload returned 0 but kldstat did not list the module")
@@ -320,6 +323,11 @@ class FreeBSDWorkerTarget(KernelTarget):
         if not ko.is_file():
             raise StageError(classify("build", exit_code=0, output=f"make succeeded but produced no {ko}"))
         return ko
+
+    def measured_logs(self, state: dict[str, Any], run_dir: Path, outcome: ModuleLoadOutcome,
+                      kernel_log: Path) -> list[LogResult]:
+        work = outcome.kernel_log.parent  # run_freebsd_module's work dir: offload.sh's files are there
+        return offload_logs(work) if (work / "offload.status").is_file() else []
 
     def load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
         opts = config.targets[self.name].options

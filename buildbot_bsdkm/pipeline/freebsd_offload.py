@@ -16,21 +16,10 @@ from pathlib import Path
 
 from ..model import LogFormat, LogResult, Problem
 from ..parsers import parse_file
+from .loading import read_status
 
 OUTPUTS = {"devcrypto": "openssl.devcrypto.txt", "software": "openssl.software.txt"}
 _CRID = re.compile(r"libwolf\d*: info: driver loaded: (\d+)")
-
-
-def read_status(path: Path) -> dict[str, str]:
-    """``key=value`` lines of a status file; {} when it is missing."""
-    if not path.is_file():
-        return {}
-    out = {}
-    for line in path.read_text(errors="replace").splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip():
-            out[key.strip()] = value.strip()
-    return out
 
 
 def offload_logs(logdir: Path) -> list[LogResult]:

@@ -19,11 +19,13 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..classify import Patterns, classify, first_compile_error
 from ..config import Config
-from ..model import LogFormat
+from ..model import LogFormat, LogResult
 from ..resources import kmod_dir
+from . import afalg
 from .errors import StageError, infra_error, real_error
 from .loading import ModuleLoadOutcome
 from .locks import exclusive
@@ -551,6 +553,12 @@ class LinuxQemuTarget(KernelTarget):
 
     def check_worker(self, config: Config) -> None:
         linux_source_dir(config.targets[self.name].options.get("kernel_version"))
+
+    def measured_logs(self, state: dict[str, Any], run_dir: Path, outcome: ModuleLoadOutcome,
+                      kernel_log: Path) -> list[LogResult]:
+        # The lkcapi variant's guest ran the AF_ALG benchmark after the load, on the same console.
+        wanted = bool(state.get("afalg_program")) and outcome.load_rc == 0
+        return afalg.console_logs(kernel_log, run_dir, expected=wanted)
 
     def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
               patterns: Patterns | None = None) -> Path:

@@ -30,3 +30,15 @@ class ModuleLoadOutcome:
     # One outcome per kernel when a run boots several (freebsd-kmod-qemu: debug, release).
     parts: dict[str, ModuleLoadOutcome] = field(default_factory=dict)
     not_covered: list[str] = field(default_factory=list)  # kernels the run could not use, and why
+
+
+def read_status(path: Path) -> dict[str, str]:
+    """A ``key=value`` status file written by the scripts; the last value of a key wins."""
+    status: dict[str, str] = {}
+    if not path.is_file():
+        return status
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            status[key.strip()] = value.strip()
+    return status

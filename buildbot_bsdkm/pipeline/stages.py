@@ -301,9 +301,8 @@ def _logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
     if outcome.kernel_log.is_file() and outcome.kernel_log.resolve() != kept.resolve():
         kept.write_bytes(outcome.kernel_log.read_bytes())
     log = kernel.parse_kernel_log(job.target, kept if kept.is_file() else outcome.kernel_log)
-    wanted = bool(job.state.get("afalg_program")) and outcome.load_rc == 0
-    bench = afalg.console_logs(kept, job.dir, expected=wanted)
-    return [log, *bench], kernel.judge_outcome(outcome, log, job.config.timeout("load"), job.patterns)
+    measured = kernel.target(job.target, "collect").measured_logs(job.state, job.dir, outcome, kept)
+    return [log, *measured], kernel.judge_outcome(outcome, log, job.config.timeout("load"), job.patterns)
 
 
 def collect(job: Job) -> tuple[RunResult, StageFailure | None]:

@@ -38,6 +38,11 @@ class KernelTarget:
         """Targets with more than one kernel log per run parse and judge them here; None: the default."""
         return None
 
+    def measured_logs(self, state: dict[str, Any], run_dir: Path, outcome: ModuleLoadOutcome,
+                      kernel_log: Path) -> list[LogResult]:
+        """What the run measured beside the kernel log (AF_ALG, openssl speed through the driver)."""
+        return []
+
 
 def module_flags(config: Config, target_name: str, variant: str) -> list[str]:
     """The variant's configure flags without the kernel switches the target adds itself."""
