@@ -122,6 +122,8 @@ class BenchmarkConfig:
     agreetimes: int | None = 1  # BENCH_AGREETIMES
     userspace_args: tuple[str, ...] = ("-aes-gcm", "-aes-cbc", "-sha256", "-rsa")
     extra_cflags: tuple[str, ...] = ()
+    # Rounds of base, head benchmark runs when a base is built next to the head (issue 9).
+    repeats: int = 5
 
     def cflags(self) -> list[str]:
         out: list[str] = []
@@ -465,7 +467,8 @@ def _variants(at: _At, targets: dict[str, TargetConfig]) -> dict[str, VariantCon
 
 
 def _benchmark(at: _At) -> BenchmarkConfig:
-    m = at.mapping(("min_runtime_s", "embedded", "ntimes", "agreetimes", "userspace_args", "extra_cflags"))
+    m = at.mapping(("min_runtime_s", "embedded", "ntimes", "agreetimes", "userspace_args", "extra_cflags",
+                    "repeats"))
     d = BenchmarkConfig()
     return BenchmarkConfig(
         min_runtime_s=_opt(m, "min_runtime_s", _At.number, None if "min_runtime_s" in m else d.min_runtime_s),
@@ -476,6 +479,7 @@ def _benchmark(at: _At) -> BenchmarkConfig:
         ),
         userspace_args=_opt(m, "userspace_args", _At.strings, d.userspace_args),
         extra_cflags=_opt(m, "extra_cflags", _At.strings, ()),
+        repeats=_opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
     )
 
 

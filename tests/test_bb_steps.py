@@ -359,3 +359,96 @@ class TestFetchSourceOfPullRequests(StageStepCase):
         self.expect_commands(shell("build").stdout("build ok: userspace/accel (state: x)\n").exit(0))
         self.expect_outcome(result=SUCCESS, state_string="build ok: userspace/accel")
         return self.run_step()
+
+
+class TestPullRequestBase(StageStepCase):
+    """A PR build with its base commit builds the base beside the head and measures them interleaved."""
+
+    CLONE_URL = "https://github.com/wolfSSL/wolfssl.git"
+    BASE = "b" * 40
+    BASE_OUT = f"{OUT}/base"
+
+    def pr_properties(self, base: str | None = BASE) -> None:
+        for name, value in (("github_pr", 42), ("github_head_sha", "a" * 40), ("repository", self.CLONE_URL),
+                            ("github_base_sha", base)):
+            if value is not None:
+                self.build.setProperty(name, value, "test")
+
+    def base_cmd(self, stage: str) -> list[str]:
+        return [*stage_cmd(stage)[:-4], "--out", self.BASE_OUT, "--config", "/etc/bsdkm.yml"]
+
+    def test_fetch_fetches_the_base_commit_after_the_head_into_its_own_directory(self):
+        self.make(steps.FetchSource)
+        self.pr_properties()
+        self.expect_commands(
+            ExpectRmdir(dir=f"wkdir/{OUT}", log_environ=True).exit(0),
+            ExpectShell(workdir="wkdir", command=[
+                *stage_cmd("fetch"), "--source-git", self.CLONE_URL, "--source-ref", "refs/pull/42/head",
+                "--source-commit", "a" * 40]).stdout("fetch ok: userspace/accel (state: x)\n").exit(0),
+            ExpectShell(workdir="wkdir", command=[
+                *self.base_cmd("fetch"), "--source-git", self.CLONE_URL, "--source-ref", self.BASE,
+                "--source-commit", self.BASE])
+            .log("base", stdout="fetch ok: userspace/accel (state: y)\n").exit(0))
+        self.expect_outcome(result=SUCCESS, state_string="fetch ok: userspace/accel; base too")
+        return self.run_step()
+
+    def test_a_failed_base_build_does_not_fail_the_pr_build_and_is_named(self):
+        self.make(steps.Build)
+        self.pr_properties()
+        self.expect_commands(
+            shell("build").stdout("build ok: userspace/accel (state: x)\n").exit(0),
+            ExpectShell(workdir="wkdir", command=self.base_cmd("build"))
+            .log("base", stdout="FAILED build category=real reason=compile: error: x\n").exit(1))
+        self.expect_outcome(result=SUCCESS,
+                            state_string="build ok: userspace/accel; base build failed (compile)")
+        d = self.run_step()
+        d.addCallback(lambda _: self.assertIn('"reason": "compile"',
+                                              self.get_nth_step(0).logs["base-failure"].stdout))
+        return d
+
+    def test_a_failed_head_stage_does_not_build_the_base(self):
+        self.make(steps.Configure)
+        self.pr_properties()
+        self.expect_commands(shell("configure").stdout("FAILED configure category=real reason=configure: "
+                                                       "bad flag\n").exit(1))
+        self.expect_outcome(result=FAILURE)
+        return self.run_step()
+
+    def test_load_measures_base_and_head_interleaved_with_the_configured_repeats(self):
+        self.make(steps.LoadModule, repeats=7)
+        self.pr_properties()
+        self.expect_commands(ExpectShell(workdir="wkdir", command=[
+            *stage_cmd("load"), "--base-out", self.BASE_OUT, "--repeats", "7"])
+            .stdout("load ok: userspace/accel (state: x)\n").exit(0))
+        self.expect_outcome(result=SUCCESS, state_string="load ok: userspace/accel")
+        return self.run_step()
+
+    def test_gate_judges_against_the_base(self):
+        self.make(steps.Gate)
+        self.pr_properties()
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", command=[*stage_cmd("gate"), "--base-out", self.BASE_OUT]).exit(0),
+            upload(f"{RUN_DIR}/state.json").upload_string(state_doc(Verdict())).exit(0),
+            upload(f"{RUN_DIR}/junit.xml").exit(1),
+            upload(f"{RUN_DIR}/results.json").exit(1))
+        self.expect_outcome(result=SUCCESS)
+        return self.run_step()
+
+    def test_pr_without_a_base_and_kernel_targets_keep_one_side(self):
+        self.make(steps.LoadModule)
+        self.pr_properties(base=None)
+        self.expect_commands(shell("load").stdout("load ok: userspace/accel (state: x)\n").exit(0))
+        self.expect_outcome(result=SUCCESS, state_string="load ok: userspace/accel")
+        return self.run_step()
+
+    def test_base_sha_that_is_not_a_sha_is_refused(self):
+        step = self.make(steps.LoadModule)
+        self.pr_properties(base="main; rm -rf /")
+        with self.assertRaisesRegex(ValueError, "is not a commit sha"):
+            step.stage_command()
+
+    def test_kernel_targets_build_no_base(self):
+        # One load cycle a side: too few repeats for the learned gate, so no base is built.
+        step = self.setup_step(steps.Build(variant="accel", target="linux-kmod-qemu", out_dir=OUT))
+        self.pr_properties()
+        self.assertIsNone(step.base_sha())

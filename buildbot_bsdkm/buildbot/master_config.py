@@ -93,7 +93,9 @@ def stage_time_limit(config: Config, stage: str) -> float:
     if stage == "gate":
         return GATE_TIMEOUT_S
     if stage == "load":
-        return config.timeout("load") + config.timeout("selftest") + config.timeout("benchmark")
+        # A PR build's load measures its base too, benchmark.repeats rounds of base and head.
+        once = config.timeout("load") + config.timeout("selftest")
+        return 2 * once + 2 * config.benchmark.repeats * config.timeout("benchmark")
     return config.timeout(stage)
 
 
@@ -105,6 +107,7 @@ def build_factory(config: Config, target: str, variant: str, settings: MasterSet
         factory.addStep(step_class(
             variant=variant, target=target, out_dir=OUT_DIR, config_path=config_path,
             bsdkm_ci=settings.bsdkm_ci, patterns=config.retry, maxTime=limit, timeout=limit,
+            repeats=config.benchmark.repeats,
         ))
     return factory
 

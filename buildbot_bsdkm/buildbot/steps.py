@@ -10,6 +10,7 @@ build properties, plus the failure record the bounded-retry build reads.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +20,7 @@ from buildbot.steps.worker import CompositeStepMixin
 from twisted.python import log
 
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
+from ..pipeline.run import measured_interleaved
 from . import perf_history, summaries
 from .classification import classify_stage, failure_to_dict, missing_results, skipped_after
 
@@ -31,6 +33,11 @@ STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any 
 PR_NUMBER_PROPERTY = "github_pr"
 PR_HEAD_PROPERTY = "github_head_sha"  # PROP_HEAD there
 REPOSITORY_PROPERTY = "repository"
+# The PR's base commit (the webhook's pull_request.base.sha), named here once: github/controller.py
+# sets it. A PR build with it builds that commit too, into BASE_DIR beside the head, and measures
+# both interleaved (issue 9); without it the gate judges the head against history.
+PR_BASE_SHA_PROPERTY = "github_base_sha"
+BASE_DIR = "base"
 # The results document is too big for a build property (81 KB for two variants): the master keeps
 # it in a file under its basedir and the property names that file (github/aggregate.py reads it).
 RESULTS_PATH_PROPERTY = "bsdkm_results_path"
@@ -44,6 +51,8 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
     """Runs one ``bsdkm-ci stage``; subclasses say what to read back and how to summarise."""
 
     stage: ClassVar[str] = ""
+    # fetch/configure/build: after the head, the same stage for the PR's base (into BASE_DIR).
+    base_side: ClassVar[bool] = False
     renderables = ("variant", "target", "out_dir", "config_path", "bsdkm_ci")
     haltOnFailure = True
     flunkOnFailure = True
@@ -57,8 +66,10 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         config_path: Any = None,
         bsdkm_ci: str = "bsdkm-ci",
         patterns: Any = None,
+        repeats: int = 5,
         **kwargs: Any,
     ) -> None:
+        self.repeats = repeats  # rounds of base, head in a PR build's load (bsdkm.yml benchmark.repeats)
         self.variant = variant
         self.target = target
         self.out_dir = out_dir
@@ -73,12 +84,44 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
 
     # -- the remote command
 
-    def stage_command(self) -> list[str]:
+    def stage_command(self, out_dir: str | None = None) -> list[str]:
         cmd = [self.bsdkm_ci, "stage", self.stage, "--variant", self.variant, "--target", self.target,
-               "--out", self.out_dir]
+               "--out", out_dir or self.out_dir]
         if self.config_path:
             cmd += ["--config", str(self.config_path)]
         return cmd
+
+    # -- the PR's base, built and measured next to the head
+
+    def base_sha(self) -> str | None:
+        """The PR base commit this build also builds, or None (not a PR build, or not a perf target)."""
+        if self.getProperty(PR_NUMBER_PROPERTY) in (None, "") or not measured_interleaved(self.target):
+            return None
+        sha = self.getProperty(PR_BASE_SHA_PROPERTY)
+        if not sha:
+            return None
+        if not re.fullmatch(r"[0-9a-fA-F]{7,64}", str(sha)):
+            raise ValueError(f"PR build's '{PR_BASE_SHA_PROPERTY}' property {sha!r} is not a commit sha")
+        return str(sha).lower()
+
+    def base_out(self) -> str:
+        return f"{self.out_dir}/{BASE_DIR}"
+
+    def base_command(self) -> list[str]:
+        return self.stage_command(self.base_out())
+
+    async def run_base_side(self) -> None:
+        """The base's stage; its failure never fails the PR build: the gate then uses history and says so."""
+        cmd = await self.makeRemoteShellCommand(command=self.base_command(), collectStdout=True,
+                                                collectStderr=True, stdioLogName="base")
+        await self.runCommand(cmd)
+        if cmd.rc == 0:
+            self.stage_summary = f"{self.stage_summary}; base too"
+            return
+        output = ((cmd.stdout or "") + (cmd.stderr or ""))[-STAGE_OUTPUT_LIMIT:]
+        failure = self.classify(cmd.rc, output)
+        await self.addCompleteLog("base-failure", json.dumps(failure_to_dict(failure), indent=2))
+        self.stage_summary = f"{self.stage_summary}; base {self.stage} failed ({failure.reason or 'unknown'})"
 
     def run_dir(self) -> str:
         return f"{self.out_dir}/{self.target}/{self.variant}"
@@ -89,7 +132,10 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         )
         await self.runCommand(cmd)
         output = (cmd.stdout or "") + (cmd.stderr or "")
-        return await self.evaluate(cmd.rc, output[-STAGE_OUTPUT_LIMIT:])
+        result = await self.evaluate(cmd.rc, output[-STAGE_OUTPUT_LIMIT:])
+        if result == SUCCESS and self.base_side and self.base_sha():
+            await self.run_base_side()
+        return result
 
     async def evaluate(self, rc: int | None, output: str) -> int:
         if rc == 0:
@@ -150,13 +196,21 @@ class FetchSource(BsdkmStageStep):
     """
 
     stage = "fetch"
+    base_side = True
 
     async def run(self) -> int:
         await self.runRmdir(f"{self.workdir}/{self.out_dir}", abandonOnFailure=False)
         return await super().run()
 
-    def stage_command(self) -> list[str]:
-        return super().stage_command() + self.pr_source_arguments()
+    def stage_command(self, out_dir: str | None = None) -> list[str]:
+        return super().stage_command(out_dir) + self.pr_source_arguments()
+
+    def base_command(self) -> list[str]:
+        # The base is a commit of the same repository: fetched by its sha, and checked to be it.
+        sha = self.base_sha()
+        head = super().stage_command(self.base_out())
+        return [*head, "--source-git", str(self.getProperty(REPOSITORY_PROPERTY)), "--source-ref", str(sha),
+                "--source-commit", str(sha)]
 
     def pr_source_arguments(self) -> list[str]:
         number = self.getProperty(PR_NUMBER_PROPERTY)
@@ -178,16 +232,27 @@ class FetchSource(BsdkmStageStep):
 
 class Configure(BsdkmStageStep):
     stage = "configure"
+    base_side = True
 
 
 class Build(BsdkmStageStep):
     stage = "build"
+    base_side = True
 
 
 class LoadModule(BsdkmStageStep):
-    """Loads the module (or, for ``userspace``, runs the programs): self-test and benchmark."""
+    """Loads the module (or, for ``userspace``, runs the programs): self-test and benchmark.
+
+    A PR build with its base measures base and head in alternating rounds (``--base-out``).
+    """
 
     stage = "load"
+
+    def stage_command(self, out_dir: str | None = None) -> list[str]:
+        cmd = super().stage_command(out_dir)
+        if self.base_sha():
+            cmd += ["--base-out", self.base_out(), "--repeats", str(int(self.repeats))]
+        return cmd
 
 
 class UnloadModule(BsdkmStageStep):
@@ -281,6 +346,10 @@ class Gate(BsdkmStageStep):
 
     stage = "gate"
     alwaysRun = True  # a failed load still has a verdict worth showing
+
+    def stage_command(self, out_dir: str | None = None) -> list[str]:
+        cmd = super().stage_command(out_dir)
+        return cmd + ["--base-out", self.base_out()] if self.base_sha() else cmd
 
     async def evaluate(self, rc: int | None, output: str) -> int:
         verdict = await self.read_verdict() if rc in (0, 1) else None

@@ -51,8 +51,9 @@ def add_base_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-git", metavar="URL", help="fetch the base wolfSSL from this git repository")
     g.add_argument("--base-ref", metavar="REF", help="with --base-git: the base's branch, tag, commit or ref")
     g.add_argument("--base-dir", metavar="DIR", help="use this local wolfSSL checkout as the base")
-    g.add_argument("--repeats", type=int, metavar="N", default=5,
-                   help="rounds of base, head benchmark runs with a base (default 5)")
+    g.add_argument("--repeats", type=int, metavar="N",
+                   help="rounds of base, head benchmark runs with a base (default: the config's "
+                        "benchmark.repeats, 5)")
     g.add_argument("--history", metavar="DIR", nargs="+",
                    help="perf history (bsdkm-ci history's directory, or results files): learned limits' "
                         "spread, and the base when there is no base build")
@@ -186,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     base = base_override(args)
     history = read_history(args.history) if getattr(args, "history", None) else None
-    result = execute(config, args.variant, args.target, out, args.jobs, base, args.repeats, history)
+    repeats = config.benchmark.repeats if args.repeats is None else args.repeats
+    result = execute(config, args.variant, args.target, out, args.jobs, base, repeats, history)
     return print_result(result, out)
 
 

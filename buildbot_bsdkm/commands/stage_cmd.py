@@ -15,6 +15,7 @@ from pathlib import Path
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..config import ConfigError
 from ..pipeline.report_out import BaselineError
+from ..pipeline.run import load_interleaved
 from ..pipeline.stages import STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
 from .run_cmd import add_source_arguments, config_path, read_config, source_override, with_source
@@ -31,7 +32,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", metavar="FILE", help="bsdkm.yml (default: ./bsdkm.yml, else the repo's)")
     p.add_argument("--jobs", type=int, metavar="N", help="make -j (default: the config's jobs)")
     add_source_arguments(p)
+    g = p.add_argument_group("base build (a PR's base, built by the same stages with --out DIR/base)")
+    g.add_argument("--base-out", metavar="DIR",
+                   help="load: measure the base built there and this head interleaved (A B A B); "
+                        "gate: judge the head against that base instead of history")
+    g.add_argument("--repeats", type=int, metavar="N",
+                   help="load with --base-out: rounds of base, head (default: benchmark.repeats)")
     p.set_defaults(func=run)
+
+
+def _base_options(args: argparse.Namespace) -> None:
+    base_out, repeats = getattr(args, "base_out", None), getattr(args, "repeats", None)
+    if base_out is not None and args.stage not in ("load", "gate"):
+        raise UsageError(f"--base-out applies to 'stage load' and 'stage gate', not '{args.stage}'")
+    if repeats is not None and (args.stage != "load" or base_out is None):
+        raise UsageError("--repeats applies to 'stage load --base-out DIR' only")
+    if repeats is not None and repeats < 1:
+        raise UsageError(f"--repeats must be at least 1, got {repeats}")
+    if base_out is not None and Path(base_out).resolve() == Path(args.out).resolve():
+        raise UsageError(f"--base-out {base_out}: the same directory as --out (the base needs its own)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     # override given to them would be silently ignored: refuse it instead.
     if args.stage != "fetch" and source_override(args) is not None:
         raise UsageError(f"--source-* options apply to 'stage fetch', not '{args.stage}'")
+    _base_options(args)
     config = with_source(read_config(config_path(args.config)), args)
     try:
         config.pairs([args.variant], [args.target])
@@ -50,8 +70,14 @@ def run(args: argparse.Namespace) -> int:
             f"(its targets: {', '.join(config.variants[args.variant].targets)})"
         )
     try:
-        job = Job(config, args.target, args.variant, Path(args.out), jobs=args.jobs or config.jobs)
-        failure = run_stage(job, args.stage)
+        base_out = Path(args.base_out) if getattr(args, "base_out", None) else None
+        job = Job(config, args.target, args.variant, Path(args.out), jobs=args.jobs or config.jobs,
+                  base_out=base_out)
+        if args.stage == "load" and base_out is not None and job.failure is None:
+            base = Job(config, args.target, args.variant, base_out, jobs=job.jobs)
+            failure = load_interleaved(job, base, args.repeats or config.benchmark.repeats)
+        else:
+            failure = run_stage(job, args.stage)
     except StageSkipped as e:
         print(f"bsdkm-ci stage {args.stage}: {e}", file=sys.stderr)
         return EXIT_FAILED

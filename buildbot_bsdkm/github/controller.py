@@ -22,6 +22,7 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
+from ..buildbot.steps import PR_BASE_SHA_PROPERTY
 from .coalesce import Coalescer
 from .events import CommentEvent, EventError, PullRequest, PullRequestEvent, pull_request_from
 from .publisher import Publisher
@@ -47,6 +48,7 @@ PROP_HEAD = "github_head_sha"
 PROP_PR_URL = "github_pr_url"
 PROP_TRIGGER = "github_trigger"
 PROP_BASE = "github_base_ref"
+PROP_BASE_SHA = PR_BASE_SHA_PROPERTY  # the PR base the perf gate builds and measures next to the head
 
 
 @dataclass(frozen=True)
@@ -281,6 +283,7 @@ class PullRequestBuilds(service.BuildbotService):
             PROP_HEAD: (pull.head_sha, source),
             PROP_PR_URL: (pull.html_url, source),
             PROP_BASE: (pull.base_ref, source),
+            PROP_BASE_SHA: (pull.base_sha, source),
             PROP_TRIGGER: (reason, source),
             "branch": (f"refs/pull/{pull.number}/head", source),
             "revision": (pull.head_sha, source),

@@ -7,6 +7,7 @@ one raises EventError naming it, never KeyError/TypeError.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -80,6 +81,7 @@ class PullRequest:
     html_url: str
     title: str = ""
     updated_at: str = ""  # GitHub's clock: a push to the head moves it
+    base_sha: str = ""  # base.sha: the base branch's commit the perf gate builds next to the head
 
     @property
     def from_fork(self) -> bool:
@@ -138,6 +140,7 @@ def pull_request_from(pr: Any, repo: str) -> PullRequest:
         html_url=_field(pr, "html_url", str),
         title=str(pr.get("title") or ""),
         updated_at=str(pr.get("updated_at") or ""),
+        base_sha=_base_sha(pr),
     )
 
 
@@ -167,3 +170,12 @@ def parse_comment_event(payload: dict[str, Any]) -> CommentEvent:
         html_url=str(comment.get("html_url") or ""),
         created_at=str(comment.get("created_at") or ""),
     )
+
+
+def _base_sha(pr: Any) -> str:
+    """``base.sha`` when it is a commit sha; anything else is left out (the gate then uses history)."""
+    base = pr.get("base") if isinstance(pr, dict) else None
+    sha = base.get("sha") if isinstance(base, dict) else None
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", sha):
+        return ""
+    return sha.lower()

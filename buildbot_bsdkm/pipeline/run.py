@@ -78,10 +78,16 @@ def _measure_phase(job: Job) -> RunResult:
     return run
 
 
+def measured_interleaved(target: str) -> bool:
+    """Whether a base build of ``target`` is measured in rounds: only a userspace benchmark repeats
+    (a kernel target's load cycle runs once a side, too few repeats for the learned gate)."""
+    return target == "userspace"
+
+
 def _repeat_benchmark(job: Job, index: int) -> None:
     """One more run of the unchanged benchmark program into ``bench.<index>.log``, recorded like the first."""
     programs = job.state.get("programs")
-    if job.target != "userspace" or job.failure is not None or not programs:
+    if not measured_interleaved(job.target) or job.failure is not None or not programs:
         return
     prog = Path(programs["benchmark"])
     log = job.dir / f"bench.{index}.log"
@@ -105,15 +111,41 @@ def _measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats:
         order = [base, head] if base is not None else [head]
         for job in order:
             _measure_phase(job)
-        if base is not None and head.target == "userspace":
-            for index in range(2, repeats + 1):
-                say(f"{head.label}: round {index} of {repeats} (base, head)")
-                for job in order:
-                    _repeat_benchmark(job, index)
+        if base is not None:
+            _more_rounds(head, base, repeats, say)
         for job in order:
             run = _finish(job)
             (base_runs if job is base else head_runs).append(run)
     return head_runs, base_runs
+
+
+def _more_rounds(head: Job, base: Job, repeats: int, say: Progress) -> None:
+    """Rounds 2..N of base, head after the first measurement of each."""
+    if not measured_interleaved(head.target):
+        return
+    for index in range(2, repeats + 1):
+        say(f"{head.label}: round {index} of {repeats} (base, head)")
+        for job in (base, head):
+            _repeat_benchmark(job, index)
+
+
+def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
+    """``bsdkm-ci stage load --base-out``: the same A B A B rounds as ``run --base-*``, for one pair.
+
+    The base (built by the same stages into a sibling output directory) is measured first, then
+    the head's load stage, then rounds 2..N of both. Returns the head's failure; a base that failed
+    is left to the gate (it gates against history then and says why).
+    """
+    if base.failure is None:
+        _measure_phase(base)
+    failure = run_stage(head, "load")
+    if failure is None:
+        _more_rounds(head, base, repeats, head.say)
+    if base.failure is None:
+        _finish(base)
+    if failure is None:
+        _finish(head)  # every round's log in results.json; a failed repeat fails the run
+    return head.failure
 
 
 def _finish(job: Job) -> RunResult:

@@ -55,6 +55,9 @@ class Job:
     progress: Progress = stderr_progress
     started: float = field(default_factory=time.monotonic)
     state: dict[str, Any] = field(default_factory=dict)
+    # The base build's output root (``stage gate --base-out``): its run of this (target, variant)
+    # is the gate's base instead of history.
+    base_out: Path | None = None
 
     def __post_init__(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -248,11 +251,29 @@ def stage_gate(job: Job) -> None:
     from .report_out import gate_runs, write_run_outputs
 
     run = read_run(job)
-    verdict = gate_runs(job.config, [run], None, _history(job))
+    base, note = _base_run(job)
+    verdict = gate_runs(job.config, [run], [base] if base is not None else None, _history(job))
+    if note:
+        verdict.notes.insert(0, note)
     write_run_outputs(job.dir, run, verdict)
     job.state["verdict"] = verdict.to_dict()  # passed, summary and every check (Buildbot shows regressions)
     if not verdict.passed:
         job.state["gate_failed"] = verdict.summary()
+
+
+def _base_run(job: Job) -> tuple[RunResult | None, str | None]:
+    """The base build's run (``--base-out``) and a note saying what the gate compares against."""
+    if job.base_out is None:
+        return None, None
+    state = job.base_out / job.target / job.variant / "state.json"
+    if not state.is_file():
+        return None, f"no base build in {job.base_out}: gated against history"
+    base = read_run(Job(job.config, job.target, job.variant, job.base_out, progress=job.progress))
+    if base.failure is not None or not base.benchmarks:
+        why = base.failure.message if base.failure is not None else "no benchmark results"
+        return None, f"base build unusable ({why}): gated against history"
+    rounds = sum(1 for log in base.logs if log.benchmarks)
+    return base, f"base measured next to the head, interleaved, {rounds} round(s)"
 
 
 # Perf history the Buildbot master puts next to the run before the gate (buildbot/perf_history.py).

@@ -1,0 +1,96 @@
+"""A PR build's base, stage by stage (issue 9 item 1): ``stage load --base-out`` measures the base and
+the head in alternating rounds, ``stage gate --base-out`` judges the head's repeats against the base's.
+
+The programs are stand-ins that print real wolfSSL output from the shared fixtures and note which side
+ran, so the order of the rounds is seen directly; everything else (the stage command, state files,
+parsers, the learned gate) is the real thing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import FIXTURES, ROOT
+
+from buildbot_bsdkm.commands import stage_cmd
+from buildbot_bsdkm.model import from_json
+
+BSDKM_CI = str(Path(sys.executable).parent / "bsdkm-ci")
+SELFTEST = FIXTURES / "userspace/noasm/testwolfcrypt.txt"
+BENCH = FIXTURES / "userspace/noasm/bench_default.txt"
+
+
+def built(out: Path, side: str, order: Path) -> None:
+    """What ``stage fetch/configure/build --out out`` leaves: programs recorded in state.json."""
+    bin_dir = out / "tree" / "wolfcrypt" / "bin"  # the programs run in their tree's top directory
+    bin_dir.mkdir(parents=True)
+    programs = {}
+    for name, fixture in (("testwolfcrypt", SELFTEST), ("benchmark", BENCH)):
+        prog = bin_dir / name
+        note = f"echo {side} >> {order}\n" if name == "benchmark" else ""
+        prog.write_text(f"#!/bin/sh\n{note}cat {fixture}\n")
+        prog.chmod(0o755)
+        programs[name] = str(prog)
+    run_dir = out / "userspace" / "noasm"
+    run_dir.mkdir(parents=True)
+    state = {"target": "userspace", "variant": "noasm", "programs": programs,
+             "stages": {"fetch": 0.1, "configure": 0.1, "build": 0.1},
+             "source": {"origin": side, "kind": "dir", "path": str(out / "tree")}}
+    (run_dir / "state.json").write_text(json.dumps(state))
+
+
+def stage(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [BSDKM_CI, "stage", *args, "--variant", "noasm", "--target", "userspace",
+           "--config", str(ROOT / "bsdkm.yml")]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_load_and_gate_with_the_base_built_beside_the_head(tmp_path: Path) -> None:
+    out, order = tmp_path / "bsdkm-out", tmp_path / "order"
+    built(out, "head", order)
+    built(out / "base", "base", order)
+    p = stage("load", "--out", str(out), "--base-out", str(out / "base"), "--repeats", "3")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert order.read_text().split() == ["base", "head"] * 3  # A B A B A B
+    (head,) = from_json((out / "userspace/noasm/results.json").read_text())
+    names = [Path(lg.source).name for lg in head.logs]
+    assert names == ["test.log", "bench.log", "bench.2.log", "bench.3.log"]
+    p = stage("gate", "--out", str(out), "--base-out", str(out / "base"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    verdict = json.loads((out / "userspace/noasm/state.json").read_text())["verdict"]
+    (perf,) = verdict["perf"]
+    assert perf["base_from"] == "baseline"
+    assert {(i["n_base"], i["n_head"]) for i in perf["items"]} == {(3, 3)}
+    assert verdict["notes"][0] == "base measured next to the head, interleaved, 3 round(s)"
+
+
+def test_gate_without_a_usable_base_uses_history_and_says_why(tmp_path: Path) -> None:
+    out, order = tmp_path / "bsdkm-out", tmp_path / "order"
+    built(out, "head", order)
+    assert stage("load", "--out", str(out)).returncode == 0  # no base: one run, as before
+    assert order.read_text().split() == ["head"]
+    p = stage("gate", "--out", str(out), "--base-out", str(out / "base"))
+    verdict = json.loads((out / "userspace/noasm/state.json").read_text())["verdict"]
+    assert verdict["notes"][0].startswith("no base build in "), (p.stdout, verdict["notes"])
+    assert verdict["notes"][0].endswith(": gated against history")
+
+
+def test_base_options_apply_to_load_and_gate_only() -> None:
+    parser = __import__("buildbot_bsdkm.cli", fromlist=["build_parser"]).build_parser()
+    for argv, message in (
+        (["stage", "build", "--base-out", "b"], "--base-out applies to 'stage load' and 'stage gate'"),
+        (["stage", "load", "--repeats", "3"], "--repeats applies to 'stage load --base-out DIR' only"),
+        (["stage", "load", "--base-out", "b", "--repeats", "0"], "--repeats must be at least 1"),
+        (["stage", "load", "--base-out", "o", "--out", "o"], "the same directory as --out"),
+    ):
+        args = parser.parse_args([*argv, "--variant", "noasm", "--target", "userspace",
+                                  *([] if "--out" in argv else ["--out", "o"])])
+        try:
+            stage_cmd._base_options(args)
+        except Exception as e:  # noqa: BLE001 - the UsageError's message is what is checked
+            assert message in str(e), (argv, e)
+        else:
+            raise AssertionError(f"{argv}: accepted")
