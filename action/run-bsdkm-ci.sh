@@ -34,6 +34,18 @@ args=(--out "$out")
 [ -n "$config" ] && args+=(--config "$config")
 for v in ${BSDKM_VARIANTS//,/ }; do args+=(--variant "$v"); done
 for t in ${BSDKM_TARGETS//,/ }; do args+=(--target "$t"); done
+# The base, built next to the head and measured interleaved with it (the perf gate's base).
+if [ -n "${BSDKM_BASE_DIR:-}" ]; then
+  args+=(--base-dir "$BSDKM_BASE_DIR")
+elif [ -n "${BSDKM_BASE_REF:-}" ]; then
+  if [ -z "${BSDKM_BASE_GIT:-}" ]; then
+    echo "bsdkm-ci: base-ref $BSDKM_BASE_REF needs base-git (which repository?)" >&2
+    echo 2 > "$out/run.exit-code"
+    exit 0
+  fi
+  args+=(--base-git "$BSDKM_BASE_GIT" --base-ref "$BSDKM_BASE_REF")
+fi
+[ -n "${BSDKM_REPEATS:-}" ] && args+=(--repeats "$BSDKM_REPEATS")
 
 echo "::group::bsdkm-ci run ${args[*]}"
 bsdkm-ci run "${args[@]}"

@@ -33,6 +33,7 @@ from .. import actions, kernel_health
 from ..actions import Annotation, Level
 from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
+from ..pipeline.report_out import BASE_RUNS_JSON
 from ..policy import (
     KIND_BENCHMARK,
     KIND_COMPLETE,
@@ -396,12 +397,27 @@ def _judge(req: ResultsRequest, runs: list[RunResult]) -> Verdict:
 
 def _baseline_for(req: ResultsRequest) -> list[RunResult] | None:
     path = req.baseline_file or _config_paths(req)[1]
+    measured = _measured_base(req)
     if path is None:
-        return None
+        return measured or None
     try:
-        return from_json(_read_text(path, "baseline"), str(path))
+        baseline = from_json(_read_text(path, "baseline"), str(path))
     except ModelError as e:
         raise UsageError(f"baseline: {e}") from None
+    # A base measured next to the head (same runner, interleaved) beats the artifact's for its pairs.
+    have = {(r.target, r.variant) for r in measured}
+    return [*measured, *(r for r in baseline if (r.target, r.variant) not in have)]
+
+
+def _measured_base(req: ResultsRequest) -> list[RunResult]:
+    """The base runs ``run --base-*`` (or the merge of such jobs) left beside the results."""
+    path = req.results_path.parent / BASE_RUNS_JSON
+    if not path.is_file():
+        return []
+    try:
+        return from_json(_read_text(path, "base runs"), str(path))
+    except ModelError as e:
+        raise UsageError(f"base runs: {e}") from None
 
 
 def _report_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool) -> Path:
@@ -493,6 +509,23 @@ def merge_results(sources: Sequence[Path]) -> tuple[list[RunResult], list[str]]:
     return runs, notes
 
 
+def merge_base_runs(sources: Sequence[Path]) -> list[RunResult]:
+    """Every job's base runs (``base-runs.json`` beside its summary), first copy of a pair kept."""
+    runs: list[RunResult] = []
+    seen: set[tuple[str, str]] = set()
+    for source in sources:
+        for path in [] if source.is_file() else sorted(source.rglob(BASE_RUNS_JSON)):
+            try:
+                found = from_json(_read_text(path, "base runs"), str(path))
+            except ModelError as e:
+                raise UsageError(f"merge: {e}") from None
+            for run in found:
+                if (run.target, run.variant) not in seen:
+                    seen.add((run.target, run.variant))
+                    runs.append(run)
+    return runs
+
+
 def run_merge(args: argparse.Namespace) -> int:
     runs, notes = merge_results(args.sources)
     for note in notes:
@@ -500,6 +533,9 @@ def run_merge(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     sources = [str(s) for s in args.sources]
     (args.out / SUMMARY_JSON).write_text(to_json(runs, merged_from=sources), encoding="utf-8")
+    base_runs = merge_base_runs(args.sources)
+    if base_runs:
+        (args.out / BASE_RUNS_JSON).write_text(to_json(base_runs, merged_from=sources), encoding="utf-8")
     print(f"bsdkm-ci: merged {len(runs)} run(s) from {len(sources)} source(s) into {args.out / SUMMARY_JSON}",
           file=sys.stderr)
     return EXIT_OK

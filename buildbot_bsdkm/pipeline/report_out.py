@@ -37,6 +37,11 @@ def check_gate_inputs(config: Config) -> None:
     load_baseline(config.baseline)
 
 
+# The base runs a ``run --base-*`` measured next to the head, beside its summary.json: the Action's
+# report job merges them and judges the merged heads against them (commands/action_cmd.py).
+BASE_RUNS_JSON = "base-runs.json"
+
+
 def gate_runs(config: Config, runs: list[RunResult], baseline: list[RunResult] | None = None,
               history: list[RunResult] | None = None) -> Verdict:
     """Policy (default when the config names none) over ``runs``, against the baseline if any.

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import Config, SourceSpec
-from ..model import FailureCategory, RunResult, StageFailure
+from ..model import FailureCategory, RunResult, StageFailure, to_json
 from ..policy import Verdict
 from .errors import StageError
 from .proc import run_logged
-from .report_out import check_gate_inputs, gate_runs, write_combined, write_run_outputs
+from .report_out import BASE_RUNS_JSON, check_gate_inputs, gate_runs, write_combined, write_run_outputs
 from .source import SourceTree, cache_root, fetch_source
 from .stages import MEASURE_LOCK, Job, Progress, collect, run_stage, stage_fetch, stderr_progress
 from .userspace import ProgramRun
@@ -242,6 +242,8 @@ def run_matrix(
             "config": str(config.path) if config.path else None,
         },
     )
+    if base_jobs:
+        (out_dir / BASE_RUNS_JSON).write_text(to_json(base_runs))
     say(f"done in {seconds:.1f} s: {verdict.summary()}")
     return MatrixResult(runs, verdict, outputs, seconds)
 
