@@ -98,7 +98,8 @@ def test_a_set_that_does_not_match_manifest_is_refused(mirror: Path, tmp_path: P
     with pytest.raises(StageError) as err:
         release_kit(ReleaseSpec(RELEASE, str(bad)), tmp_path / "cache")
     f = err.value.failure
-    assert f.category is FailureCategory.INFRASTRUCTURE and "checksum mismatch for" in f.message
+    assert f.category is FailureCategory.REAL and f.reason == "integrity"
+    assert "checksum mismatch for" in f.message
     assert "kernel.txz" in f.message
     assert not (tmp_path / "cache" / "freebsd-release" / f"{RELEASE}-amd64" / "kit").exists()
 

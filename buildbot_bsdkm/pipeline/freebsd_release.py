@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import infra_error
+from .errors import infra_error, real_error
 from .locks import exclusive
 
 DEFAULT_MIRROR = "https://download.freebsd.org/releases"
@@ -131,8 +131,10 @@ def release_kit(spec: ReleaseSpec, cache: Path, *, timeout_s: float = 900.0) -> 
             got = _sha256(archive)
             if got != sums[name]:
                 archive.unlink(missing_ok=True)
-                raise infra_error("fetch", "fetch", f"checksum mismatch for {spec.url(name)}: MANIFEST says "
-                                  f"{sums[name]}, got {got}")
+                # A fresh download that still disagrees with MANIFEST is tampering or a broken mirror:
+                # an integrity failure, never retried (like a Debian tarball's checksum).
+                raise real_error("fetch", "integrity", f"checksum mismatch for {spec.url(name)}: MANIFEST "
+                                 f"says {sums[name]}, got {got}")
         shutil.rmtree(kit, ignore_errors=True)
         for name in SETS:
             if _unpack(home / name, UNPACK[name], kit) == 0:
