@@ -19,7 +19,8 @@ A policy file (see ``policies/default.yml`` for the documented default) holds:
                 item must be able to resolve (else it is ``inconclusive``, reported, not failed).
 ``perf``        settings of learned limits: ``alpha`` (false alarms per run, all items together),
                 ``tail``, ``min_repeats`` (per side; fewer is ``inconclusive``), ``min_history``,
-                ``window``, ``prior_dof``, ``power``, ``clock_tolerance`` (see ``policies/default.yml``).
+                ``window``, ``prior_dof``, ``power``, ``clock_tolerance`` (see ``policies/default.yml``),
+                ``confirm`` (re-measure a regression's base and head before failing, ``perf/confirm.py``).
 ``speedups``    minimum ratio accelerated / software variant on the same target.
 ``crossovers``  offload-vs-software comparison across block sizes; reports the crossover block
                 size and can require it to be at most ``max_block`` bytes. With ``paths: true`` it
@@ -506,7 +507,8 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
 
 
 _PERF_KEYS = {"alpha": float, "tail": float, "min_repeats": int, "min_history": int, "window": int,
-              "prior_dof": float, "power": float, "clock_tolerance": float, "reduce": str, "bootstrap": int}
+              "prior_dof": float, "power": float, "clock_tolerance": float, "reduce": str, "bootstrap": int,
+              "confirm": bool}
 
 
 def _read_perf(r: _Reader, node: yaml.Node, policy: Policy) -> None:
@@ -516,6 +518,9 @@ def _read_perf(r: _Reader, node: yaml.Node, policy: Policy) -> None:
         if name not in fields:
             continue
         key = f"perf.{name}"
+        if kind is bool:
+            values[name] = r.boolean(fields[name], key)
+            continue
         if kind is str:
             values[name] = r.choice(fields[name], key, ("median", "best", "second"))
             continue

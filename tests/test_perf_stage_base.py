@@ -94,3 +94,26 @@ def test_base_options_apply_to_load_and_gate_only() -> None:
             assert message in str(e), (argv, e)
         else:
             raise AssertionError(f"{argv}: accepted")
+
+
+def test_confirm_re_measures_base_and_head_interleaved_as_new_runs(tmp_path: Path) -> None:
+    from buildbot_bsdkm.config import load_config
+    from buildbot_bsdkm.pipeline.run import _remeasurer, load_interleaved
+    from buildbot_bsdkm.pipeline.stages import Job, collect
+
+    out, order = tmp_path / "bsdkm-out", tmp_path / "order"
+    built(out, "head", order)
+    built(out / "base", "base", order)
+    config = load_config(ROOT / "bsdkm.yml")
+    head, base = (Job(config, "userspace", "noasm", root, progress=lambda _: None)
+                  for root in (out, out / "base"))
+    assert load_interleaved(head, base, 2) is None
+    first_head, first_base = collect(head)[0], collect(base)[0]
+    again = _remeasurer([head], {("userspace", "noasm"): base}, [first_head], [first_base], 3, lambda _: None)
+    assert again([("userspace", "intelasm")]) == ([], [])  # only the pairs asked for
+    (h,), (b,) = again([("userspace", "noasm")])
+    assert order.read_text().split() == ["base", "head"] * 5  # 2 rounds, then 3 confirm rounds
+    assert [Path(lg.source).name for lg in h.logs] == [f"bench.confirm.{i}.log" for i in (1, 2, 3)]
+    assert len(b.logs) == 3 and all(lg.benchmarks for lg in b.logs)
+    assert h.metadata == first_head.metadata  # the same fingerprint: comparable with the first runs
+    assert len(collect(head)[0].logs) == 3  # the run's own results keep the first measurement only

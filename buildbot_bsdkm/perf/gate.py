@@ -66,6 +66,9 @@ class Settings:
     min_sigma: float = 0.002  # no item is believed quieter than this (log units, ~0.2 %)
     reduce: str = "median"  # each side's statistic: "median", "best" (best-of-N) or "second" (best but one)
     bootstrap: int = 200  # resamples for the spread of the reduced value
+    # Re-measure a regressed (target, variant) base and head interleaved again and fail only when
+    # the re-run agrees (perf/confirm.py); needs a re-measure callback (``bsdkm-ci run``'s).
+    confirm: bool = False
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import Config, SourceSpec
-from ..model import FailureCategory, RunResult, StageFailure, to_json
-from ..policy import Verdict
+from ..model import FailureCategory, LogResult, RunResult, StageFailure, to_json
+from ..perf.confirm import Remeasure, confirm, to_confirm
+from ..policy import Verdict, load_policy
 from .errors import StageError
 from .proc import run_logged
 from .report_out import BASE_RUNS_JSON, check_gate_inputs, gate_runs, write_combined, write_run_outputs
 from .source import SourceTree, cache_root, fetch_source
 from .stages import MEASURE_LOCK, Job, Progress, collect, run_stage, stage_fetch, stderr_progress
-from .userspace import ProgramRun
+from .userspace import ProgramRun, parse_program_log
 
 
 @dataclass
@@ -86,11 +87,18 @@ def measured_interleaved(target: str) -> bool:
 
 def _repeat_benchmark(job: Job, index: int) -> None:
     """One more run of the unchanged benchmark program into ``bench.<index>.log``, recorded like the first."""
+    run = _bench_once(job, job.dir / f"bench.{index}.log")
+    if run is not None:
+        job.state.setdefault("programs_run", []).append(run.record())
+        job.save()
+
+
+def _bench_once(job: Job, log: Path) -> ProgramRun | None:
+    """The built benchmark program run once more into ``log`` (None: nothing to run)."""
     programs = job.state.get("programs")
     if not measured_interleaved(job.target) or job.failure is not None or not programs:
-        return
+        return None
     prog = Path(programs["benchmark"])
-    log = job.dir / f"bench.{index}.log"
     log.write_bytes(b"")
     run = ProgramRun("benchmark", log, [str(prog), *job.config.benchmark.userspace_args])
     with MEASURE_LOCK:
@@ -98,8 +106,41 @@ def _repeat_benchmark(job: Job, index: int) -> None:
                          timeout_s=job.config.timeout("benchmark"),
                          shell_prefix=job.config.variants[job.variant].run_prefix, header=False)
     run.exit_code, run.seconds, run.timed_out = res.exit_code, res.seconds, res.timed_out
-    job.state.setdefault("programs_run", []).append(run.record())
-    job.save()
+    return run
+
+
+def _remeasurer(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[RunResult],
+                base_runs: list[RunResult], repeats: int, say: Progress) -> Remeasure:
+    """``confirm: true``'s re-measurement: the named pairs' base and head again, A B A B, as new runs.
+
+    The confirmation logs (``bench.confirm.<i>.log``) are kept beside the others but are not part
+    of the run's results: the first measurement is reported as it was, the re-run next to it.
+    """
+    first = {(r.target, r.variant, side): r for side, group in (("head", runs), ("base", base_runs))
+             for r in group}
+
+    def remeasure(pairs: list[tuple[str, str]]) -> tuple[list[RunResult], list[RunResult]]:
+        heads_again: list[RunResult] = []
+        bases_again: list[RunResult] = []
+        for head in heads:
+            pair = (head.target, head.variant)
+            base = bases.get(pair)
+            if pair not in pairs or base is None or not measured_interleaved(head.target):
+                continue
+            logs: dict[str, list[LogResult]] = {"base": [], "head": []}
+            for index in range(1, repeats + 1):
+                say(f"{head.label}: confirm round {index} of {repeats} (base, head)")
+                for side, job in (("base", base), ("head", head)):
+                    run = _bench_once(job, job.dir / f"bench.confirm.{index}.log")
+                    if run is not None and run.exit_code == 0 and not run.timed_out:
+                        logs[side].append(parse_program_log(run))
+            for side, out in (("base", bases_again), ("head", heads_again)):
+                was = first.get((head.target, head.variant, side))
+                out.append(RunResult(head.variant, head.target, logs=logs[side],
+                                     metadata=dict(was.metadata) if was else {}))
+        return heads_again, bases_again
+
+    return remeasure
 
 
 def _measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats: int,
@@ -223,11 +264,18 @@ def run_matrix(
         bases = {(j.target, j.variant): j for j in base_jobs}
         runs, base_runs = _measure_pairs(jobs_list, bases, max(1, repeats), say)
         verdict = gate_runs(config, runs, base_runs, history)
+        policy = load_policy(config.policy)
+        if policy.perf.confirm and to_confirm(verdict):
+            say(f"confirm: {len(to_confirm(verdict))} regression(s) found: measuring their pairs again")
+            again = _remeasurer(jobs_list, bases, runs, base_runs, max(1, repeats), say)
+            confirm(verdict, policy, again, history)
         verdict.notes.insert(0, f"base {base_tree.origin if base_tree else base_source} measured next to "
                                 f"the head, interleaved, {max(1, repeats)} round(s) (userspace)")
     else:
         runs = [_measure_phase(job) for job in jobs_list]
         verdict = gate_runs(config, runs, None, history)
+        # Against history there is no base to measure again: the regressions stand, noted.
+        confirm(verdict, load_policy(config.policy), None, history)
     for job, run in zip(jobs_list, runs, strict=True):
         write_run_outputs(job.dir, run, verdict)
     seconds = time.monotonic() - started
