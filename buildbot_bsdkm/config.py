@@ -57,6 +57,9 @@ class GitSource:
     # The commit ``ref`` must resolve to (a PR build's head sha): a PR pushed to after its build
     # was queued must not have its newer, possibly unapproved, head built under the old one's name.
     commit: str | None = None
+    # A work tree of its own for this source: the perf gate's base ("base") is often the same
+    # repository as the head, fetched next to it, and must not check out over the head's tree.
+    slot: str = ""
 
     def describe(self) -> str:
         return f"git:{self.url}@{self.ref}"

@@ -375,7 +375,7 @@ class TestPullRequestBase(StageStepCase):
                 self.build.setProperty(name, value, "test")
 
     def base_cmd(self, stage: str) -> list[str]:
-        return [*stage_cmd(stage)[:-4], "--out", self.BASE_OUT, "--config", "/etc/bsdkm.yml"]
+        return [*stage_cmd(stage), "--side", "base"]
 
     def test_fetch_fetches_the_base_commit_after_the_head_into_its_own_directory(self):
         self.make(steps.FetchSource)

@@ -36,9 +36,9 @@ def test_pr_build_builds_and_measures_the_payloads_base_commit() -> None:
     props = build_properties(pr_buildset(pull_request_from(webhook_pull(), "wolfSSL/wolfssl")))
     assert props.getProperty(steps.PR_BASE_SHA_PROPERTY) == BASE
     fetch = step_for(steps.FetchSource, props)
-    assert fetch.base_command()[-8:] == ["--out", "bsdkm-out/base", "--source-git", CLONE_URL,
+    assert fetch.base_command()[-10:] == ["--out", "bsdkm-out", "--side", "base", "--source-git", CLONE_URL,
                                          "--source-ref", BASE, "--source-commit", BASE]
-    assert step_for(steps.Build, props).base_command()[-2:] == ["--out", "bsdkm-out/base"]
+    assert step_for(steps.Build, props).base_command()[-4:] == ["--out", "bsdkm-out", "--side", "base"]
     assert step_for(steps.LoadModule, props).stage_command()[-4:] == ["--base-out", "bsdkm-out/base",
                                                                        "--repeats", "4"]
     assert step_for(steps.Gate, props).stage_command()[-2:] == ["--base-out", "bsdkm-out/base"]

@@ -8,14 +8,17 @@ parsers, the learned gate) is the real thing.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import FIXTURES, ROOT
+from test_sec_sources import repo  # noqa: F401 - the fixture: a bare repository with main and a PR head
 
 from buildbot_bsdkm.commands import stage_cmd
+from buildbot_bsdkm.commands.run_cmd import base_override
 from buildbot_bsdkm.model import from_json
 
 BSDKM_CI = str(Path(sys.executable).parent / "bsdkm-ci")
@@ -117,3 +120,28 @@ def test_confirm_re_measures_base_and_head_interleaved_as_new_runs(tmp_path: Pat
     assert len(b.logs) == 3 and all(lg.benchmarks for lg in b.logs)
     assert h.metadata == first_head.metadata  # the same fingerprint: comparable with the first runs
     assert len(collect(head)[0].logs) == 3  # the run's own results keep the first measurement only
+
+
+def test_the_base_of_the_same_repository_gets_a_work_tree_of_its_own(repo, tmp_path: Path) -> None:  # noqa: F811
+    # Head and base are usually one repository: fetched into one tree, the base would check out over
+    # the head and both sides would build the base.
+    url, main, pr = repo
+    out = tmp_path / "bsdkm-out"
+    env = {**__import__("os").environ, "BSDKM_CACHE": str(tmp_path / "cache")}
+
+    def fetch(*extra: str) -> dict:
+        cmd = [BSDKM_CI, "stage", "fetch", "--variant", "noasm", "--target", "userspace", "--out", str(out),
+               "--config", str(ROOT / "bsdkm.yml"), "--source-git", url, *extra]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p
+
+    fetch("--source-ref", "refs/pull/1/head", "--source-commit", pr)
+    fetch("--side", "base", "--source-ref", main, "--source-commit", main)
+    head = json.loads((out / "userspace/noasm/state.json").read_text())["source"]
+    base = json.loads((out / "base/userspace/noasm/state.json").read_text())["source"]
+    assert (head["commit"], base["commit"]) == (pr, main)
+    assert head["path"] != base["path"]
+    assert "5.0.1-pr" in (Path(head["path"]) / "configure.ac").read_text()  # the head's tree is the head's
+    assert "5.0.0" in (Path(base["path"]) / "configure.ac").read_text()
+    assert base_override(argparse.Namespace(base_git=url, base_ref=main, base_dir=None)).slot == "base"

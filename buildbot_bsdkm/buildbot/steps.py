@@ -21,6 +21,7 @@ from twisted.python import log
 
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
 from ..pipeline.run import measured_interleaved
+from ..pipeline.stages import BASE_DIR
 from . import perf_history, summaries
 from .classification import classify_stage, failure_to_dict, missing_results, skipped_after
 
@@ -37,7 +38,6 @@ REPOSITORY_PROPERTY = "repository"
 # sets it. A PR build with it builds that commit too, into BASE_DIR beside the head, and measures
 # both interleaved (issue 9); without it the gate judges the head against history.
 PR_BASE_SHA_PROPERTY = "github_base_sha"
-BASE_DIR = "base"
 # The results document is too big for a build property (81 KB for two variants): the master keeps
 # it in a file under its basedir and the property names that file (github/aggregate.py reads it).
 RESULTS_PATH_PROPERTY = "bsdkm_results_path"
@@ -105,10 +105,10 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         return str(sha).lower()
 
     def base_out(self) -> str:
-        return f"{self.out_dir}/{BASE_DIR}"
+        return f"{self.out_dir}/{BASE_DIR}"  # where ``--side base`` puts it
 
     def base_command(self) -> list[str]:
-        return self.stage_command(self.base_out())
+        return [*self.stage_command(), "--side", "base"]
 
     async def run_base_side(self) -> None:
         """The base's stage; its failure never fails the PR build: the gate then uses history and says so."""
@@ -208,9 +208,9 @@ class FetchSource(BsdkmStageStep):
     def base_command(self) -> list[str]:
         # The base is a commit of the same repository: fetched by its sha, and checked to be it.
         sha = self.base_sha()
-        head = super().stage_command(self.base_out())
-        return [*head, "--source-git", str(self.getProperty(REPOSITORY_PROPERTY)), "--source-ref", str(sha),
-                "--source-commit", str(sha)]
+        head = super().stage_command()
+        return [*head, "--side", "base", "--source-git", str(self.getProperty(REPOSITORY_PROPERTY)),
+                "--source-ref", str(sha), "--source-commit", str(sha)]
 
     def pr_source_arguments(self) -> list[str]:
         number = self.getProperty(PR_NUMBER_PROPERTY)

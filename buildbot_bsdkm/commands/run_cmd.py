@@ -65,9 +65,15 @@ def base_override(args: argparse.Namespace) -> SourceSpec | None:
                                source_ref=getattr(args, "base_ref", None),
                                source_dir=getattr(args, "base_dir", None), source_commit=None)
     try:
-        return source_override(named)
+        spec = source_override(named)
     except UsageError as e:
         raise UsageError(str(e).replace("--source-", "--base-")) from None
+    return base_side(spec)
+
+
+def base_side(spec: SourceSpec | None) -> SourceSpec | None:
+    """The base's source with a git work tree of its own (it is often the head's repository)."""
+    return dataclasses.replace(spec, slot="base") if isinstance(spec, GitSource) else spec
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:

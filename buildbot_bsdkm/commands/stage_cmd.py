@@ -9,6 +9,7 @@ Exit 0 the stage passed, 1 it failed (or was skipped), 2 unusable input.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -16,9 +17,9 @@ from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..config import ConfigError
 from ..pipeline.report_out import BaselineError
 from ..pipeline.run import load_interleaved
-from ..pipeline.stages import STAGES, Job, StageSkipped, run_stage
+from ..pipeline.stages import BASE_DIR, STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
-from .run_cmd import add_source_arguments, config_path, read_config, source_override, with_source
+from .run_cmd import add_source_arguments, base_side, config_path, read_config, source_override, with_source
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", metavar="FILE", help="bsdkm.yml (default: ./bsdkm.yml, else the repo's)")
     p.add_argument("--jobs", type=int, metavar="N", help="make -j (default: the config's jobs)")
     add_source_arguments(p)
-    g = p.add_argument_group("base build (a PR's base, built by the same stages with --out DIR/base)")
+    g = p.add_argument_group("base build (a PR's base, built by the same stages into DIR/base)")
+    g.add_argument("--side", choices=("head", "base"), default="head",
+                   help="base: this stage for the base, in DIR/base (fetch: a git work tree of its own)")
     g.add_argument("--base-out", metavar="DIR",
                    help="load: measure the base built there and this head interleaved (A B A B); "
                         "gate: judge the head against that base instead of history")
@@ -43,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _base_options(args: argparse.Namespace) -> None:
     base_out, repeats = getattr(args, "base_out", None), getattr(args, "repeats", None)
+    if getattr(args, "side", "head") == "base" and (base_out is not None or repeats is not None):
+        raise UsageError("--side base is the base itself: --base-out/--repeats belong to the head's stages")
     if base_out is not None and args.stage not in ("load", "gate"):
         raise UsageError(f"--base-out applies to 'stage load' and 'stage gate', not '{args.stage}'")
     if repeats is not None and (args.stage != "load" or base_out is None):
@@ -60,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--source-* options apply to 'stage fetch', not '{args.stage}'")
     _base_options(args)
     config = with_source(read_config(config_path(args.config)), args)
+    out = Path(args.out)
+    if getattr(args, "side", "head") == "base":
+        config = dataclasses.replace(config, source=base_side(config.source))
+        out = out / BASE_DIR
     try:
         config.pairs([args.variant], [args.target])
     except ConfigError as e:
@@ -71,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         base_out = Path(args.base_out) if getattr(args, "base_out", None) else None
-        job = Job(config, args.target, args.variant, Path(args.out), jobs=args.jobs or config.jobs,
+        job = Job(config, args.target, args.variant, out, jobs=args.jobs or config.jobs,
                   base_out=base_out)
         if args.stage == "load" and base_out is not None and job.failure is None:
             base = Job(config, args.target, args.variant, base_out, jobs=job.jobs)

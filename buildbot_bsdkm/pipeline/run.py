@@ -23,7 +23,7 @@ from .errors import StageError
 from .proc import run_logged
 from .report_out import BASE_RUNS_JSON, check_gate_inputs, gate_runs, write_combined, write_run_outputs
 from .source import SourceTree, cache_root, fetch_source
-from .stages import MEASURE_LOCK, Job, Progress, collect, run_stage, stage_fetch, stderr_progress
+from .stages import BASE_DIR, MEASURE_LOCK, Job, Progress, collect, run_stage, stage_fetch, stderr_progress
 from .userspace import ProgramRun, parse_program_log
 
 
@@ -252,8 +252,8 @@ def run_matrix(
         except StageError as e:
             base_failure = e
             say(f"base fetch FAILED ({e.failure.category}): {e.failure.message}")
-        base_jobs = _jobs(base_config, pairs, out_dir / "base", base_tree, base_failure, per_build, progress,
-                          started)
+        base_jobs = _jobs(base_config, pairs, out_dir / BASE_DIR, base_tree, base_failure, per_build,
+                          progress, started)
 
     if fetch_failure is None:
         # Builds overlap; measurements run one at a time after every build has finished, so

@@ -433,7 +433,7 @@ def _unsafe_member(member: tarfile.TarInfo) -> str | None:
     return None
 
 
-def _git_dirs(cache: Path, url: str) -> tuple[Path, Path, Path]:
+def _git_dirs(cache: Path, url: str, slot: str = "") -> tuple[Path, Path, Path]:
     """(work tree, its git directory, bookkeeping file) for one repository URL.
 
     The git directory and the bookkeeping live beside the work tree, not in it: a build runs
@@ -441,6 +441,8 @@ def _git_dirs(cache: Path, url: str) -> tuple[Path, Path, Path]:
     config) and so must not decide what the next fetch trusts.
     """
     key = hashlib.sha256(url.encode()).hexdigest()[:16]
+    if slot:  # a second tree of the same repository (the perf gate's base next to the head)
+        key = f"{key}-{re.sub(r'[^a-z0-9]', '_', slot.lower())}"
     base = cache / "git"
     return base / key, base / f"{key}.git", base / f"{key}.json"
 
@@ -464,7 +466,7 @@ def git_tree(spec: GitSource, cache: Path, timeout_s: float, progress: Progress 
     ``HEAD`` is the commit and ``git status`` is clean before autogen runs, so what an earlier
     build (say a PR's) left in the tree can never pass for another commit.
     """
-    tree, git_dir, book = _git_dirs(cache, spec.url)
+    tree, git_dir, book = _git_dirs(cache, spec.url, spec.slot)
     key = tree.name
     with _locked(cache, f"git-{key}"):
         if (tree / ".git").exists():  # the old layout kept its git directory inside the tree

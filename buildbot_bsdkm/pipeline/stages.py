@@ -30,6 +30,8 @@ from .errors import StageError
 from .source import SourceTree, cache_root, fetch_source
 
 STAGES = ("fetch", "configure", "build", "load", "collect", "unload", "gate")
+# The perf gate's base, built by the same stages beside the head: ``<out>/base/<target>/<variant>``.
+BASE_DIR = "base"
 Progress = Callable[[str], None]
 
 # Benchmarks measure the machine: never run one while another build or benchmark
