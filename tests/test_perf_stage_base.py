@@ -9,6 +9,7 @@ parsers, the learned gate) is the real thing.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -145,3 +146,17 @@ def test_the_base_of_the_same_repository_gets_a_work_tree_of_its_own(repo, tmp_p
     assert "5.0.1-pr" in (Path(head["path"]) / "configure.ac").read_text()  # the head's tree is the head's
     assert "5.0.0" in (Path(base["path"]) / "configure.ac").read_text()
     assert base_override(argparse.Namespace(base_git=url, base_ref=main, base_dir=None)).slot == "base"
+
+
+def test_release_sides_of_one_repository_get_trees_of_their_own(repo, tmp_path: Path) -> None:  # noqa: F811
+    from buildbot_bsdkm.config import GitSource, load_config
+    from buildbot_bsdkm.pipeline import release
+
+    url, main, pr = repo
+    config = dataclasses.replace(load_config(ROOT / "bsdkm.yml"), cache_dir=tmp_path / "cache")
+    sides = [release.SideResult(name, GitSource(url, ref)) for name, ref in (("candidate", pr),
+                                                                           ("previous", main))]
+    for side in sides:
+        release._fetch(side, config, lambda _: None)
+    cand, prev = (Path(s.tree.path) for s in sides)
+    assert cand != prev and "5.0.1-pr" in (cand / "configure.ac").read_text()

@@ -301,8 +301,11 @@ def _side_config(config: Config, spec: SourceSpec, build_cache: Path) -> Config:
 
 
 def _fetch(side: SideResult, config: Config, say: Progress) -> None:
+    # Both sides are often one repository: each gets its own cached work tree, or the second
+    # fetch would check its commit out over the first side's tree before either is built.
+    spec = dataclasses.replace(side.spec, slot=side.side) if isinstance(side.spec, GitSource) else side.spec
     try:
-        side.tree = fetch_source(side.spec, cache=cache_root(config), timeout_s=config.timeout("fetch"),
+        side.tree = fetch_source(spec, cache=cache_root(config), timeout_s=config.timeout("fetch"),
                                  progress=say)
         say(f"{side.side}: {side.tree.origin} wolfSSL {side.tree.version} at {side.tree.path}")
     except StageError as e:
