@@ -406,6 +406,18 @@ class TestPullRequestBase(StageStepCase):
                                               self.get_nth_step(0).logs["base-failure"].stdout))
         return d
 
+    def test_a_base_stage_skipped_after_its_failed_fetch_says_so(self):
+        self.make(steps.Configure)
+        self.pr_properties()
+        self.expect_commands(
+            shell("configure").stdout("configure ok: userspace/accel (state: x)\n").exit(0),
+            ExpectShell(workdir="wkdir", command=self.base_cmd("configure")).log("base", stderr=(
+                "bsdkm-ci stage configure: userspace/accel: skipped, stage 'fetch' failed: no such commit\n"))
+            .exit(1))
+        self.expect_outcome(result=SUCCESS,
+                            state_string="configure ok: userspace/accel; base skipped (fetch failed)")
+        return self.run_step()
+
     def test_a_failed_head_stage_does_not_build_the_base(self):
         self.make(steps.Configure)
         self.pr_properties()

@@ -82,6 +82,23 @@ def test_gate_without_a_usable_base_uses_history_and_says_why(tmp_path: Path) ->
     assert verdict["notes"][0].endswith(": gated against history")
 
 
+def test_a_base_that_failed_to_build_leaves_the_head_measured_once(tmp_path: Path) -> None:
+    out, order = tmp_path / "bsdkm-out", tmp_path / "order"
+    built(out, "head", order)
+    built(out / "base", "base", order)
+    state = out / "base/userspace/noasm/state.json"
+    doc = json.loads(state.read_text())
+    doc["failure"] = {"stage": "build", "message": "build: error: x", "category": "real", "reason": "compile",
+                      "evidence": []}
+    state.write_text(json.dumps(doc))
+    p = stage("load", "--out", str(out), "--base-out", str(out / "base"), "--repeats", "3")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert order.read_text().split() == ["head"]  # no rounds without a base to alternate with
+    p = stage("gate", "--out", str(out), "--base-out", str(out / "base"))
+    notes = json.loads((out / "userspace/noasm/state.json").read_text())["verdict"]["notes"]
+    assert notes[0] == "base build unusable (build: error: x): gated against history", notes
+
+
 def test_base_options_apply_to_load_and_gate_only() -> None:
     parser = __import__("buildbot_bsdkm.cli", fromlist=["build_parser"]).build_parser()
     for argv, message in (
@@ -89,6 +106,7 @@ def test_base_options_apply_to_load_and_gate_only() -> None:
         (["stage", "load", "--repeats", "3"], "--repeats applies to 'stage load --base-out DIR' only"),
         (["stage", "load", "--base-out", "b", "--repeats", "0"], "--repeats must be at least 1"),
         (["stage", "load", "--base-out", "o", "--out", "o"], "the same directory as --out"),
+        (["stage", "load", "--side", "base", "--base-out", "b"], "--side base is the base itself"),
     ):
         args = parser.parse_args([*argv, "--variant", "noasm", "--target", "userspace",
                                   *([] if "--out" in argv else ["--out", "o"])])

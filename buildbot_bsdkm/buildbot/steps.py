@@ -119,6 +119,10 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
             self.stage_summary = f"{self.stage_summary}; base too"
             return
         output = ((cmd.stdout or "") + (cmd.stderr or ""))[-STAGE_OUTPUT_LIMIT:]
+        earlier = skipped_after(output) if cmd.rc == 1 else None
+        if earlier:
+            self.stage_summary = f"{self.stage_summary}; base skipped ({earlier} failed)"
+            return
         failure = self.classify(cmd.rc, output)
         await self.addCompleteLog("base-failure", json.dumps(failure_to_dict(failure), indent=2))
         self.stage_summary = f"{self.stage_summary}; base {self.stage} failed ({failure.reason or 'unknown'})"

@@ -174,16 +174,17 @@ def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
     """``bsdkm-ci stage load --base-out``: the same A B A B rounds as ``run --base-*``, for one pair.
 
     The base (built by the same stages into a sibling output directory) is measured first, then
-    the head's load stage, then rounds 2..N of both. Returns the head's failure; a base that failed
-    is left to the gate (it gates against history then and says why).
+    the head's load stage, then rounds 2..N of both. Returns the head's failure. A base that failed
+    to build leaves the head measured once, as without a base; the gate then uses history and says
+    why.
     """
-    if base.failure is None:
-        _measure_phase(base)
+    if base.failure is not None:
+        return run_stage(head, "load")
+    _measure_phase(base)
     failure = run_stage(head, "load")
-    if failure is None:
+    if failure is None and base.failure is None:
         _more_rounds(head, base, repeats, head.say)
-    if base.failure is None:
-        _finish(base)
+    _finish(base)
     if failure is None:
         _finish(head)  # every round's log in results.json; a failed repeat fails the run
     return head.failure
