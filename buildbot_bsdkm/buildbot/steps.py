@@ -84,9 +84,9 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
 
     # -- the remote command
 
-    def stage_command(self, out_dir: str | None = None) -> list[str]:
+    def stage_command(self) -> list[str]:
         cmd = [self.bsdkm_ci, "stage", self.stage, "--variant", self.variant, "--target", self.target,
-               "--out", out_dir or self.out_dir]
+               "--out", self.out_dir]
         if self.config_path:
             cmd += ["--config", str(self.config_path)]
         return cmd
@@ -206,8 +206,8 @@ class FetchSource(BsdkmStageStep):
         await self.runRmdir(f"{self.workdir}/{self.out_dir}", abandonOnFailure=False)
         return await super().run()
 
-    def stage_command(self, out_dir: str | None = None) -> list[str]:
-        return super().stage_command(out_dir) + self.pr_source_arguments()
+    def stage_command(self) -> list[str]:
+        return super().stage_command() + self.pr_source_arguments()
 
     def base_command(self) -> list[str]:
         # The base is a commit of the same repository: fetched by its sha, and checked to be it.
@@ -252,8 +252,8 @@ class LoadModule(BsdkmStageStep):
 
     stage = "load"
 
-    def stage_command(self, out_dir: str | None = None) -> list[str]:
-        cmd = super().stage_command(out_dir)
+    def stage_command(self) -> list[str]:
+        cmd = super().stage_command()
         if self.base_sha():
             cmd += ["--base-out", self.base_out(), "--repeats", str(int(self.repeats))]
         return cmd
@@ -351,8 +351,8 @@ class Gate(BsdkmStageStep):
     stage = "gate"
     alwaysRun = True  # a failed load still has a verdict worth showing
 
-    def stage_command(self, out_dir: str | None = None) -> list[str]:
-        cmd = super().stage_command(out_dir)
+    def stage_command(self) -> list[str]:
+        cmd = super().stage_command()
         return cmd + ["--base-out", self.base_out()] if self.base_sha() else cmd
 
     async def evaluate(self, rc: int | None, output: str) -> int:
