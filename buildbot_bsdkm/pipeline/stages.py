@@ -250,11 +250,16 @@ def stage_collect(job: Job) -> None:
 
 def stage_gate(job: Job) -> None:
     """Per-run gate (policy on this run alone + baseline); run_matrix gates all runs together instead."""
+    from ..perf.confirm import confirm
+    from ..policy import load_policy
     from .report_out import gate_runs, write_run_outputs
 
     run = read_run(job)
     base, note = _base_run(job)
-    verdict = gate_runs(job.config, [run], [base] if base is not None else None, _history(job))
+    history = _history(job)
+    verdict = gate_runs(job.config, [run], [base] if base is not None else None, history)
+    # The measuring stage is over: a confirm: true policy's regressions stand here, with a note.
+    confirm(verdict, load_policy(job.config.policy), None, history)
     if note:
         verdict.notes.insert(0, note)
     write_run_outputs(job.dir, run, verdict)
