@@ -43,6 +43,9 @@ DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
         "ci-exception",
     ),
     (r"No space left on device|Disk quota exceeded", "ci-exception"),
+    # The VM's /init (which loads the module) never started and nothing panicked: the harness or
+    # the worker broke before the module ran, so it cannot be the module's fault.
+    (r"the initramfs /init never ran", "worker-setup"),
 )
 
 DEFAULT_REAL_PATTERNS: tuple[tuple[str, str], ...] = (

@@ -221,3 +221,37 @@ def test_command_line_names_a_missing_module(tmp_path: Path, capsys: pytest.Capt
 @pytest.mark.parametrize(("limit", "guest"), [(900, 720), (400, 320), (200, 140), (120, 60), (30, 15)])
 def test_guest_watchdog_fires_well_before_the_host_timeout(limit: int, guest: int) -> None:
     assert linuxkm.guest_load_timeout(limit) == guest
+
+
+def test_the_vm_gets_absolute_paths_from_a_relative_out_dir(tmp_path: Path, monkeypatch) -> None:
+    """The main job's --out bsdkm-out is relative; run-qemu.sh runs in the VM directory."""
+    seen: dict[str, object] = {}
+
+    def fake_run(cmd: list[str], *, cwd: Path, **_: object) -> object:
+        seen["cmd"], seen["cwd"] = cmd, cwd
+
+        class Done:
+            exit_code, seconds = 0, 0.1
+
+        return Done()
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(linuxkm, "run_logged", fake_run)
+    rel = Path("bsdkm-out") / "vm"
+    rel.mkdir(parents=True)
+    linuxkm.boot_vm(rel / "initramfs.cpio.gz", rel / "console.log", kernel_version="6.1.0", timeout_s=60,
+                    load_timeout_s=30, options=linuxkm.VmOptions(), stderr_log=rel / "qemu.log")
+    initrd, console = seen["cmd"][2], seen["cmd"][3]  # type: ignore[index]
+    assert Path(initrd).is_absolute() and Path(console).is_absolute()
+    assert Path(initrd) == (tmp_path / rel / "initramfs.cpio.gz")
+
+
+def test_a_vm_whose_init_never_ran_is_the_environments_fault(tmp_path: Path) -> None:
+    from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
+
+    outcome = linuxkm.outcome_from_console(tmp_path / "absent.log", qemu_rc=2, wall_s=0.1,
+                                           qemu_stderr="run-qemu.sh: initramfs not found: x.cpio.gz\n")
+    log = parse_kernel_log(linuxkm.TARGET.log_format, outcome.kernel_log)
+    failure = judge_outcome(outcome, log, 60)
+    assert failure is not None and failure.category is FailureCategory.INFRASTRUCTURE
+    assert failure.reason == "worker-setup"

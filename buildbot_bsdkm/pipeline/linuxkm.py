@@ -497,6 +497,7 @@ def boot_vm(initrd: Path, console: Path, *, kernel_version: str, timeout_s: int,
     env = {**os.environ, "KERNEL_VERSION": kernel_version, "QEMU_CPU": options.cpu,
            "QEMU_MEM": str(options.memory_mb), "LOAD_TIMEOUT": str(load_timeout_s),
            "UNLOAD_TIMEOUT": str(options.unload_timeout_s)}
+    initrd, console, stderr_log = Path(initrd).resolve(), Path(console).resolve(), Path(stderr_log).resolve()
     cmd = ["sh", str(_script("run-qemu.sh")), str(initrd), str(console), str(timeout_s)]
     stderr_log.unlink(missing_ok=True)
     # run-qemu.sh enforces timeout_s itself (+10 s kill grace); this is the backstop.
@@ -524,7 +525,9 @@ def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version
     Bad inputs (missing module, no kernel image, broken harness) raise StageError with the
     reason; anything the module or VM does is reported in the outcome, never raised.
     """
-    ko = Path(ko)
+    # run-qemu.sh runs in the VM directory: a relative --out (the main job's bsdkm-out) must not
+    # leave it looking for bsdkm-out/... under bsdkm-out/.
+    ko, work_dir = Path(ko).resolve(), Path(work_dir).resolve()
     if not ko.is_file():
         raise real_error("load", "load-error", f"kernel module not found: {ko}")
     if timeout_s <= 0:
