@@ -159,4 +159,5 @@ def test_a_module_without_a_driver_is_not_measured(tmp_path: Path) -> None:
     ko.write_bytes(b"\x7fELF not really a module")
     outcome = run_freebsd_module(ko, tmp_path / "run", timeout_s=5, privilege=[], env=double.env())
     assert outcome.load_rc == 0 and "offload" not in outcome.stages
-    assert kernel.target("freebsd-kmod").measured_logs({}, tmp_path / "run", outcome, outcome.kernel_log) == []
+    target = kernel.target("freebsd-kmod")
+    assert target.measured_logs({}, tmp_path / "run", outcome, outcome.kernel_log) == []
