@@ -15,7 +15,7 @@ from buildbot_bsdkm.model import LogFormat, RunResult
 from buildbot_bsdkm.offload import KIND_OFFLOAD, offload_blocks, offload_svg, path_series
 from buildbot_bsdkm.parsers import detect_format, parse_file, parse_text
 from buildbot_bsdkm.parsers.afalg import split_name
-from buildbot_bsdkm.pipeline import afalg
+from buildbot_bsdkm.pipeline import afalg, afalg_console
 from buildbot_bsdkm.policy import KIND_CROSSOVER, PolicyError, evaluate, parse_policy
 from buildbot_bsdkm.report import html_report, markdown_report
 
@@ -169,15 +169,15 @@ def test_extract_log_keeps_only_benchmark_lines(tmp_path: Path) -> None:
     console = tmp_path / "console.log"
     console.write_text("[    1.0] boot\r\n### bsdkm-ci: after-load begin uptime=1\n" + SMALL
                        + "afalg-kmod: load /lib/modules/afalg/gcm.ko: ok\n### bsdkm-ci: poweroff\n")
-    out = afalg.extract_log(console, tmp_path / "afalg.log")
+    out = afalg_console.extract_log(console, tmp_path / "afalg.log")
     assert out is not None
     lines = out.read_text().splitlines()
     assert lines[0].startswith("afalg-bench: begin") and all(x.startswith("afalg-") for x in lines)
     (tmp_path / "plain.log").write_text("nothing here\n")
-    assert afalg.extract_log(tmp_path / "plain.log", tmp_path / "x.log") is None
-    missing = afalg.console_logs(tmp_path / "plain.log", tmp_path, expected=True)
+    assert afalg_console.extract_log(tmp_path / "plain.log", tmp_path / "x.log") is None
+    missing = afalg_console.console_logs(tmp_path / "plain.log", tmp_path, expected=True)
     assert len(missing) == 1 and not missing[0].complete
-    assert afalg.console_logs(tmp_path / "plain.log", tmp_path, expected=False) == []
+    assert afalg_console.console_logs(tmp_path / "plain.log", tmp_path, expected=False) == []
 
 
 def test_wants_afalg() -> None:

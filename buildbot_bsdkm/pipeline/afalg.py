@@ -28,15 +28,11 @@ import time
 from pathlib import Path
 
 from ..config import Config
-from ..model import LogFormat, LogResult, Problem
 from .errors import real_error
 from .locks import exclusive
 
 LKCAPI_FLAG = "--enable-linuxkm-lkcapi-register"
 PROGRAM = "bsdkm-afalg"
-LOG_NAME = "afalg.log"
-LINE_PREFIXES = ("afalg-bench:", "afalg-proc:", "afalg-bound:", "afalg-result:", "afalg-error:",
-                 "afalg-kmod:")
 # The kernel's own side, in load order (modules.dep): AF_ALG itself, the GCM template and
 # its parts, and the x86 drivers the kernel prefers when the CPU has AES-NI / SSSE3.
 KERNEL_MODULES = (
@@ -193,37 +189,6 @@ def stage_overlay(program: str | None, ko: Path, vm_dir: Path) -> None:
 
     vm_dir.mkdir(parents=True, exist_ok=True)
     make_overlay(Path(program), dest, module_vermagic_version(ko) or default_kernel_version())
-
-
-def extract_log(console: Path, out: Path) -> Path | None:
-    """The ``afalg-*`` lines of a console log in ``out``; None when the console has none."""
-    if not console.is_file():
-        return None
-    kept = []
-    with open(console, encoding="utf-8", errors="replace", newline="") as fh:
-        for raw in fh:
-            line = raw.replace("\r", "").rstrip("\n")
-            at = min((i for p in LINE_PREFIXES if (i := line.find(p)) >= 0), default=-1)
-            if at >= 0:
-                kept.append(line[at:] + "\n")
-    if not kept:
-        return None
-    out.write_text("".join(kept))
-    return out
-
-
-def console_logs(console: Path, run_dir: Path, expected: bool) -> list[LogResult]:
-    """The parsed AF_ALG log of a finished boot; an expected one that is missing is incomplete."""
-    from ..parsers import parse_file
-
-    path = extract_log(console, run_dir / LOG_NAME)
-    if path is not None:
-        return [parse_file(path, LogFormat.AFALG_BENCH)]
-    if not expected:
-        return []
-    reason = "the lkcapi variant's AF_ALG benchmark printed nothing (did the module load?)"
-    return [LogResult(source=str(run_dir / LOG_NAME), format=LogFormat.AFALG_BENCH, complete=False,
-                      incomplete_reason=reason, problems=[Problem(reason)])]
 
 
 def program_for(config: Config, target: str, variant: str, source: Path, cache: Path, jobs: int,

@@ -25,7 +25,7 @@ from ..classify import Patterns, classify, first_compile_error
 from ..config import Config
 from ..model import LogFormat, LogResult
 from ..resources import kmod_dir
-from . import afalg
+from .afalg_console import console_logs
 from .errors import StageError, infra_error, real_error
 from .loading import ModuleLoadOutcome
 from .locks import exclusive
@@ -561,7 +561,7 @@ class LinuxQemuTarget(KernelTarget):
                       kernel_log: Path) -> list[LogResult]:
         # The lkcapi variant's guest ran the AF_ALG benchmark after the load, on the same console.
         wanted = bool(state.get("afalg_program")) and outcome.load_rc == 0
-        return afalg.console_logs(kernel_log, run_dir, expected=wanted)
+        return console_logs(kernel_log, run_dir, expected=wanted)
 
     def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
               patterns: Patterns | None = None) -> Path:
