@@ -42,7 +42,7 @@ from ..resources import kmod_dir
 from .errors import StageError, infra_error
 from .freebsd import FREEBSD_BASE_FLAGS
 from .freebsd import _check_flag as check_flag
-from .loading import ModuleLoadOutcome
+from .loading import ModuleLoadOutcome, outcome_from_record
 from .locks import exclusive
 from .proc import Watched, run_logged, run_watched
 from .target import KernelTarget, judge_outcome, parse_kernel_log
@@ -766,8 +766,6 @@ class FreeBSDQemuTarget(KernelTarget):
              patterns: Patterns | None = None) -> tuple[list[LogResult], StageFailure | None]:
         """One log per kernel (``console-debug.log``, ``console-release.log``), each judged on its own;
         the first failure (debug before release) is the run's."""
-        from .kernel import outcome_from_record
-
         outcome = outcome_from_record(state["outcome"])
         timeout_s = outcome.stages.get("boot_limit_s", timeout_s)  # targets.<t>.boot_timeout_s
         symbols: set[str] | None = None

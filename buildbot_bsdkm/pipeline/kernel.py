@@ -8,7 +8,6 @@ never choose by target name; they ask the registry.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from ..classify import Patterns
 from ..config import Config
 from ..model import LogResult, StageFailure
 from .errors import infra_error
-from .loading import ModuleLoadOutcome
+from .loading import ModuleLoadOutcome, outcome_from_record, outcome_record
 from .target import KernelTarget, judge_outcome, module_flags
 from .target import parse_kernel_log as parse_kernel_file
 
@@ -57,23 +56,6 @@ def build_module(
 
 def load_module(config: Config, target_name: str, ko: Path, work: Path) -> ModuleLoadOutcome:
     return target(target_name, "load").load(config, ko, work)
-
-
-def outcome_record(outcome: ModuleLoadOutcome) -> dict[str, Any]:
-    d = asdict(outcome)
-    d["kernel_log"] = str(outcome.kernel_log)
-    d["extra_logs"] = {k: str(v) for k, v in outcome.extra_logs.items()}
-    d["parts"] = {k: outcome_record(v) for k, v in outcome.parts.items()}
-    return d
-
-
-def outcome_from_record(d: dict[str, Any]) -> ModuleLoadOutcome:
-    d = dict(d)
-    d["kernel_log"] = Path(d["kernel_log"])
-    d["extra_logs"] = {k: Path(v) for k, v in d.get("extra_logs", {}).items()}
-    d["parts"] = {k: outcome_from_record(v) for k, v in d.get("parts", {}).items()}
-    known = set(ModuleLoadOutcome.__dataclass_fields__)
-    return ModuleLoadOutcome(**{k: v for k, v in d.items() if k in known})
 
 
 def parse_kernel_log(target_name: str, path: Path) -> LogResult:

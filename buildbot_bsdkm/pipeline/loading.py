@@ -8,8 +8,9 @@ self-test lines themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -42,3 +43,21 @@ def read_status(path: Path) -> dict[str, str]:
         if sep:
             status[key.strip()] = value.strip()
     return status
+
+
+def outcome_record(outcome: ModuleLoadOutcome) -> dict[str, Any]:
+    """The outcome as plain JSON data (``state.json``'s ``outcome``); paths become strings."""
+    d = asdict(outcome)
+    d["kernel_log"] = str(outcome.kernel_log)
+    d["extra_logs"] = {k: str(v) for k, v in outcome.extra_logs.items()}
+    d["parts"] = {k: outcome_record(v) for k, v in outcome.parts.items()}
+    return d
+
+
+def outcome_from_record(d: dict[str, Any]) -> ModuleLoadOutcome:
+    d = dict(d)
+    d["kernel_log"] = Path(d["kernel_log"])
+    d["extra_logs"] = {k: Path(v) for k, v in d.get("extra_logs", {}).items()}
+    d["parts"] = {k: outcome_from_record(v) for k, v in d.get("parts", {}).items()}
+    known = set(ModuleLoadOutcome.__dataclass_fields__)
+    return ModuleLoadOutcome(**{k: v for k, v in d.items() if k in known})
