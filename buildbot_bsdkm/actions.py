@@ -9,7 +9,6 @@ The rules follow the runner's own toolkit so a message with ``%``, newlines,
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 from collections.abc import Iterable, Mapping
@@ -196,7 +195,3 @@ def env_path(env: Mapping[str, str], name: str) -> Path | None:
     """``$GITHUB_OUTPUT`` and friends as a Path, or None when not running under Actions."""
     value = env.get(name, "")
     return Path(value) if value else None
-
-
-def running_in_actions(env: Mapping[str, str] | None = None) -> bool:
-    return (env if env is not None else os.environ).get("GITHUB_ACTIONS") == "true"

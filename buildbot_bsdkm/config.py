@@ -633,16 +633,3 @@ def default_config_path() -> Path:
     from .resources import default_config_path as packaged
 
     return packaged()
-
-
-def default_config() -> Config:
-    p = default_config_path()
-    if p.is_file():
-        return load_config(p)
-    return Config(
-        targets={"userspace": TargetConfig("userspace", USERSPACE_FLAGS)},
-        variants={"noasm": VariantConfig("noasm", ("--disable-asm",), ("userspace",))},
-    )
-
-
-USERSPACE_FLAGS = ("--enable-cryptonly", "--enable-crypttests", "--enable-all-crypto")

@@ -58,11 +58,6 @@ RATE_UNITS: dict[str, float] = {
 }
 
 
-def normalise_rate(value: float, unit: str) -> float:
-    """Value in bytes/s (or ops/s for ``ops/s``); raises KeyError on an unknown unit."""
-    return value * RATE_UNITS[unit]
-
-
 @dataclass
 class Benchmark:
     """One benchmark item.

@@ -9,17 +9,10 @@ from __future__ import annotations
 import argparse
 import importlib
 
-# Module name under buildbot_bsdkm.commands for every subcommand; a module that
-# does not exist yet is skipped so the command works while pieces land.
-SUBCOMMANDS = ["parse", "junit", "compare", "run", "main", "stage", "retry", "action", "release", "history"]
+# Module name under buildbot_bsdkm.commands for every subcommand: each must exist.
+SUBCOMMANDS = ["parse", "junit", "compare", "run", "main", "stage", "action", "release", "history"]
 
 
 def register_all(sub: argparse._SubParsersAction) -> None:
     for name in SUBCOMMANDS:
-        try:
-            mod = importlib.import_module(f"{__name__}.{name}_cmd")
-        except ModuleNotFoundError as e:
-            if e.name == f"{__name__}.{name}_cmd":
-                continue
-            raise
-        mod.register(sub)
+        importlib.import_module(f"{__name__}.{name}_cmd").register(sub)

@@ -60,7 +60,3 @@ def fold_spaces(text: str) -> str:
     if "[" in text:
         text = text.replace("[ ", "[").replace(" ]", "]")
     return text
-
-
-def is_integral(seconds: float) -> bool:
-    return abs(seconds - round(seconds)) < 0.0005
