@@ -7,7 +7,7 @@ heads and comment bodies varied; GitHub's side is the OpenAPI-validated loopback
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -16,6 +16,7 @@ import requests
 import yaml
 from github_fake import payloads
 from github_fake.master import Master, deliver, write_config
+from github_fake.restart import wait_for
 from github_fake.server import FakeGitHub
 
 pytestmark = pytest.mark.slow
@@ -43,16 +44,6 @@ def master(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory) -> Iter
     yield running
     running.stop()
     assert github.token not in running.log()
-
-
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def pr_event(github: FakeGitHub, number: int, action: str = "opened", **kw: Any) -> dict[str, Any]:
