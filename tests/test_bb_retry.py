@@ -11,20 +11,20 @@ from hypothesis import strategies as st
 
 from buildbot_bsdkm.buildbot import retrying_build
 from buildbot_bsdkm.buildbot.classification import classify_stage, failure_from_dict, failure_to_dict
-from buildbot_bsdkm.buildbot.retry import (
-    Attempt,
-    RetryConfigError,
-    RetrySettings,
-    Verdict,
-    decide,
-    pick_worker,
-    worker_lost_failure,
-)
 from buildbot_bsdkm.buildbot.retrying_build import RetryHolds
 from buildbot_bsdkm.buildbot.simulate import simulate
 from buildbot_bsdkm.config import RetryConfig, parse_config
 from buildbot_bsdkm.model import FailureCategory, StageFailure
 from buildbot_bsdkm.parsers import parse_file
+from buildbot_bsdkm.retry_rules import (
+    Attempt,
+    AttemptVerdict,
+    RetryConfigError,
+    RetrySettings,
+    decide,
+    pick_worker,
+    worker_lost_failure,
+)
 
 DEFAULT = RetrySettings()
 NET = StageFailure("fetch", "fetch failed (network): curl: (6) Could not resolve host",
@@ -102,20 +102,20 @@ def test_infrastructure_is_retried_with_backoff_on_another_worker_then_given_up(
     d2 = decide([fail(1, "w1", NET), fail(2, "w2", NET)], DEFAULT)
     assert d2.retry and d2.delay_s == 120 and d2.avoid_workers == ("w1", "w2")
     d3 = decide([fail(1, "w1", NET), fail(2, "w2", NET), fail(3, "w1", NET)], DEFAULT)
-    assert not d3.retry and d3.verdict == Verdict.INFRASTRUCTURE
+    assert not d3.retry and d3.verdict == AttemptVerdict.INFRASTRUCTURE
     assert d3.summary == "infrastructure failure, gave up after 3 attempts (network, network, network)"
 
 
 def test_pass_after_infrastructure_retries_says_so():
     d = decide([fail(1, "w1", NET), Attempt.passing(2, "w2")], DEFAULT)
-    assert (d.retry, d.verdict) == (False, Verdict.PASSED)
+    assert (d.retry, d.verdict) == (False, AttemptVerdict.PASSED)
     assert d.summary == "passed after 1 infrastructure retry (network)"
     assert [a["worker"] for a in d.history_dicts()] == ["w1", "w2"]
 
 
 def test_real_failure_is_never_retried():
     d = decide([fail(1, "w1", SELFTEST)], DEFAULT)
-    assert (d.retry, d.verdict) == (False, Verdict.FAILED)
+    assert (d.retry, d.verdict) == (False, AttemptVerdict.FAILED)
     assert d.summary.startswith("failed: selftest at load")
 
 
@@ -123,19 +123,19 @@ def test_panic_is_retried_once_and_failing_twice_is_reported():
     d1 = decide([fail(1, "w1", PANIC)], DEFAULT)
     assert d1.retry and d1.avoid_workers == ("w1",)
     d2 = decide([fail(1, "w1", PANIC), fail(2, "w2", PANIC)], DEFAULT)
-    assert (d2.retry, d2.verdict) == (False, Verdict.FAILED)
+    assert (d2.retry, d2.verdict) == (False, AttemptVerdict.FAILED)
     assert d2.summary.startswith("failed twice: panic at load")
 
 
 def test_panic_then_pass_is_flaky_and_still_a_failure():
     d = decide([fail(1, "w1", PANIC), Attempt.passing(2, "w2")], DEFAULT)
-    assert (d.retry, d.verdict) == (False, Verdict.FLAKY)
+    assert (d.retry, d.verdict) == (False, AttemptVerdict.FLAKY)
     assert d.summary.startswith("failed once, passed once: flaky, see logs")
 
 
 def test_zero_retries_allowed_gives_up_at_once():
     d = decide([fail(1, "w1", NET)], RetrySettings(max_infra_retries=0))
-    assert (d.retry, d.verdict) == (False, Verdict.INFRASTRUCTURE)
+    assert (d.retry, d.verdict) == (False, AttemptVerdict.INFRASTRUCTURE)
 
 
 def test_decide_needs_history():
@@ -163,7 +163,7 @@ def test_any_sequence_of_outcomes_stops_within_the_bounds(seq, max_retries):
     assert len(history) <= max_retries + 2
     assert sum(1 for a in history[:-1] if a.is_real) <= 1
     if any(a.is_real for a in history) and not d.retry:
-        assert d.verdict in (Verdict.FAILED, Verdict.FLAKY)
+        assert d.verdict in (AttemptVerdict.FAILED, AttemptVerdict.FLAKY)
 
 
 # --------------------------------------------------------------------------- settings and holds

@@ -12,10 +12,10 @@ from github_fake import reactor_thread
 from github_fake.server import FakeGitHub, Fault
 from twisted.python import log
 
+from buildbot_bsdkm.github.backoff import RetryPolicy, advise, rate_limit_wait
 from buildbot_bsdkm.github.client import GitHubClient, GitHubError
 from buildbot_bsdkm.github.outbox import Outbox, OutboxError
 from buildbot_bsdkm.github.publisher import REPORT_MARKER, Publisher
-from buildbot_bsdkm.github.retry import RetryPolicy, advise, rate_limit_wait
 
 REPO = "Codertocat/Hello-World"
 SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"

@@ -12,11 +12,11 @@ from github_fake import payloads, reactor_thread
 from github_fake.server import FakeGitHub, Fault
 from twisted.internet import defer, task
 
+from buildbot_bsdkm.github.backoff import RetryPolicy
 from buildbot_bsdkm.github.client import GitHubClient
 from buildbot_bsdkm.github.events import EventError, parse_body, parse_comment_event, parse_pull_request_event
 from buildbot_bsdkm.github.outbox import Outbox
 from buildbot_bsdkm.github.publisher import REPORT_MARKER, Publisher
-from buildbot_bsdkm.github.retry import RetryPolicy
 from buildbot_bsdkm.github.triggers import TriggerKind, parse_comment
 from buildbot_bsdkm.github.trust import (
     Action,

@@ -17,9 +17,9 @@ from buildbot.plugins import schedulers, secrets, util, worker
 from twisted.python import log
 
 from ..config import Config
+from ..retry_rules import RetrySettings
 from . import release
 from . import steps as bsdkm_steps
-from .retry import RetrySettings
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
 from .workers import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, resolve_env_password
 from .www_security import apply_www_security

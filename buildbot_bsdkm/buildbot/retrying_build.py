@@ -1,4 +1,4 @@
-"""Buildbot glue for the bounded retry policy in ``retry.py``.
+"""Buildbot glue for the bounded retry policy in ``buildbot_bsdkm.retry_rules``.
 
 * ``BoundedRetryBuild`` replaces Buildbot's "RETRY means re-queue forever": when
   a build ends it turns what happened (a step's ``bsdkm_failure`` record, a lost
@@ -31,17 +31,17 @@ from twisted.internet import defer
 from twisted.python import log
 
 from ..model import FailureCategory, StageFailure
-from .classification import failure_from_dict
-from .retry import (
+from ..retry_rules import (
     Attempt,
-    Decision,
+    AttemptVerdict,
+    RetryDecision,
     RetrySettings,
-    Verdict,
     ci_exception_failure,
     decide,
     pick_worker,
     worker_lost_failure,
 )
+from .classification import failure_from_dict
 from .steps import FAILURE_PROPERTY, PROPERTY_SOURCE
 
 ATTEMPT_PROPERTY = "bsdkm_attempt_record"  # this build's own attempt
@@ -100,9 +100,9 @@ def next_worker(builder: Any, workers: Sequence[Any], buildrequest: Any) -> Any:
 
 
 RESULT_OF_VERDICT = {
-    Verdict.FAILED: FAILURE,
-    Verdict.FLAKY: FAILURE,
-    Verdict.INFRASTRUCTURE: EXCEPTION,
+    AttemptVerdict.FAILED: FAILURE,
+    AttemptVerdict.FLAKY: FAILURE,
+    AttemptVerdict.INFRASTRUCTURE: EXCEPTION,
 }
 
 
@@ -140,14 +140,14 @@ class BoundedRetryBuild(Build):
         else:
             HOLDS.release(brids)
             final = RESULT_OF_VERDICT.get(decision.verdict, effective)
-            if decision.verdict != Verdict.PASSED:
+            if decision.verdict != AttemptVerdict.PASSED:
                 self.setProperty("bsdkm_verdict", "failed" if final == FAILURE else "infrastructure",
                                  PROPERTY_SOURCE)
         self.results = final  # worst_status would keep RETRY over FAILURE; the policy decides
         await self.master.data.updates.setBuildProperties(self.buildid, self)
         return [decision.summary], final
 
-    def hold_retry(self, brids: list[int], decision: Decision) -> None:
+    def hold_retry(self, brids: list[int], decision: RetryDecision) -> None:
         now = self.master.reactor.seconds()
         HOLDS.hold(brids, now + decision.delay_s, decision.avoid_workers)
         if decision.delay_s > 0:

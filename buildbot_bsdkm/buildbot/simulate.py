@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..classify import classify
 from ..model import LogResult
-from .retry import Attempt, Decision, RetrySettings, Verdict, decide, worker_lost_failure
+from ..retry_rules import Attempt, AttemptVerdict, RetryDecision, RetrySettings, decide, worker_lost_failure
 
 NETWORK_ERRORS = (
     "curl: (6) Could not resolve host: deb.debian.org",
@@ -29,8 +29,8 @@ NETWORK_ERRORS = (
 class SimulatedBuild:
     index: int
     broken: str | None  # "selftest" / "panic": the code under test really fails, every time
-    expected: Verdict
-    decision: Decision
+    expected: AttemptVerdict
+    decision: RetryDecision
 
     @property
     def attempts(self) -> int:
@@ -49,7 +49,7 @@ class SimulatedBuild:
     @property
     def gave_up(self) -> bool:
         """Infrastructure failed every allowed attempt: reported as such, neither pass nor fail."""
-        return self.decision.verdict == Verdict.INFRASTRUCTURE and all(
+        return self.decision.verdict == AttemptVerdict.INFRASTRUCTURE and all(
             a.is_infrastructure for a in self.decision.history)
 
 
@@ -142,6 +142,6 @@ def simulate(
             if not decision.retry:
                 break
             worker = next((w for w in workers if w not in decision.avoid_workers), workers[0])
-        expected = Verdict.FAILED if broken else Verdict.PASSED
+        expected = AttemptVerdict.FAILED if broken else AttemptVerdict.PASSED
         report.builds.append(SimulatedBuild(i, broken, expected, decision))
     return report

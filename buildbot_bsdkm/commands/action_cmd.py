@@ -618,8 +618,8 @@ def run_with_retries(
     patterns: Any = None, sleep: Any = time.sleep,
 ) -> RetryOutcome:
     """Run ``cmd`` until it passes, a real failure happens, or infrastructure retries run out."""
-    from ..buildbot.retry import Attempt, decide
     from ..classify import classify
+    from ..retry_rules import Attempt, decide
 
     history: list[Attempt] = []
     while True:
@@ -688,8 +688,8 @@ class _Killer:
 
 def retry_settings(attempts: int, delays: Sequence[float] | None, config: Path | None) -> tuple[Any, Any]:
     """Bounded-retry settings (never retrying a real failure) and the config's extra patterns."""
-    from ..buildbot.retry import RetryConfigError, RetrySettings
     from ..classify import Patterns
+    from ..retry_rules import RetryConfigError, RetrySettings
 
     patterns = None
     backoff: tuple[float, ...] = (10.0, 30.0)
@@ -755,7 +755,7 @@ def vm_failure(out: Path) -> StageFailure | None:
     back, so a failed step without them means the VM (boot, packages, sync) was lost: the
     worker-lost case of the Buildbot retry policy.
     """
-    from ..buildbot.retry import worker_lost_failure
+    from ..retry_rules import worker_lost_failure
 
     if (out / SUMMARY_JSON).is_file() or (out / RUN_EXIT_CODE).is_file():
         return None

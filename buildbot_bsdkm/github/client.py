@@ -17,7 +17,7 @@ from twisted.internet import defer, task
 from twisted.internet.interfaces import IReactorTime
 from twisted.python import log
 
-from .retry import Advice, RetryPolicy, advise
+from .backoff import Advice, RetryPolicy, advise
 
 USER_AGENT = "bsdkm-ci"
 API_VERSION = "2022-11-28"

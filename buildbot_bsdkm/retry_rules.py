@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from ..model import FailureCategory, StageFailure
+from .model import FailureCategory, StageFailure
 
 # Real failures worth one reproducibility run: the machine (not the code we
 # built) may be what went wrong, and a second worker tells the two apart.
@@ -29,7 +29,7 @@ REPRODUCE_REASONS = frozenset({"panic", "load-timeout"})
 LOAD_STAGES = frozenset({"load"})
 
 
-class Verdict(StrEnum):
+class AttemptVerdict(StrEnum):
     PASSED = "passed"
     FAILED = "failed"  # real failure, reproduced or not retried
     FLAKY = "flaky"  # real failure once, passed once: still a failure
@@ -138,9 +138,9 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class Decision:
+class RetryDecision:
     retry: bool
-    verdict: Verdict
+    verdict: AttemptVerdict
     summary: str  # one line for the UI / PR
     delay_s: float = 0.0
     avoid_workers: tuple[str, ...] = ()  # prefer any other worker for the retry
@@ -177,7 +177,7 @@ def ci_exception_failure(stage: str | None, detail: str) -> StageFailure:
     )
 
 
-def decide(history: Sequence[Attempt], settings: RetrySettings) -> Decision:
+def decide(history: Sequence[Attempt], settings: RetrySettings) -> RetryDecision:
     """What to do after the last attempt in ``history`` (oldest first, non-empty)."""
     if not history:
         raise ValueError("decide() needs at least one attempt")
@@ -200,29 +200,29 @@ def _retried_note(infra: list[Attempt]) -> str:
     return f" after {n} infrastructure retr{'y' if n == 1 else 'ies'} ({reasons})"
 
 
-def _after_pass(hist: tuple[Attempt, ...], real: list[Attempt], infra: list[Attempt]) -> Decision:
+def _after_pass(hist: tuple[Attempt, ...], real: list[Attempt], infra: list[Attempt]) -> RetryDecision:
     if real:
         first = real[0]
-        return Decision(
+        return RetryDecision(
             retry=False,
-            verdict=Verdict.FLAKY,
+            verdict=AttemptVerdict.FLAKY,
             summary="failed once, passed once: flaky, see logs "
             f"({first.reason} at {first.stage}: {first.message})",
             history=hist,
         )
     summary = "passed" + _retried_note(infra)
-    return Decision(retry=False, verdict=Verdict.PASSED, summary=summary, history=hist)
+    return RetryDecision(retry=False, verdict=AttemptVerdict.PASSED, summary=summary, history=hist)
 
 
 def _after_infrastructure(
     hist: tuple[Attempt, ...], real: list[Attempt], infra: list[Attempt], settings: RetrySettings
-) -> Decision:
+) -> RetryDecision:
     last = hist[-1]
     if len(infra) <= settings.max_infra_retries:
         n = len(infra)
-        return Decision(
+        return RetryDecision(
             retry=True,
-            verdict=Verdict.RETRYING,
+            verdict=AttemptVerdict.RETRYING,
             summary=f"infrastructure failure ({last.reason}) at {last.stage}: retry {n} of "
             f"{settings.max_infra_retries}",
             delay_s=settings.backoff(n),
@@ -230,42 +230,42 @@ def _after_infrastructure(
             history=hist,
         )
     if real:  # the reproducibility run could not finish: the real failure still stands
-        return Decision(
+        return RetryDecision(
             retry=False,
-            verdict=Verdict.FAILED,
+            verdict=AttemptVerdict.FAILED,
             summary=f"failed ({real[0].reason} at {real[0].stage}); reproducibility check lost to "
             f"infrastructure ({last.reason})",
             history=hist,
         )
     reasons = ", ".join(a.reason or "unknown" for a in infra)
-    return Decision(
+    return RetryDecision(
         retry=False,
-        verdict=Verdict.INFRASTRUCTURE,
+        verdict=AttemptVerdict.INFRASTRUCTURE,
         summary=f"infrastructure failure, gave up after {len(hist)} attempts ({reasons})",
         history=hist,
     )
 
 
-def _after_real(hist: tuple[Attempt, ...], real: list[Attempt], settings: RetrySettings) -> Decision:
+def _after_real(hist: tuple[Attempt, ...], real: list[Attempt], settings: RetrySettings) -> RetryDecision:
     last = hist[-1]
     if len(real) == 1 and last.reason in settings.reproduce_reasons:
-        return Decision(
+        return RetryDecision(
             retry=True,
-            verdict=Verdict.RETRYING,
+            verdict=AttemptVerdict.RETRYING,
             summary=f"{last.reason} at {last.stage}: one more run on a fresh worker to check reproducibility",
             avoid_workers=_failed_workers(hist),
             history=hist,
         )
     if len(real) >= 2:
-        return Decision(
+        return RetryDecision(
             retry=False,
-            verdict=Verdict.FAILED,
+            verdict=AttemptVerdict.FAILED,
             summary=f"failed twice: {last.reason} at {last.stage}: {last.message}",
             history=hist,
         )
-    return Decision(
+    return RetryDecision(
         retry=False,
-        verdict=Verdict.FAILED,
+        verdict=AttemptVerdict.FAILED,
         summary=f"failed: {last.reason} at {last.stage}: {last.message}",
         history=hist,
     )
