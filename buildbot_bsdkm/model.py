@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -206,6 +206,37 @@ class StageFailure:
     reason: str | None = None  # short machine key: network, compile-error, selftest, timeout, panic, ...
     evidence: list[str] = field(default_factory=list)  # paths of logs kept
 
+    def to_dict(self) -> dict[str, Any]:
+        """The failure record every process and shell exchanges (JSON-ready: category as its value)."""
+        return {
+            "stage": self.stage,
+            "message": self.message,
+            "category": self.category.value,
+            "reason": self.reason,
+            "evidence": list(self.evidence),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StageFailure:
+        """``to_dict`` back; ValueError naming the problem when ``d`` is not a failure record."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"a failure record is a mapping, not {type(d).__name__}")
+        unknown = sorted(set(d) - {"stage", "message", "category", "reason", "evidence"})
+        if unknown:
+            raise ValueError(f"failure record has unknown keys: {', '.join(map(str, unknown))}")
+        if not isinstance(d.get("stage"), str) or not isinstance(d.get("message"), str):
+            raise ValueError("failure record needs 'stage' and 'message' strings")
+        try:
+            category = FailureCategory(d.get("category", FailureCategory.REAL.value))
+        except ValueError:
+            raise ValueError(f"failure record has unknown category {d.get('category')!r}") from None
+        reason = d.get("reason")
+        evidence = d.get("evidence") or []
+        if not isinstance(evidence, list):
+            raise ValueError("failure record 'evidence' is not a list")
+        return cls(d["stage"], d["message"], category, None if reason is None else str(reason),
+                   [str(e) for e in evidence])
+
 
 @dataclass
 class RunResult:
@@ -271,11 +302,8 @@ def _run_from(d: dict[str, Any]) -> RunResult:
     for derived in ("benchmarks", "tests", "complete", "clock_quantised"):
         d.pop(derived, None)
     d["logs"] = [_log_from(x) for x in d.get("logs", [])]
-    f = d.get("failure")
-    if f is not None:
-        f = dict(f)
-        f["category"] = FailureCategory(f.get("category", "real"))
-        d["failure"] = StageFailure(**f)
+    if d.get("failure") is not None:
+        d["failure"] = StageFailure.from_dict(d["failure"])
     return RunResult(**d)
 
 

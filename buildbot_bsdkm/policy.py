@@ -38,7 +38,7 @@ import fnmatch
 import math
 import re
 import statistics
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,16 @@ class Check:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Check:
+        """``to_dict`` back; ValueError naming the problem when ``d`` is not a check."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"a check is a mapping, not {type(d).__name__}")
+        try:
+            return cls(**d)
+        except TypeError as e:
+            raise ValueError(f"malformed check: {e}") from None
+
 
 @dataclass
 class Verdict:
@@ -243,6 +253,21 @@ class Verdict:
             "checks": [c.to_dict() for c in self.checks],
             "perf": list(self.perf),
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+        """``to_dict`` back (``passed`` and ``summary`` are derived again); ValueError when malformed."""
+        if not isinstance(d, Mapping) or not isinstance(d.get("checks"), list):
+            raise ValueError("not a verdict document (no 'checks' list)")
+        perf = d.get("perf") or []
+        if not isinstance(perf, list):
+            raise ValueError("verdict 'perf' is not a list")
+        return cls(
+            checks=[Check.from_dict(c) for c in d["checks"]],
+            notes=[str(n) for n in d.get("notes") or []],
+            policy_source=str(d.get("policy", "<default>")),
+            perf=[dict(p) for p in perf if isinstance(p, Mapping)],
+        )
 
 
 # ---------------------------------------------------------------------------
