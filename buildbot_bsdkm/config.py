@@ -20,7 +20,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 KNOWN_TARGETS = ("userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
 KERNEL_TARGETS = ("linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
 FREEBSD_TARGETS = ("freebsd-kmod", "freebsd-kmod-qemu")
-STAGES = ("fetch", "configure", "build", "load", "selftest", "benchmark", "unload", "collect")
+# The stages a ``timeouts:`` key may name (DEFAULT_TIMEOUTS); pipeline/stages.STAGES are the CLI's.
+TIMEOUT_STAGES = ("fetch", "configure", "build", "load", "selftest", "benchmark", "unload", "collect")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
@@ -488,7 +489,7 @@ def _benchmark(at: _At) -> BenchmarkConfig:
 
 def _timeouts(at: _At) -> dict[str, float]:
     out = dict(DEFAULT_TIMEOUTS)
-    for name, v in at.mapping(STAGES).items():
+    for name, v in at.mapping(TIMEOUT_STAGES).items():
         out[name] = v.number(minimum=1.0)
     return out
 

@@ -14,13 +14,27 @@ import statistics
 from typing import Any
 
 from ..model import BenchKind, Benchmark, LifecycleEvent, LogFormat, Problem, SelfTest
-from . import wolfcrypt as wc
 from .afalg import AfalgParser
 from .kernel_trouble import KernelTroubleScanner
 from .lifecycle import SAVE_VECTOR_FAILED, match_lifecycle, unmatched_bsd_error
 from .openssl import OpenSSLParser
 from .records import ParseSummary, Record
 from .text import MAX_LINE_CHARS, fold_spaces, strip_escapes, strip_kernel_prefix
+from .wolfcrypt import (
+    BENCH_HEADER,
+    BENCH_ITEM_FAILED,
+    RETURN_CODE,
+    TEST_ERROR,
+    VERSION,
+    EncodedError,
+    apply_test_error,
+    decode_test_error,
+    is_free_form_error,
+    may_be_free_form_error,
+    parse_asymmetric,
+    parse_symmetric,
+    parse_test_result,
+)
 from .wolfcsv import CSV_INTRO, CsvTable
 
 MAX_PROBLEMS = 200  # beyond this, garbage is counted, not itemised
@@ -278,9 +292,9 @@ class LogParser:
             return
         if len(line) <= _MAX_BENCH_LINE:  # inlined _bench_line: most lines of a benchmark log
             if "ops/sec" in line or "処理/秒" in line:
-                bench = wc.parse_asymmetric(line, n)
+                bench = parse_asymmetric(line, n)
             elif "B/s" in line or "bytes/s" in line:
-                bench = wc.parse_symmetric(line, n, self.block_size)
+                bench = parse_symmetric(line, n, self.block_size)
             else:
                 bench = None
             if bench is not None:
@@ -289,7 +303,7 @@ class LogParser:
         if "ed!" in line:
             stripped = line.rstrip()
             if stripped.endswith(("passed!", "failed!")):
-                test = wc.parse_test_result(stripped, n)
+                test = parse_test_result(stripped, n)
                 if test is not None:
                     self._test(test, out)
                     return
@@ -308,8 +322,8 @@ class LogParser:
                 return
         if (
             (self.bench_open or self.test_open)
-            and wc.may_be_free_form_error(line)
-            and wc.is_free_form_error(line)
+            and may_be_free_form_error(line)
+            and is_free_form_error(line)
         ):
             self.recognised += 1
             self._problem(out, f"wolfCrypt reported: {line.strip()}", n, "warning")
@@ -321,7 +335,7 @@ class LogParser:
         if head.startswith("Benchmark "):
             return self._benchmark_marker(line.strip(), n, out)
         if "error L=" in head:
-            m = wc.TEST_ERROR.match(line)
+            m = TEST_ERROR.match(line)
             if m:
                 self._test_error(m, line, n, out)
                 return True
@@ -341,7 +355,7 @@ class LogParser:
         if line.startswith("Exiting main with return code"):
             return self._return_code(line, n, out)
         if "wolfSSL version" in head:
-            m = wc.VERSION.match(line)
+            m = VERSION.match(line)
             if m:
                 self.recognised += 1
                 self.metadata["version"] = m["version"]
@@ -363,7 +377,7 @@ class LogParser:
             self.bench_open = None
             self.csv_active = False
             return True
-        m = wc.BENCH_ITEM_FAILED.match(line)
+        m = BENCH_ITEM_FAILED.match(line)
         if m is None:
             return False
         self.recognised += 1
@@ -390,7 +404,7 @@ class LogParser:
 
     def _bench_header(self, line: str, n: int, out: list[Record]) -> None:
         self.recognised += 1
-        m = wc.BENCH_HEADER.search(line)
+        m = BENCH_HEADER.search(line)
         if m:
             self.block_size = int(m["block"])
             self.metadata["block_bytes"] = self.block_size
@@ -399,7 +413,7 @@ class LogParser:
         self._open_bench(n, out)
 
     def _return_code(self, line: str, n: int, out: list[Record]) -> bool:
-        m = wc.RETURN_CODE.match(line)
+        m = RETURN_CODE.match(line)
         if m is None:
             return False
         self.recognised += 1
@@ -408,7 +422,7 @@ class LogParser:
         if rc != 0:
             self.selftest_failed = True
             if not self.test_failed_in_section and self.test_open is not None:
-                self._emit_unnamed_failure(line, wc.decode_test_error(rc), n, out)
+                self._emit_unnamed_failure(line, decode_test_error(rc), n, out)
         else:
             self.selftest_ok = True
         self._close_test(out)
@@ -429,7 +443,7 @@ class LogParser:
             m = _SELFTEST_FAILED.match(line)
             if m:
                 self.recognised += 1
-                decoded = wc.decode_test_error(int(m["value"]))
+                decoded = decode_test_error(int(m["value"]))
                 self.selftest_failed = True
                 if self.pending_test is not None and self.pending_test.code is None:
                     self.pending_test.code = decoded.code
@@ -442,7 +456,7 @@ class LogParser:
                 return True
         return False
 
-    def _emit_unnamed_failure(self, line: str, decoded: wc.EncodedError, n: int, out: list[Record]) -> None:
+    def _emit_unnamed_failure(self, line: str, decoded: EncodedError, n: int, out: list[Record]) -> None:
         """A failure summary with no named failed test: reported at the end if none ever shows up.
 
         Deferred because a console log may print the summary live before the dmesg
@@ -456,7 +470,7 @@ class LogParser:
     def _test_error(self, m: re.Match[str], line: str, n: int, out: list[Record]) -> None:
         self.recognised += 1
         if self.pending_test is not None and self.pending_test.error is None:
-            wc.apply_test_error(self.pending_test, m)
+            apply_test_error(self.pending_test, m)
         else:
             self._problem(
                 out, f"line {n}: error line without a failed test before it: {line.strip()}", n, "warning"
