@@ -1,7 +1,7 @@
 """The ``bsdkm-ci`` command: a thin shell over the core.
 
-Exit codes (a contract other shells rely on): 0 everything passed, 1 a test or
-threshold failed, 2 unusable input or usage error (reason on stderr).
+Exit codes (a contract other shells rely on; ``commands/errors.py``): 0 everything passed,
+1 a test or threshold failed, 2 unusable input or usage error (reason on stderr).
 """
 
 from __future__ import annotations
@@ -10,15 +10,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, commands
+from .commands.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, UsageError
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_UNUSABLE = 2
-
-
-class UsageError(Exception):
-    """Unusable input: the message names the problem; exit status 2."""
+# The exit statuses and UsageError are commands/errors.py's; named here too for callers of the CLI.
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "UsageError", "build_parser", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,9 +28,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="bsdkm-ci", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"bsdkm-ci {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    from . import commands  # registers each subcommand; kept in one module per command
-
     commands.register_all(sub)
     return p
 
@@ -53,8 +46,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run through the importable module so `python -m` shares one UsageError class
-    # with the subcommands (which import it from buildbot_bsdkm.cli).
-    from buildbot_bsdkm.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

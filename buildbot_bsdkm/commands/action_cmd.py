@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 
 from .. import actions, kernel_health
 from ..actions import Annotation, Level
-from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
 from ..pipeline.report_out import BASE_RUNS_JSON
 from ..policy import (
@@ -49,6 +48,7 @@ from ..policy import (
     fmt_num,
     load_policy,
 )
+from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 SUMMARY_JSON = "summary.json"
 RUN_EXIT_CODE = "run.exit-code"  # written by action/run-bsdkm-ci.sh

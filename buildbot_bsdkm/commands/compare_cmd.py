@@ -25,11 +25,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..cli import UsageError
 from ..model import RunResult
 from ..perf import gab
 from ..policy import Verdict, evaluate, fingerprint_problem
 from ..report import delta_report
+from .errors import UsageError
 from .junit_cmd import exit_status, read_policy, read_results, write_text
 
 

@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..cli import UsageError
 from ..perf import drift
 from ..perf.store import DirStore, StoreError
 from ..policy import bench_logs
 from .compare_cmd import _read_all
+from .errors import UsageError
 from .junit_cmd import write_text
 
 

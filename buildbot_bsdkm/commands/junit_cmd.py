@@ -14,12 +14,12 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..junit import junit_xml
 from ..model import ModelError, RunResult, from_json
 from ..parsers import ParseError, parse_file
 from ..policy import Policy, PolicyError, Verdict, evaluate, load_policy
 from ..report import html_report, markdown_report
+from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,15 +8,14 @@ log cannot be read at all.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import kernel_health
-from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..model import LogFormat, LogResult, RunResult, to_json
 from ..parsers import FAILURE_KINDS, ParseError, parse_file
 from ..parsers.api import DEFAULT_MAX_BYTES, DEFAULT_MAX_SECONDS
+from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 _FORMATS = [f.value for f in LogFormat if f != LogFormat.UNKNOWN]
 
@@ -119,9 +118,3 @@ def summarise(log: LogResult) -> str:
             + (f"; first: {log.problems[0].message}" if log.problems else "")
         )
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - convenience entry
-    from ..cli import main as cli_main
-
-    return cli_main(["parse", *(argv if argv is not None else sys.argv[1:])])

@@ -14,10 +14,10 @@ import argparse
 import re
 from pathlib import Path
 
-from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..config import ConfigError, SourceSpec
 from ..pipeline.release import SourceSyntaxError, UnknownSourceError, parse_source, run_release
 from ..policy import PolicyError
+from .errors import EXIT_FAILED, EXIT_OK, UsageError
 from .run_cmd import config_path, read_config
 
 

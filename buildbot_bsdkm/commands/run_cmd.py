@@ -11,7 +11,6 @@ import dataclasses
 import re
 from pathlib import Path
 
-from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..config import (
     Config,
     ConfigError,
@@ -26,6 +25,7 @@ from ..model import RunResult
 from ..pipeline.report_out import BaselineError
 from ..pipeline.run import MatrixResult, run_matrix
 from ..policy import PolicyError
+from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,12 +13,12 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..cli import EXIT_FAILED, EXIT_OK, UsageError
 from ..config import ConfigError
 from ..pipeline.report_out import BaselineError
 from ..pipeline.run import load_interleaved
 from ..pipeline.stages import BASE_DIR, STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
+from .errors import EXIT_FAILED, EXIT_OK, UsageError
 from .run_cmd import add_source_arguments, base_side, config_path, read_config, source_override, with_source
 
 
