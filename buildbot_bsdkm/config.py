@@ -8,14 +8,13 @@ Relative paths in the file are taken relative to the file's directory.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import yaml
-from yaml.constructor import ConstructorError, SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from .yaml_reader import At, LocatedError, compose, opt, read_text
 
 KNOWN_TARGETS = ("userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
 KERNEL_TARGETS = ("linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
@@ -25,13 +24,8 @@ TIMEOUT_STAGES = ("fetch", "configure", "build", "load", "selftest", "benchmark"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
-class ConfigError(ValueError):
+class ConfigError(LocatedError):
     """A config that cannot be used; ``str()`` is ``file:line: key: problem``."""
-
-    def __init__(self, file: str, line: int | None, key: str, problem: str) -> None:
-        self.file, self.line, self.key, self.problem = file, line, key, problem
-        where = f"{file}:{line}" if line is not None else file
-        super().__init__(f"{where}: {key or '<top>'}: {problem}")
 
 
 # --------------------------------------------------------------------------- sources
@@ -248,122 +242,12 @@ class Config:
 
 # --------------------------------------------------------------------------- YAML walking
 
-T = TypeVar("T")
-_constructor = SafeConstructor()
 
-
-class _At:
-    """A YAML node with the file and dotted key it came from, for precise errors."""
-
-    def __init__(self, node: Node, key: str, file: str, key_node: Node | None = None) -> None:
-        self.node, self.key, self.file = node, key, file
-        self.key_node = key_node  # where the key itself was written, for errors about the name
-
-    @property
-    def line(self) -> int:
-        return self.node.start_mark.line + 1
-
-    def error(self, problem: str) -> ConfigError:
-        return ConfigError(self.file, self.line, self.key, problem)
-
-    def name_error(self, problem: str) -> ConfigError:
-        line = self.key_node.start_mark.line + 1 if self.key_node is not None else self.line
-        return ConfigError(self.file, line, self.key, problem)
-
-    def child(self, node: Node, name: str, key_node: Node | None = None) -> _At:
-        return _At(node, f"{self.key}.{name}" if self.key else name, self.file, key_node)
-
-    def is_null(self) -> bool:
-        return isinstance(self.node, ScalarNode) and self.node.tag == "tag:yaml.org,2002:null"
-
-    def value(self) -> Any:
-        try:
-            return _constructor.construct_object(self.node, deep=True)
-        except ConstructorError as e:
-            raise self.error(f"cannot read value: {e.problem}") from None
-
-    def mapping(self, allowed: tuple[str, ...] | None = None) -> dict[str, _At]:
-        if not isinstance(self.node, MappingNode):
-            raise self.error(f"expected a mapping, got {_kind(self.node)}")
-        out: dict[str, _At] = {}
-        for knode, vnode in self.node.value:
-            if not isinstance(knode, ScalarNode):
-                raise _At(knode, self.key, self.file).error("keys must be plain names")
-            name = str(knode.value)
-            at = self.child(vnode, name, knode)
-            if name in out:
-                raise _At(knode, at.key, self.file).error("key given twice")
-            if allowed is not None and name not in allowed:
-                raise _At(knode, at.key, self.file).error(f"unknown key (allowed: {', '.join(allowed)})")
-            out[name] = at
-        return out
-
-    def string(self) -> str:
-        v = self.value()
-        if not isinstance(v, str) or not v.strip():
-            raise self.error(f"expected a non-empty string, got {_show(v)}")
-        return v
-
-    def number(self, *, minimum: float = 0.0, integer: bool = False) -> float:
-        v = self.value()
-        if isinstance(v, bool) or not isinstance(v, int | float) or (integer and not isinstance(v, int)):
-            raise self.error(f"expected {'an integer' if integer else 'a number'}, got {_show(v)}")
-        if v < minimum:
-            raise self.error(f"must be at least {minimum:g}, got {v}")
-        return v
-
-    def integer(self, *, minimum: int = 0) -> int:
-        return int(self.number(minimum=minimum, integer=True))
-
-    def boolean(self) -> bool:
-        v = self.value()
-        if not isinstance(v, bool):
-            raise self.error(f"expected true or false, got {_show(v)}")
-        return v
-
-    def strings(self) -> tuple[str, ...]:
-        """A list of strings; a single string is split on whitespace (``flags: --a --b``)."""
-        if isinstance(self.node, ScalarNode):
-            return tuple(self.string().split())
-        if not isinstance(self.node, SequenceNode):
-            raise self.error(f"expected a list of strings, got {_kind(self.node)}")
-        out = []
-        for i, item in enumerate(self.node.value):
-            at = _At(item, f"{self.key}[{i}]", self.file)
-            if not isinstance(item, ScalarNode):
-                raise at.error(f"expected a string, got {_kind(item)}")
-            out.append(at.string())
-        return tuple(out)
-
-    def patterns(self) -> tuple[str, ...]:
-        """Like ``strings`` but a lone string stays whole (regexes contain spaces)."""
-        if isinstance(self.node, ScalarNode):
-            return (self.string(),)
-        return self.strings()
-
-    def plain(self) -> dict[str, Any]:
-        self.mapping()  # checks shape and duplicate keys, with lines
-        v = self.value()
-        return dict(v)
-
-
-def _kind(node: Node) -> str:
-    if isinstance(node, MappingNode):
-        return "a mapping"
-    if isinstance(node, SequenceNode):
-        return "a list"
-    return f"{node.value!r}" if node.value != "" else "nothing"
-
-
-def _show(v: Any) -> str:
-    return "nothing" if v is None else f"{type(v).__name__} {v!r}"
-
-
-def _opt(m: dict[str, _At], key: str, read: Callable[[_At], T], default: T) -> T:
-    at = m.get(key)
-    if at is None or at.is_null():
-        return default
-    return read(at)
+def _patterns(at: At) -> tuple[str, ...]:
+    """Like ``At.strings`` but a lone string stays whole (regexes contain spaces)."""
+    if isinstance(at.node, ScalarNode):
+        return (at.string(),)
+    return at.strings()
 
 
 # --------------------------------------------------------------------------- sections
@@ -374,7 +258,7 @@ def _resolve(base: Path, p: str) -> Path:
     return path if path.is_absolute() else (base / path)
 
 
-def _source(at: _At, base: Path) -> SourceSpec:
+def _source(at: At, base: Path) -> SourceSpec:
     m = at.mapping(("debian", "git", "tarball", "local"))
     if len(m) != 1:
         raise at.error(f"give exactly one of debian, git, tarball, local (got {len(m)})")
@@ -388,7 +272,7 @@ def _source(at: _At, base: Path) -> SourceSpec:
         if "url" not in g:
             raise body.error("missing key 'url'")
         url = g["url"].string()
-        ref = _opt(g, "ref", _At.string, "HEAD")
+        ref = opt(g, "ref", At.string, "HEAD")
         if not usable_git_ref(ref):
             raise g["ref"].error(f"not a usable git ref: {ref!r}")
         return GitSource(url=url, ref=ref)
@@ -402,25 +286,25 @@ def _source(at: _At, base: Path) -> SourceSpec:
             loc = str(_resolve(base, loc))
         elif not re.match(r"^(https?|ftp)://", loc):
             raise t["url"].error(f"not an http(s) URL: {loc!r}")
-        sha = _opt(t, "sha256", _At.string, None)
+        sha = opt(t, "sha256", At.string, None)
         if sha is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha):
             raise t["sha256"].error("expected 64 hex digits")
         return TarballSource(location=loc, sha256=sha.lower() if sha else None)
     d = body.mapping(("suite", "package", "version", "mirror", "index_max_age_s"))
-    version = _opt(d, "version", lambda a: str(a.value()), "5.9.2")
-    mirror = _opt(d, "mirror", _At.string, DEFAULT_MIRROR).rstrip("/")
+    version = opt(d, "version", lambda a: str(a.value()), "5.9.2")
+    mirror = opt(d, "mirror", At.string, DEFAULT_MIRROR).rstrip("/")
     if not re.match(r"^https?://", mirror):
         raise d["mirror"].error(f"not an http(s) URL: {mirror!r}")
     return DebianSource(
-        suite=_opt(d, "suite", _At.string, "sid"),
-        package=_opt(d, "package", _At.string, "wolfssl"),
+        suite=opt(d, "suite", At.string, "sid"),
+        package=opt(d, "package", At.string, "wolfssl"),
         version=version,
         mirror=mirror,
-        index_max_age_s=_opt(d, "index_max_age_s", _At.number, 6 * 3600.0),
+        index_max_age_s=opt(d, "index_max_age_s", At.number, 6 * 3600.0),
     )
 
 
-def _targets(at: _At) -> dict[str, TargetConfig]:
+def _targets(at: At) -> dict[str, TargetConfig]:
     out = {}
     for name, t in at.mapping().items():
         if name not in KNOWN_TARGETS:
@@ -429,20 +313,20 @@ def _targets(at: _At) -> dict[str, TargetConfig]:
             out[name] = TargetConfig(name=name, flags=())
             continue
         m = t.mapping()
-        flags = _opt(m, "flags", _At.strings, ())
-        make_args = _opt(m, "make_args", _At.strings, ())
+        flags = opt(m, "flags", At.strings, ())
+        make_args = opt(m, "make_args", At.strings, ())
         options = {k: v.value() for k, v in m.items() if k not in ("flags", "make_args")}
         out[name] = TargetConfig(name=name, flags=flags, make_args=make_args, options=options)
     return out
 
 
-def _variants(at: _At, targets: dict[str, TargetConfig]) -> dict[str, VariantConfig]:
+def _variants(at: At, targets: dict[str, TargetConfig]) -> dict[str, VariantConfig]:
     out = {}
     for name, v in at.mapping().items():
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             raise v.name_error("variant names may use letters, digits, '.', '_' and '-' only")
         m = v.mapping(("flags", "targets", "run_prefix", "cflags", "enabled"))
-        flags = _opt(m, "flags", _At.strings, ())
+        flags = opt(m, "flags", At.strings, ())
         bad = [f for f in flags if not f.startswith("--")]
         if bad:
             raise m["flags"].error(f"configure flags start with '--': {bad[0]!r}")
@@ -461,65 +345,63 @@ def _variants(at: _At, targets: dict[str, TargetConfig]) -> dict[str, VariantCon
             name=name,
             flags=flags,
             targets=vt,
-            run_prefix=_opt(m, "run_prefix", _At.string, None),
-            cflags=_opt(m, "cflags", _At.strings, ()),
-            enabled=_opt(m, "enabled", _At.boolean, True),
+            run_prefix=opt(m, "run_prefix", At.string, None),
+            cflags=opt(m, "cflags", At.strings, ()),
+            enabled=opt(m, "enabled", At.boolean, True),
         )
     if not out:
         raise at.error("no variants")
     return out
 
 
-def _benchmark(at: _At) -> BenchmarkConfig:
+def _benchmark(at: At) -> BenchmarkConfig:
     m = at.mapping(("min_runtime_s", "embedded", "ntimes", "agreetimes", "userspace_args", "extra_cflags",
                     "repeats"))
     d = BenchmarkConfig()
     return BenchmarkConfig(
-        min_runtime_s=_opt(m, "min_runtime_s", _At.number, None if "min_runtime_s" in m else d.min_runtime_s),
-        embedded=_opt(m, "embedded", _At.boolean, d.embedded),
-        ntimes=_opt(m, "ntimes", lambda a: a.integer(minimum=1), None if "ntimes" in m else d.ntimes),
-        agreetimes=_opt(
+        min_runtime_s=opt(m, "min_runtime_s", At.number, None if "min_runtime_s" in m else d.min_runtime_s),
+        embedded=opt(m, "embedded", At.boolean, d.embedded),
+        ntimes=opt(m, "ntimes", lambda a: a.integer(minimum=1), None if "ntimes" in m else d.ntimes),
+        agreetimes=opt(
             m, "agreetimes", lambda a: a.integer(minimum=1), None if "agreetimes" in m else d.agreetimes
         ),
-        userspace_args=_opt(m, "userspace_args", _At.strings, d.userspace_args),
-        extra_cflags=_opt(m, "extra_cflags", _At.strings, ()),
-        repeats=_opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
+        userspace_args=opt(m, "userspace_args", At.strings, d.userspace_args),
+        extra_cflags=opt(m, "extra_cflags", At.strings, ()),
+        repeats=opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
     )
 
 
-def _timeouts(at: _At) -> dict[str, float]:
+def _timeouts(at: At) -> dict[str, float]:
     out = dict(DEFAULT_TIMEOUTS)
     for name, v in at.mapping(TIMEOUT_STAGES).items():
         out[name] = v.number(minimum=1.0)
     return out
 
 
-def _retry(at: _At) -> RetryConfig:
+def _retry(at: At) -> RetryConfig:
     m = at.mapping(("max_infra_retries", "backoff_s", "infra_patterns", "real_patterns"))
     backoff: tuple[float, ...] = RetryConfig().backoff_s
     if "backoff_s" in m:
         b = m["backoff_s"]
-        if not isinstance(b.node, SequenceNode):
-            backoff = (b.number(),)
-        else:
-            backoff = tuple(b.child(n, f"[{i}]").number() for i, n in enumerate(b.node.value))
+        items = b.sequence() if isinstance(b.node, SequenceNode) else [b]
+        backoff = tuple(n.number() for n in items)
     pats: dict[str, tuple[str, ...]] = {}
     for key in ("infra_patterns", "real_patterns"):
-        pats[key] = _opt(m, key, _At.patterns, ())
+        pats[key] = opt(m, key, _patterns, ())
         for i, p in enumerate(pats[key]):
             try:
                 re.compile(p)
             except re.error as e:
                 raise m[key].error(f"[{i}] is not a regular expression: {e}") from None
     return RetryConfig(
-        max_infra_retries=_opt(m, "max_infra_retries", _At.integer, 2),
+        max_infra_retries=opt(m, "max_infra_retries", At.integer, 2),
         backoff_s=backoff,
         infra_patterns=pats["infra_patterns"],
         real_patterns=pats["real_patterns"],
     )
 
 
-def _release(at: _At) -> ReleaseConfig:
+def _release(at: At) -> ReleaseConfig:
     m = at.mapping(("tag_pattern", "freebsd_releases", "arch", "repeats", "software_variant", "previous"))
     d = ReleaseConfig()
     releases = d.freebsd_releases
@@ -531,32 +413,32 @@ def _release(at: _At) -> ReleaseConfig:
     if bad:
         raise m["freebsd_releases"].error(f"a FreeBSD release is MAJOR.MINOR, got {bad[0]!r}")
     return ReleaseConfig(
-        tag_pattern=_opt(m, "tag_pattern", _At.string, d.tag_pattern),
+        tag_pattern=opt(m, "tag_pattern", At.string, d.tag_pattern),
         freebsd_releases=releases,
-        arch=_opt(m, "arch", _At.string, d.arch),
-        repeats=_opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
-        software_variant=_opt(m, "software_variant", _At.string, d.software_variant),
-        previous=_opt(m, "previous", _At.string, None),
+        arch=opt(m, "arch", At.string, d.arch),
+        repeats=opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
+        software_variant=opt(m, "software_variant", At.string, d.software_variant),
+        previous=opt(m, "previous", At.string, None),
     )
 
 
 RELEASE_NAME = r"\d+\.\d+-(?:RELEASE|BETA\d*|RC\d*|STABLE|CURRENT)"
 
 
-def _freebsd(at: _At, base: Path) -> FreeBSDConfig:
+def _freebsd(at: At, base: Path) -> FreeBSDConfig:
     m = at.mapping(("kit", "release", "mirror", "arch"))
-    kit = _opt(m, "kit", lambda a: _resolve(base, a.string()), None)
+    kit = opt(m, "kit", lambda a: _resolve(base, a.string()), None)
     if kit is not None and not kit.is_dir():
         raise m["kit"].error(f"{kit} is not a directory")
-    release = _opt(m, "release", _At.string, None)
+    release = opt(m, "release", At.string, None)
     if release is not None and not re.fullmatch(RELEASE_NAME, release):
         raise m["release"].error(f"{release!r} is not a FreeBSD release name like 15.0-RELEASE")
     if release is not None and kit is not None:
         raise m["release"].error("give either kit or release, not both")
-    mirror = _opt(m, "mirror", _At.string, None)
+    mirror = opt(m, "mirror", At.string, None)
     if mirror is not None and "://" not in mirror:
         mirror = str(_resolve(base, mirror))
-    return FreeBSDConfig(kit=kit, release=release, mirror=mirror, arch=_opt(m, "arch", _At.string, "amd64"))
+    return FreeBSDConfig(kit=kit, release=release, mirror=mirror, arch=opt(m, "arch", At.string, "amd64"))
 
 
 TOP_KEYS = (
@@ -582,16 +464,10 @@ TOP_KEYS = (
 def parse_config(text: str, source: str = "<config>", base: Path | None = None) -> Config:
     """Parse config text; ``source`` names it in errors, ``base`` anchors relative paths."""
     base = base or Path.cwd()
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        line = e.problem_mark.line + 1 if e.problem_mark else None
-        raise ConfigError(source, line, "", f"not valid YAML: {e.problem}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(source, None, "", f"not valid YAML: {e}") from None
+    root = compose(text, source, ConfigError)
     if root is None:
         raise ConfigError(source, None, "", "the file is empty")
-    top = _At(root, "", source)
+    top = At.root(root, source, ConfigError)
     m = top.mapping(TOP_KEYS)
     for required in ("targets", "variants"):
         if required not in m:
@@ -603,15 +479,15 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         variants=_variants(m["variants"], targets),
         benchmark=_benchmark(m["benchmark"]) if "benchmark" in m else BenchmarkConfig(),
         timeouts=_timeouts(m["timeouts"]) if "timeouts" in m else dict(DEFAULT_TIMEOUTS),
-        jobs=_opt(m, "jobs", lambda a: a.integer(minimum=1), 2),
-        parallel=_opt(m, "parallel", lambda a: a.integer(minimum=1), 2),
-        policy=_opt(m, "policy", lambda a: _resolve(base, a.string()), None),
-        baseline=_opt(m, "baseline", lambda a: _resolve(base, a.string()), None),
+        jobs=opt(m, "jobs", lambda a: a.integer(minimum=1), 2),
+        parallel=opt(m, "parallel", lambda a: a.integer(minimum=1), 2),
+        policy=opt(m, "policy", lambda a: _resolve(base, a.string()), None),
+        baseline=opt(m, "baseline", lambda a: _resolve(base, a.string()), None),
         retry=_retry(m["retry"]) if "retry" in m else RetryConfig(),
-        cache_dir=_opt(m, "cache_dir", lambda a: _resolve(base, a.string()), None),
-        workers=_opt(m, "workers", _At.plain, {}),
-        github=_opt(m, "github", _At.plain, {}),
-        www=_opt(m, "www", _At.plain, {}),
+        cache_dir=opt(m, "cache_dir", lambda a: _resolve(base, a.string()), None),
+        workers=opt(m, "workers", At.plain, {}),
+        github=opt(m, "github", At.plain, {}),
+        www=opt(m, "www", At.plain, {}),
         freebsd=_freebsd(m["freebsd"], base) if "freebsd" in m else FreeBSDConfig(),
         release=_release(m["release"]) if "release" in m else ReleaseConfig(),
         path=Path(source) if source != "<config>" else None,
@@ -620,12 +496,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
 
 def load_config(path: str | Path) -> Config:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(str(p), None, "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(str(p), None, "", f"cannot read: {e}") from None
+    text = read_text(p, ConfigError)
     return parse_config(text, str(p), p.resolve().parent)
 
 

@@ -97,7 +97,7 @@ retry:
 @pytest.mark.parametrize(
     ("text", "line", "key", "words"),
     [
-        (MINIMAL + "jobs: two\n", 8, "jobs", "expected an integer"),
+        (MINIMAL + "jobs: two\n", 8, "jobs", "must be a whole number"),
         (MINIMAL + "jobs: 0\n", 8, "jobs", "at least 1"),
         (MINIMAL + "colour: red\n", 8, "colour", "unknown key"),
         (MINIMAL.replace("[--disable-asm]", "[disable-asm]"), 6, "variants.noasm.flags", "start with '--'"),
@@ -108,7 +108,7 @@ retry:
         (MINIMAL + "timeouts: {boot: 5}\n", 8, "timeouts.boot", "unknown key"),
         (MINIMAL + "retry: {infra_patterns: ['(unclosed']}\n", 8, "retry.infra_patterns",
          "not a regular expression"),
-        (MINIMAL + "retry: {max_infra_retries: 1.5}\n", 8, "retry.max_infra_retries", "expected an integer"),
+        (MINIMAL + "retry: {max_infra_retries: 1.5}\n", 8, "retry.max_infra_retries", "must be a whole number"),
         (MINIMAL + "source: {git: {ref: main}}\n", 8, "source.git", "missing key 'url'"),
         (MINIMAL + "source: {git: {url: x, ref: 'a..b'}}\n", 8, "source.git.ref", "not a usable git ref"),
         (MINIMAL + "source: {tarball: {path: a.tgz, sha256: abc}}\n", 8, "source.tarball.sha256",
@@ -117,7 +117,7 @@ retry:
         (MINIMAL + "source: {debian: {mirror: 'ftp.debian.org'}}\n", 8, "source.debian.mirror",
          "not an http"),
         (MINIMAL + "benchmark: {userspace_args: {a: 1}}\n", 8, "benchmark.userspace_args", "list of strings"),
-        (MINIMAL + "workers: [a, b]\n", 8, "workers", "expected a mapping"),
+        (MINIMAL + "workers: [a, b]\n", 8, "workers", "must be a mapping"),
         (MINIMAL + "jobs: 1\njobs: 2\n", 9, "jobs", "given twice"),
         ("variants: {}\n", 1, "", "missing key 'targets'"),
     ],
