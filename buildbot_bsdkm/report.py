@@ -585,7 +585,8 @@ def _trend_panel(name: str, t: Mapping[str, Any], x0: int, y0: int) -> list[str]
     hx, hy = xy(n - 1, rel[-1])
     out.append(f'<circle class="head" cx="{hx:.1f}" cy="{hy:.1f}" r="4" fill="{colour}"/>')
     out.append(f'<text x="{x0 + _TREND_W - 12}" y="{y0 + 14}" font-size="9" text-anchor="end">'
-               f'this run {rel[-1] * 100:+.1f}% vs median (±{span * 100:.0f}%)</text>')
+               f'{xml_escape(t.get("head_label", "this run"))} {rel[-1] * 100:+.1f}% vs median '
+               f'(±{span * 100:.0f}%)</text>')
     return out
 
 
@@ -593,13 +594,18 @@ def perf_trend_svg(verdict: Verdict, heading: str) -> str:
     """Trend chart per item for the run a ``Performance:`` heading names: history, this run, drift."""
     label = heading[len(PERF_HEADING):].split(" ", 1)[0]
     run = next((r for r in verdict.perf if f"{r['target']}/{r['variant']}" == label), None)
-    trend = (run or {}).get("trend") or {}
+    return trend_svg((run or {}).get("trend") or {})
+
+
+def trend_svg(trend: Mapping[str, Mapping[str, Any]]) -> str:
+    """The trend panels of one (target, variant), three a row; also the master's perf history page's."""
     if not trend:
         return ""
     cols = 3
     rows = (len(trend) + cols - 1) // cols
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="trend" width="{cols * _TREND_W}" '
-             f'height="{rows * _TREND_H}" font-family="sans-serif">']
+             f'height="{rows * _TREND_H}" viewBox="0 0 {cols * _TREND_W} {rows * _TREND_H}" '
+             'font-family="sans-serif">']
     for k, (name, t) in enumerate(trend.items()):
         parts += _trend_panel(name, t, (k % cols) * _TREND_W, (k // cols) * _TREND_H)
     parts.append("</svg>")

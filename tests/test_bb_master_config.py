@@ -59,7 +59,7 @@ def test_schedulers_web_ui_and_database():
     # Changes build the enabled variants only; the nightly release-candidate run is the full matrix.
     assert "userspace/aesni-avx" not in by_name["changes"].builderNames
     assert "userspace/aesni-avx" in by_name["nightly-rc"].builderNames
-    assert set(c["www"]["plugins"]) == {"waterfall_view", "console_view", "grid_view"}
+    assert set(c["www"]["plugins"]) == {"waterfall_view", "console_view", "grid_view", "wsgi_dashboards"}
     assert c["www"]["port"] == "tcp:8010:interface=127.0.0.1"
     assert c["db"] == {"db_url": "sqlite:///state.sqlite"}
     local = c["workers"][0]

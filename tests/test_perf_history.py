@@ -179,3 +179,26 @@ def test_the_worker_side_gate_reads_the_history_the_master_provides(tmp_path: Pa
     assert perf["base_from"] == "history"
     assert {i["name"]: i["verdict"] for i in perf["items"]}["SHA-256"] == "regression"
     assert "SHA-256" in job.state["gate_failed"] or "regression" in job.state["gate_failed"]
+
+
+def test_history_trend_per_item_for_the_masters_page(tmp_path: Path) -> None:
+    from test_perf import sym
+
+    from buildbot_bsdkm.perf.store import trend
+
+    store = SqlStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    for i, lg in enumerate(repeats(20, 9, noise=0.004)):
+        f = 0.95 if i >= 12 else 1.0
+        lg.benchmarks = [sym(b.name, b.value * f, b.cycles / f) if b.name == "SHA-256" else b
+                         for b in lg.benchmarks]
+        store.add(run([lg], metadata={**FP, "source_commit": f"c{i:02d}"}))
+    store.add(stored_runs(1, 4, metadata={"fingerprint": {"id": "beef"}})[0])
+    assert store.keys() == [("beef", "userspace", "intelasm", 1), ("f00d", "userspace", "intelasm", 20)]
+    t = trend(store.window("f00d", "userspace", "intelasm"))
+    assert set(t) == {"AES-128-CBC-enc", "AES-128-GCM-enc", "SHA-256", "SHA-512", "GMAC Table 4-bit",
+                      "AES-256-GCM-enc"}
+    sha = t["SHA-256"]
+    assert len(sha["points"]) == 19 and sha["verdict"] == "20 runs" and sha["head_label"] == "newest"
+    assert sha["drift"]["commit"] == "c12" and sha["drift"]["index"] == 12
+    assert [n for n, s in t.items() if s["drift"]] == ["SHA-256"]
+    assert trend(store.window("beef", "userspace", "intelasm")) == {}  # one run: no series yet

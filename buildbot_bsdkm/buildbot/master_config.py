@@ -22,6 +22,7 @@ from . import release
 from . import steps as bsdkm_steps
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
 from .workers import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, resolve_env_password
+from .www_perf import apply_perf_dashboard
 from .www_security import apply_www_security
 
 LOCAL_WORKER = "local"
@@ -208,6 +209,7 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
         log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
     apply_github(c, config, settings.basedir)
     apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel (issue 10)
+    apply_perf_dashboard(c)  # the perf history page; it asks the authz just set who may read it
     release.apply_release(c, config, specs, util.Property("bsdkm_config", default=settings.config_path or ""),
                           settings.bsdkm_ci)
     return c

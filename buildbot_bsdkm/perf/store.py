@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import RunResult, from_json, to_json
-from . import fingerprint
+from . import drift, fingerprint
 
 TABLE = "bsdkm_perf_history"
 
@@ -116,5 +116,42 @@ class SqlStore:
                 raise StoreError(str(e)) from None
         return out
 
+    def keys(self) -> list[tuple[str, str, str, int]]:
+        """Every stored (fingerprint, target, variant) with its run count."""
+        t, sa = self.table, self._sa
+        q = (sa.select(t.c.fingerprint, t.c.target, t.c.variant, sa.func.count())
+             .group_by(t.c.fingerprint, t.c.target, t.c.variant)
+             .order_by(t.c.target, t.c.variant, t.c.fingerprint))
+        with self.engine.connect() as conn:
+            return [(fp, target, variant, int(n)) for fp, target, variant, n in conn.execute(q)]
+
     def close(self) -> None:
         self.engine.dispose()
+
+
+def trend(window: list[tuple[str, RunResult]]) -> dict[str, dict[str, Any]]:
+    """Per item, the history as the report's trend panel draws it: every run's best value (oldest
+    first, the newest as the panel's highlighted point) and the drift ``drift.detect`` finds.
+
+    The same shape as the verdict's ``perf[].trend`` (report.trend_svg draws both); here the
+    "verdict" names how many runs the series has, since nothing is judged.
+    """
+    series: dict[str, list[tuple[str, float]]] = {}
+    for commit, run in window:
+        best: dict[str, float] = {}
+        for log in run.logs:
+            for b in log.benchmarks:
+                if not b.failed and b.per_second > 0:
+                    best[b.name] = max(best.get(b.name, 0.0), b.per_second)
+        for name, value in best.items():
+            series.setdefault(name, []).append((str(commit)[:12], value))
+    out: dict[str, dict[str, Any]] = {}
+    for name, points in series.items():
+        if len(points) < 2:
+            continue
+        found = drift.detect(points)
+        out[name] = {"points": [[c, round(v, 6)] for c, v in points[:-1]], "head": round(points[-1][1], 6),
+                     "head_label": "newest", "verdict": f"{len(points)} runs", "cycles": False,
+                     "drift": ({"commit": found[-1].commit, "index": found[-1].index,
+                                "change": round(found[-1].change, 4)} if found else None)}
+    return out
