@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 
 from ..config import Config
+from . import registry
 from .errors import real_error
+from .linuxkm import linux_kmod_dir
 from .locks import exclusive
 
 LKCAPI_FLAG = "--enable-linuxkm-lkcapi-register"
@@ -47,9 +49,7 @@ DEFAULT_SIZES = (16, 64, 256, 1024, 4096, 16384, 65536)
 
 
 def kmod_dir() -> Path:
-    from .linuxkm import KMOD_DIR
-
-    return KMOD_DIR
+    return linux_kmod_dir()
 
 
 def wants_afalg(flags: list[str] | tuple[str, ...]) -> bool:
@@ -195,7 +195,8 @@ def program_for(config: Config, target: str, variant: str, source: Path, cache: 
                 log: Path) -> str | None:
     """The benchmark program for an lkcapi variant on ``linux-kmod-qemu``; None for any other run."""
     flags = config.configure_flags(target, variant)
-    if target != "linux-kmod-qemu" or not wants_afalg(flags):
+    t = registry.KERNEL_TARGETS.get(target)
+    if t is None or not t.afalg or not wants_afalg(flags):
         return None
     return str(build_bench(source, flags, cache, jobs=jobs, cflags=" ".join(config.cflags(target, variant)),
                            timeout_s=config.timeout("build"), log=log))

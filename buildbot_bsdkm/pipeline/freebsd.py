@@ -10,6 +10,7 @@ parsers; nothing here reads them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import time
@@ -28,7 +29,12 @@ from .loading import ModuleLoadOutcome, read_status
 from .proc import run_captured, run_logged
 from .target import KernelTarget
 
-KMOD_DIR = Path(os.environ.get("BSDKM_KMOD_FREEBSD") or kmod_dir("freebsd"))  # package data
+KMOD_DIR = kmod_dir("freebsd")  # package data
+
+
+def freebsd_kmod_dir() -> Path:
+    """The worker scripts, ``$BSDKM_KMOD_FREEBSD`` read at each call, else the packaged ``KMOD_DIR``."""
+    return Path(os.environ.get("BSDKM_KMOD_FREEBSD") or KMOD_DIR)
 SCRIPTS = ("load.sh", "unload.sh", "collect.sh", "_common.sh")
 
 # --enable-crypttests is the default, but the self-test at load is the point of the run.
@@ -221,17 +227,20 @@ def run_freebsd_module(
     work_dir: Path,
     *,
     timeout_s: int,
-    kmod_dir: Path = KMOD_DIR,
+    kmod_dir: Path | None = None,
     unload_timeout_s: int = DEFAULT_UNLOAD_TIMEOUT_S,
     privilege: Sequence[str] | None = None,
     env: dict[str, str] | None = None,
+    offload: bool = True,
 ) -> ModuleLoadOutcome:
     """Load ``ko`` with kldload (under ``timeout_s``), unload it if it loaded, keep the kernel log.
 
     Load errors, hangs and unload failures are outcomes, not exceptions; only a
-    worker that cannot run the scripts at all raises ``StageError``.
+    worker that cannot run the scripts at all raises ``StageError``. ``offload``: measure a
+    registered crypto driver against software (``offload.sh``) while the module is loaded.
     """
-    ko, work_dir, kmod_dir = Path(ko).resolve(), Path(work_dir).resolve(), Path(kmod_dir)
+    ko, work_dir = Path(ko).resolve(), Path(work_dir).resolve()
+    kmod_dir = Path(kmod_dir) if kmod_dir is not None else freebsd_kmod_dir()
     _check_inputs(ko, kmod_dir, timeout_s, unload_timeout_s)
     work_dir.mkdir(parents=True, exist_ok=True)
     runner = _Runner(kmod_dir, list(default_privilege() if privilege is None else privilege), env)
@@ -252,7 +261,7 @@ def run_freebsd_module(
             limit = timeout_s + SCRIPT_SLACK_S
             outcome.notes.append(f"load.sh did not return within {limit} s and was killed")
     elif outcome.load_rc == 0:
-        if registered_crid(work_dir / "load.kernel.log") is not None:
+        if offload and registered_crid(work_dir / "load.kernel.log") is not None:
             _offload(runner, work_dir, timeout_s, outcome)
         statuses.append(_unload(runner, ko, work_dir, unload_timeout_s, outcome))
     if load_status.get("result") == "not-listed":
@@ -284,6 +293,13 @@ class FreeBSDWorkerTarget(KernelTarget):
     name = "freebsd-kmod"
     log_format = LogFormat.FREEBSD_KERNEL_LOG
     log_name = "kernel.log"
+    source_dir = "bsdkm"
+    per_os_release = True  # native: a release report covers each declared FreeBSD release's worker
+    # A real FreeBSD machine: the module's benchmark (run by kldload, MOD_LOAD) is its performance on
+    # that CPU, and kldunload + kldload measures it again. The maintainers paste this table.
+    perf_measurement = True
+    bench_repeats = True
+    perf_note = "kldload's benchmark on a real FreeBSD worker; each round is one kldload/kldunload cycle"
 
     def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
               patterns: Patterns | None = None) -> Path:
@@ -299,7 +315,9 @@ class FreeBSDWorkerTarget(KernelTarget):
             )
         except ValueError as e:
             raise StageError(classify("configure", exit_code=2, output=f"configure: error: {e}")) from None
-        work = cache / "build" / f"freebsd-{variant}"
+        # One tree per source: a PR build's base and head of one variant build at the same time.
+        where = hashlib.sha256(str(Path(source).resolve()).encode()).hexdigest()[:12]
+        work = cache / "build" / f"freebsd-{variant}-{where}"
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(source, work, symlinks=True)
         cflags = " ".join(config.cflags(self.name, variant))
@@ -330,11 +348,18 @@ class FreeBSDWorkerTarget(KernelTarget):
         return offload_logs(work) if (work / "offload.status").is_file() else []
 
     def load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
+        return run_freebsd_module(ko, work, **self._options(config))
+
+    def repeat_load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
+        """kldload, kldunload once more: the benchmark again; the offload measurement stays the first's."""
+        return run_freebsd_module(ko, work, offload=False, **self._options(config))
+
+    def _options(self, config: Config) -> dict[str, Any]:
         opts = config.targets[self.name].options
         kwargs: dict[str, Any] = {"timeout_s": int(config.timeout("load"))}
         if opts.get("kmod_dir"):
             kwargs["kmod_dir"] = Path(opts["kmod_dir"])
-        return run_freebsd_module(ko, work, **kwargs)
+        return kwargs
 
 
 TARGET = FreeBSDWorkerTarget()

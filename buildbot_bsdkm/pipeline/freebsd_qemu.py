@@ -38,9 +38,8 @@ from typing import Any
 from ..classify import Patterns, classify
 from ..config import Config
 from ..model import FailureCategory, LogFormat, LogResult, StageFailure
-from ..resources import kmod_dir
 from .errors import StageError, infra_error
-from .freebsd import FREEBSD_BASE_FLAGS
+from .freebsd import FREEBSD_BASE_FLAGS, freebsd_kmod_dir
 from .freebsd import _check_flag as check_flag
 from .loading import ModuleLoadOutcome, outcome_from_record
 from .locks import exclusive
@@ -107,7 +106,7 @@ class Kit:
 
 
 def _kmod_freebsd() -> Path:
-    return Path(os.environ.get("BSDKM_KMOD_FREEBSD") or kmod_dir("freebsd"))
+    return freebsd_kmod_dir()
 
 
 def default_kit_dir() -> Path:
@@ -751,6 +750,12 @@ class FreeBSDQemuTarget(KernelTarget):
     name = TARGET_NAME
     log_format = LogFormat.FREEBSD_KERNEL_LOG
     log_name = "console.log"
+    source_dir = "bsdkm"
+    # QEMU TCG as for linux-kmod-qemu; and the debug kernel preloads the module before its clock runs,
+    # so only the release boot benchmarks at all. Reported, never regression-gated.
+    perf_measurement = False
+    bench_repeats = False
+    perf_note = "QEMU TCG emulates the CPU: emulator speeds, not the module's performance"
 
     def check_worker(self, config: Config) -> None:
         check_worker(config)

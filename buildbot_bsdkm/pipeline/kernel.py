@@ -2,8 +2,8 @@
 
 Each target is one ``KernelTarget`` (``target.py``) in its own file: ``linuxkm.py``
 (``linux-kmod-qemu``), ``freebsd.py`` (``freebsd-kmod``, a FreeBSD worker),
-``freebsd_qemu.py`` (``freebsd-kmod-qemu``, real FreeBSD kernels in QEMU). The stages
-never choose by target name; they ask the registry.
+``freebsd_qemu.py`` (``freebsd-kmod-qemu``, real FreeBSD kernels in QEMU), listed in
+``registry.py`` beside ``userspace``. The stages never choose by target name; they ask the registry.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..config import Config
 from ..model import LogResult, StageFailure
 from .errors import infra_error
 from .loading import ModuleLoadOutcome, outcome_from_record, outcome_record
+from .registry import KERNEL_TARGETS
 from .target import KernelTarget, judge_outcome, module_flags
 from .target import parse_kernel_log as parse_kernel_file
 
@@ -23,13 +24,7 @@ __all__ = ["TARGETS", "build_module", "check_worker", "judge_outcome", "load_mod
            "outcome_from_record", "outcome_record", "parse_kernel_log", "target", "target_logs"]
 
 
-def _targets() -> dict[str, KernelTarget]:
-    from . import freebsd, freebsd_qemu, linuxkm
-
-    return {t.name: t for t in (linuxkm.TARGET, freebsd.TARGET, freebsd_qemu.TARGET)}
-
-
-TARGETS: dict[str, KernelTarget] = _targets()
+TARGETS: dict[str, KernelTarget] = KERNEL_TARGETS
 # Read by the release pipeline: which targets are kernel targets and what their log is called.
 LOG_NAMES = {name: t.log_name for name, t in TARGETS.items()}
 

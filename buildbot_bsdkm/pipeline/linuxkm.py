@@ -34,7 +34,12 @@ from .target import KernelTarget, append_log, module_flags
 
 BOOT_DIR = Path("/boot")
 HEADER_DIRS = (Path("/usr/src"),)
-KMOD_DIR = Path(os.environ.get("BSDKM_KMOD_LINUX") or kmod_dir("linux"))  # package data
+KMOD_DIR = kmod_dir("linux")  # package data: the harness scripts, loader and test modules
+
+
+def linux_kmod_dir() -> Path:
+    """The harness directory: ``$BSDKM_KMOD_LINUX`` read at each call, else the packaged ``KMOD_DIR``."""
+    return Path(os.environ.get("BSDKM_KMOD_LINUX") or KMOD_DIR)
 
 LINUXKM_FLAGS = (
     "--enable-linuxkm", "--enable-cryptonly", "--enable-crypttests", "--enable-linuxkm-benchmarks",
@@ -239,7 +244,7 @@ def build_test_modules(out_dir: Path, kernel_version: str | None = None, *,
                        timeout_s: float = 600.0) -> dict[str, Path]:
     """Build the harness's own small modules (``kmod/linux/testmods``) into ``out_dir``."""
     headers = linux_source_dir(kernel_version)
-    src = KMOD_DIR / "testmods"
+    src = linux_kmod_dir() / "testmods"
     if not src.is_dir():
         raise infra_error("build", "worker-setup", f"test module sources not found at {src}")
     if out_dir.exists():
@@ -451,7 +456,7 @@ def module_vermagic_version(ko: Path) -> str | None:
 
 
 def _script(name: str) -> Path:
-    path = KMOD_DIR / name
+    path = linux_kmod_dir() / name
     if not path.is_file():
         raise infra_error("load", "worker-setup", f"harness script missing: {path} (set BSDKM_KMOD_LINUX)")
     return path
@@ -553,6 +558,13 @@ class LinuxQemuTarget(KernelTarget):
     name = "linux-kmod-qemu"
     log_format = LogFormat.LINUX_KERNEL_LOG
     log_name = "console.log"
+    source_dir = "linuxkm"
+    afalg = True  # lkcapi variants also run the AF_ALG user benchmark in the guest (afalg.py)
+    # QEMU TCG emulates the CPU: timings are the emulator's (~100x slower, host-load dependent), not
+    # the module's; and a round would be another VM boot. Reported, never regression-gated.
+    perf_measurement = False
+    bench_repeats = False
+    perf_note = "QEMU TCG emulates the CPU: emulator speeds, not the module's performance"
 
     def check_worker(self, config: Config) -> None:
         linux_source_dir(config.targets[self.name].options.get("kernel_version"))

@@ -43,9 +43,9 @@ from ..model import Benchmark, FailureCategory, RunResult, StageFailure, to_json
 from ..policy import Policy, Verdict, evaluate, load_policy
 from ..release_report import comparison, compiler_warnings, html_release, markdown_release, parse_size
 from . import fips as fipsmod
-from . import kernel
+from . import kernel, registry
 from .errors import StageError
-from .run import _build_phase, _concurrency, _measure_phase, _record_failure
+from .phases import build_phase, concurrency, measure_phase, record_failure, timed
 from .source import SourceTree, cache_root, fetch_source
 from .stages import MEASURE_LOCK, Job, Progress, collect, stage_fetch, stderr_progress
 
@@ -58,7 +58,7 @@ ELSEWHERE = "covered elsewhere"  # a worker has the release, this host is not it
 NOT_IN_CANDIDATE = "not in candidate"
 
 # Sources each kernel target is built from; a tree without them has no such target.
-TARGET_DIRS = {"freebsd-kmod": "bsdkm", "freebsd-kmod-qemu": "bsdkm", "linux-kmod-qemu": "linuxkm"}
+TARGET_DIRS = {name: t.source_dir for name, t in registry.KERNEL_TARGETS.items()}
 
 
 class SourceSyntaxError(ValueError):
@@ -166,7 +166,8 @@ def plan_matrix(
     """Every (target, variant[, FreeBSD release]) to report on; ``config.pairs`` checks the names."""
     items = []
     for target, variant in config.pairs(variants or list(config.variants), targets):
-        if target != "freebsd-kmod":
+        t = registry.get(target)
+        if t is None or not t.per_os_release:
             items.append(MatrixItem(target, variant))
             continue
         releases = list(config.release.freebsd_releases)
@@ -336,7 +337,7 @@ def _run_fips(job: Job) -> None:
     try:
         trip = fipsmod.fips_round_trip(build, load)
     except StageError as e:
-        _record_failure(job, e)
+        record_failure(job, e)
         return
     job.state["fips"] = trip.record()
     if trip.outcome is not None:
@@ -345,13 +346,13 @@ def _run_fips(job: Job) -> None:
     if not trip.passed:
         failure = StageFailure("load", trip.failure or "FIPS round trip failed", FailureCategory.REAL,
                                "fips", [str(job.dir)])
-        _record_failure(job, StageError(failure))
+        record_failure(job, StageError(failure))
     job.save()
 
 
 def _measure(job: Job) -> RunResult:
     flags = job.config.configure_flags(job.target, job.variant)
-    if job.target in kernel.LOG_NAMES and fipsmod.is_fips(flags):
+    if registry.is_kernel(job.target) and fipsmod.is_fips(flags):
         if job.failure is None:
             _run_fips(job)
         run, _ = collect(job)
@@ -359,7 +360,7 @@ def _measure(job: Job) -> RunResult:
         run.stages = dict(job.state.get("stages", {}))
         run.metadata["fips"] = job.state.get("fips")
         return run
-    return _measure_phase(job)
+    return measure_phase(job)
 
 
 def module_size(ko: str | None) -> dict[str, int] | None:
@@ -432,7 +433,7 @@ def run_release(
     """The whole release comparison into ``out_dir``; never raises ``StageError``."""
     started = time.monotonic()
     out_dir = out_dir.resolve()  # programs run from their build directories: paths must be absolute
-    say = _timed(progress, started)
+    say = timed(progress, started, "release: ")
     host_release = host_release if host_release is not None else host_freebsd_release()
     items = plan_matrix(config, variants, targets, host_release)
     policy = load_policy(config.policy)
@@ -478,17 +479,17 @@ def run_release(
                 jobs[(side.side, item.label, rep)] = job
 
     first = [j for (s, _, rep), j in jobs.items() if rep == 0]
-    parallel, per_build = _concurrency(config, max(1, len(first)))
+    parallel, per_build = concurrency(config, max(1, len(first)))
     for j in jobs.values():
         j.jobs = per_build
     say(f"building {len(first)} (side, item) pair(s), {parallel} at once, make -j{per_build}")
     with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="bsdkm-release-build") as pool:
-        list(pool.map(_build_phase, first))
+        list(pool.map(build_phase, first))
     for (side_name, label, rep), job in jobs.items():
         if rep == 0:
             sides[side_name].builds[label] = _build_facts(job)
         elif job.failure is None:  # the same inputs: configure is skipped, make finds nothing to do
-            _build_phase(job)
+            build_phase(job)
 
     # Interleaved: round r measures candidate then previous, round r+1 previous then candidate.
     for rep in range(repeats):
@@ -513,11 +514,6 @@ def run_release(
     return result
 
 
-def _timed(progress: Progress, started: float) -> Progress:
-    def say(message: str) -> None:
-        progress(f"[{time.monotonic() - started:7.1f}s] release: {message}")
-
-    return say
 
 
 # --------------------------------------------------------------------------- output

@@ -3,27 +3,42 @@
 With a base source (``bsdkm-ci run --base-git/--base-dir``) the base is built next to the head on
 the same worker and both are measured in alternating rounds (base, head, base, head, ...:
 ``repeats`` rounds), so drift of the machine hits both sides alike; the gate then judges the
-head's repeats against the base's (issue 9). Only userspace benchmarks are repeated: a kernel
-target's load cycle is measured once a side.
+head's repeats against the base's (issue 9). Which targets do so is their own property
+(``Target.measures_base``, ``registry.py``): ``userspace`` re-runs its benchmark program,
+``freebsd-kmod`` kldloads and kldunloads base and head in turn. The QEMU targets' numbers are
+emulator speeds: they build no base and are not regression-gated (``report_out.gate_runs``).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import Config, SourceSpec
-from ..model import FailureCategory, LogResult, RunResult, StageFailure, to_json
+from ..model import LogResult, RunResult, StageFailure, to_json
 from ..perf.confirm import Remeasure, confirm, to_confirm
 from ..policy import Verdict, load_policy
+from . import registry
 from .errors import StageError
+from .phases import build_phase, concurrency, finish, measure_phase, record_failure, timed
 from .proc import run_logged
 from .report_out import BASE_RUNS_JSON, check_gate_inputs, gate_runs, write_combined, write_run_outputs
 from .source import SourceTree, cache_root, fetch_source
-from .stages import BASE_DIR, MEASURE_LOCK, Job, Progress, collect, run_stage, stage_fetch, stderr_progress
+from .stages import (
+    BASE_DIR,
+    MEASURE_LOCK,
+    Job,
+    Progress,
+    judged_cycle,
+    load_cycle,
+    repeat_load,
+    repeat_log_path,
+    run_stage,
+    stage_fetch,
+    stderr_progress,
+)
 from .userspace import ProgramRun, parse_program_log
 
 
@@ -39,64 +54,42 @@ class MatrixResult:
         return self.verdict.passed and all(r.failure is None for r in self.runs)
 
 
-def _concurrency(config: Config, pairs: int) -> tuple[int, int]:
-    """(builds at once, make -j per build): never more compile jobs than the config's budget."""
-    cores = os.cpu_count() or 1
-    parallel = max(1, min(config.parallel, pairs, cores))
-    return parallel, max(1, config.jobs // parallel)
-
-
-def _record_failure(job: Job, err: StageError) -> None:
-    job.state["failure"] = {**err.failure.__dict__, "category": str(err.failure.category)}
-    job.save()
-
-
-def _build_phase(job: Job) -> None:
-    for stage in ("configure", "build"):
-        if run_stage(job, stage) is not None:
-            return
-
-
-def _measure_phase(job: Job) -> RunResult:
-    if job.failure is None:
-        for stage in ("load", "unload"):
-            if run_stage(job, stage) is not None:
-                break
-    try:
-        run, _ = collect(job)
-    except Exception as e:  # noqa: BLE001 - a run whose logs cannot be read is reported, not raised
-        failure = StageFailure(
-            "collect",
-            f"collect: internal error {type(e).__name__}: {e}",
-            FailureCategory.INFRASTRUCTURE,
-            "ci-exception",
-            [str(job.state_path)],
-        )
-        _record_failure(job, StageError(failure))
-        run = RunResult(job.variant, job.target)
-    run.failure = job.failure
-    run.stages = dict(job.state.get("stages", {}))
-    return run
-
-
 def measured_interleaved(target: str) -> bool:
-    """Whether a base build of ``target`` is measured in rounds: only a userspace benchmark repeats
-    (a kernel target's load cycle runs once a side, too few repeats for the learned gate)."""
-    return target == "userspace"
+    """Whether a base build of ``target`` is measured in rounds with the head: the target says so."""
+    return registry.measures_base(target)
 
 
-def _repeat_benchmark(job: Job, index: int) -> None:
-    """One more run of the unchanged benchmark program into ``bench.<index>.log``, recorded like the first."""
+def _repeat(job: Job, index: int) -> None:
+    """Round ``index`` of an unchanged build, recorded beside the first (a failed job: nothing)."""
+    if job.failure is not None or not registry.bench_repeats(job.target):
+        return
+    if job.kernel:
+        repeat_load(job, index)
+        return
     run = _bench_once(job, job.dir / f"bench.{index}.log")
     if run is not None:
         job.state.setdefault("programs_run", []).append(run.record())
         job.save()
 
 
+def _measure_again(job: Job, tag: str) -> LogResult | None:
+    """A measurement kept apart from the run (confirm): its log when it ran clean, else None."""
+    if job.failure is not None or not registry.bench_repeats(job.target):
+        return None
+    if job.kernel:
+        outcome = load_cycle(job, job.dir / f"vm.{tag}")
+        log, failure = judged_cycle(job, outcome, repeat_log_path(job, tag))
+        return log if failure is None else None
+    run = _bench_once(job, job.dir / f"bench.{tag}.log")
+    if run is None or run.exit_code != 0 or run.timed_out:
+        return None
+    return parse_program_log(run)
+
+
 def _bench_once(job: Job, log: Path) -> ProgramRun | None:
     """The built benchmark program run once more into ``log`` (None: nothing to run)."""
     programs = job.state.get("programs")
-    if not measured_interleaved(job.target) or job.failure is not None or not programs:
+    if job.failure is not None or not programs:
         return None
     prog = Path(programs["benchmark"])
     log.write_bytes(b"")
@@ -131,9 +124,9 @@ def _remeasurer(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[
             for index in range(1, repeats + 1):
                 say(f"{head.label}: confirm round {index} of {repeats} (base, head)")
                 for side, job in (("base", base), ("head", head)):
-                    run = _bench_once(job, job.dir / f"bench.confirm.{index}.log")
-                    if run is not None and run.exit_code == 0 and not run.timed_out:
-                        logs[side].append(parse_program_log(run))
+                    log = _measure_again(job, f"confirm.{index}")
+                    if log is not None:
+                        logs[side].append(log)
             for side, out in (("base", bases_again), ("head", heads_again)):
                 was = first.get((head.target, head.variant, side))
                 out.append(RunResult(head.variant, head.target, logs=logs[side],
@@ -151,23 +144,24 @@ def _measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats:
         base = bases.get((head.target, head.variant))
         order = [base, head] if base is not None else [head]
         for job in order:
-            _measure_phase(job)
+            measure_phase(job)
         if base is not None:
             _more_rounds(head, base, repeats, say)
         for job in order:
-            run = _finish(job)
+            run = finish(job)
             (base_runs if job is base else head_runs).append(run)
     return head_runs, base_runs
 
 
 def _more_rounds(head: Job, base: Job, repeats: int, say: Progress) -> None:
-    """Rounds 2..N of base, head after the first measurement of each."""
+    """Rounds 2..N of base, head after the first measurement of each (kernel: kldload base, kldunload,
+    kldload head, kldunload, ...). A side that has failed sits its rounds out."""
     if not measured_interleaved(head.target):
         return
     for index in range(2, repeats + 1):
         say(f"{head.label}: round {index} of {repeats} (base, head)")
         for job in (base, head):
-            _repeat_benchmark(job, index)
+            _repeat(job, index)
 
 
 def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
@@ -180,24 +174,14 @@ def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
     """
     if base.failure is not None:
         return run_stage(head, "load")
-    _measure_phase(base)
+    measure_phase(base)
     failure = run_stage(head, "load")
     if failure is None and base.failure is None:
         _more_rounds(head, base, repeats, head.say)
-    _finish(base)
+    finish(base)
     if failure is None:
-        _finish(head)  # every round's log in results.json; a failed repeat fails the run
+        finish(head)  # every round's log in results.json; a failed repeat fails the run
     return head.failure
-
-
-def _finish(job: Job) -> RunResult:
-    """The run with every repeat's log; a failed repeat fails the run like the first would."""
-    run, failure = collect(job)
-    if failure is not None and job.failure is None:
-        _record_failure(job, StageError(failure))
-    run.failure = job.failure
-    run.stages = dict(job.state.get("stages", {}))
-    return run
 
 
 def run_matrix(
@@ -223,9 +207,9 @@ def run_matrix(
     check_gate_inputs(config)
     if jobs is not None:
         config = _with_jobs(config, jobs)
-    parallel, per_build = _concurrency(config, len(pairs))
+    parallel, per_build = concurrency(config, len(pairs))
     out_dir.mkdir(parents=True, exist_ok=True)
-    say = _timed(progress, started)
+    say = timed(progress, started)
     names = ", ".join(f"{t}/{v}" for t, v in pairs)
     say(f"{len(pairs)} run(s): {names}; {parallel} at once, make -j{per_build}")
 
@@ -253,14 +237,19 @@ def run_matrix(
         except StageError as e:
             base_failure = e
             say(f"base fetch FAILED ({e.failure.category}): {e.failure.message}")
-        base_jobs = _jobs(base_config, pairs, out_dir / BASE_DIR, base_tree, base_failure, per_build,
+        # Only perf targets whose benchmark repeats get a base (the QEMU targets' speeds are the emulator's).
+        base_pairs = [(t, v) for t, v in pairs if measured_interleaved(t)]
+        base_jobs = _jobs(base_config, base_pairs, out_dir / BASE_DIR, base_tree, base_failure, per_build,
                           progress, started)
+        for t, v in pairs:
+            if (t, v) not in base_pairs:
+                say(f"{t}/{v}: no base built ({_why_no_base(t)})")
 
     if fetch_failure is None:
         # Builds overlap; measurements run one at a time after every build has finished, so
         # no benchmark shares the cores with a compiler.
         with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="bsdkm-build") as pool:
-            list(pool.map(_build_phase, [*jobs_list, *[j for j in base_jobs if j.failure is None]]))
+            list(pool.map(build_phase, [*jobs_list, *[j for j in base_jobs if j.failure is None]]))
     if base_jobs:
         bases = {(j.target, j.variant): j for j in base_jobs}
         runs, base_runs = _measure_pairs(jobs_list, bases, max(1, repeats), say)
@@ -270,10 +259,10 @@ def run_matrix(
             say(f"confirm: {len(to_confirm(verdict))} regression(s) found: measuring their pairs again")
             again = _remeasurer(jobs_list, bases, runs, base_runs, max(1, repeats), say)
             confirm(verdict, policy, again, history)
-        verdict.notes.insert(0, f"base {base_tree.origin if base_tree else base_source} measured next to "
-                                f"the head, interleaved, {max(1, repeats)} round(s) (userspace)")
+        verdict.notes[:0] = _base_notes(base_tree.origin if base_tree else str(base_source), bases,
+                                        max(1, repeats))
     else:
-        runs = [_measure_phase(job) for job in jobs_list]
+        runs = [measure_phase(job) for job in jobs_list]
         verdict = gate_runs(config, runs, None, history)
         # Against history there is no base to measure again: the regressions stand, noted.
         confirm(verdict, load_policy(config.policy), None, history)
@@ -308,7 +297,7 @@ def _jobs(config: Config, pairs: list[tuple[str, str]], out_dir: Path, tree: Sou
             job.state["stages"]["fetch"] = 0.0
         job.save()
         if failure is not None:
-            _record_failure(job, failure)
+            record_failure(job, failure)
     return out
 
 
@@ -316,8 +305,23 @@ def _with_jobs(config: Config, jobs: int) -> Config:
     return replace(config, jobs=jobs, parallel=min(config.parallel, jobs))
 
 
-def _timed(progress: Progress, started: float) -> Progress:
-    def say(message: str) -> None:
-        progress(f"[{time.monotonic() - started:7.1f}s] {message}")
+def _why_no_base(target: str) -> str:
+    t = registry.get(target)
+    if t is not None and not t.perf_measurement:
+        return f"{t.perf_note}: not regression-gated"
+    return "its benchmark is measured once a run"
 
-    return say
+
+def _base_notes(origin: str, bases: dict[tuple[str, str], Job], repeats: int) -> list[str]:
+    """What the gate compared against, per (target, variant): the base measured in rounds, or why not."""
+    measured = [f"{t}/{v}" for (t, v), job in bases.items() if job.failure is None]
+    notes = []
+    if measured:
+        notes.append(f"base {origin} measured next to the head, interleaved, {repeats} round(s) "
+                     f"({', '.join(measured)})")
+    for (t, v), job in bases.items():
+        failure = job.failure
+        if failure is not None:
+            notes.append(f"{t}/{v}: base unusable ({failure.stage} failed: {failure.message}): "
+                         "gated against history")
+    return notes

@@ -6,6 +6,8 @@ a stage can run in a fresh process (or after a worker restart).
 
 userspace: load = run testwolfcrypt + benchmark; unload = nothing to do.
 kernel targets: load = the loader's load+unload cycle; unload = judge its unload part.
+A target whose benchmark repeats (``registry``) can be measured again in rounds: ``repeat_load``
+(kernel: one more load cycle) records each round beside the first, and ``collect`` parses them all.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from ..classify import Patterns
 from ..config import Config
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, from_json, to_json
 from ..perf.fingerprint import machine_fingerprint
-from . import afalg, kernel, userspace
+from . import afalg, kernel, registry, userspace
 from . import build as buildmod
 from .errors import StageError
+from .loading import ModuleLoadOutcome
 from .source import SourceTree, cache_root, fetch_source
 
 STAGES = ("fetch", "configure", "build", "load", "collect", "unload", "gate")
@@ -94,11 +97,16 @@ class Job:
         return self.dir / "build.log"
 
     @property
+    def kernel(self) -> bool:
+        """A kernel target (a module loaded) rather than userspace programs."""
+        return registry.is_kernel(self.target)
+
+    @property
     def failure(self) -> StageFailure | None:
         f = self.state.get("failure")
         if not f:
             return None
-        return StageFailure(**{**f, "category": FailureCategory(f["category"])})
+        return StageFailure.from_dict(f)
 
     def save(self) -> None:
         tmp = self.state_path.with_suffix(".tmp")
@@ -147,7 +155,7 @@ def run_stage(job: Job, stage: str) -> StageFailure | None:
             [str(job.state_path)],
         )
     if failure is not None:
-        job.state["failure"] = {**failure.__dict__, "category": str(failure.category)}
+        job.state["failure"] = failure.to_dict()
     took = time.monotonic() - begun
     job.state["stages"][stage] = round(took, 3)
     job.save()
@@ -181,7 +189,7 @@ def _userspace_build(job: Job) -> buildmod.UserspaceBuild:
 
 
 def stage_configure(job: Job) -> None:
-    if job.target == "userspace":
+    if not job.kernel:
         b = _userspace_build(job)
         job.state["build_dir"] = str(b.build_dir)
         job.state["configure_args"] = b.configure_args
@@ -194,7 +202,7 @@ def stage_configure(job: Job) -> None:
 
 
 def stage_build(job: Job) -> None:
-    if job.target == "userspace":
+    if not job.kernel:
         b = _userspace_build(job)
         b.make(job.build_log, job.config.timeout("build"), job.patterns)
         job.state["programs"] = {k: str(v) for k, v in b.programs().items()}
@@ -216,7 +224,7 @@ def _timeouts(job: Job) -> dict[str, float]:
 
 def stage_load(job: Job) -> None:
     with MEASURE_LOCK:
-        if job.target == "userspace":
+        if not job.kernel:
             programs = {k: Path(v) for k, v in job.need("programs", "build").items()}
             out = userspace.run_programs(
                 programs,
@@ -237,7 +245,7 @@ def stage_load(job: Job) -> None:
 
 
 def stage_unload(job: Job) -> None:
-    if job.target == "userspace":
+    if not job.kernel:
         return
     _, failure = collect(job)
     if failure is not None and failure.stage == "unload":
@@ -246,6 +254,49 @@ def stage_unload(job: Job) -> None:
 
 def stage_collect(job: Job) -> None:
     collect(job)
+
+
+# A kernel target's rounds after the first: ``state["repeats"]``, one load cycle each, in ``vm.<i>``.
+REPEATS_KEY = "repeats"
+
+
+def load_cycle(job: Job, work: Path) -> ModuleLoadOutcome:
+    """One more load cycle of the job's built module into ``work`` (measured alone: the lock)."""
+    ko = Path(job.need("ko", "build"))
+    with MEASURE_LOCK:
+        return kernel.target(job.target, "load").repeat_load(job.config, ko, work)
+
+
+def repeat_load(job: Job, index: int) -> None:
+    """Round ``index`` of a kernel target whose benchmark repeats: recorded beside the first load."""
+    outcome = load_cycle(job, job.dir / f"vm.{index}")
+    job.state.setdefault(REPEATS_KEY, []).append({"index": index, "outcome": kernel.outcome_record(outcome)})
+    job.save()
+
+
+def judged_cycle(job: Job, outcome: ModuleLoadOutcome, kept: Path) -> tuple[LogResult, StageFailure | None]:
+    """A load cycle's kernel log (copied to ``kept``, parsed) and its failure, as the first one's."""
+    if outcome.kernel_log.is_file() and outcome.kernel_log.resolve() != kept.resolve():
+        kept.write_bytes(outcome.kernel_log.read_bytes())
+    log = kernel.parse_kernel_log(job.target, kept if kept.is_file() else outcome.kernel_log)
+    return log, kernel.judge_outcome(outcome, log, job.config.timeout("load"), job.patterns)
+
+
+def repeat_log_path(job: Job, index: int | str) -> Path:
+    """``kernel.log`` -> ``kernel.<index>.log``: round ``index``'s kernel log in the run directory."""
+    name = Path(kernel.LOG_NAMES[job.target])
+    return job.dir / f"{name.stem}.{index}{name.suffix}"
+
+
+def _repeat_logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
+    logs: list[LogResult] = []
+    first: StageFailure | None = None
+    for rec in job.state.get(REPEATS_KEY, []):
+        outcome = kernel.outcome_from_record(rec["outcome"])
+        log, failure = judged_cycle(job, outcome, repeat_log_path(job, rec["index"]))
+        logs.append(log)
+        first = first or failure
+    return logs, first
 
 
 def stage_gate(job: Job) -> None:
@@ -313,7 +364,7 @@ STAGE_FUNCS: dict[str, Callable[[Job], None]] = {
 
 
 def _logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
-    if job.target == "userspace":
+    if not job.kernel:
         runs = [userspace.ProgramRun.from_record(r) for r in job.state.get("programs_run", [])]
         ran = [r for r in runs if not r.skipped]
         logs = [userspace.parse_program_log(r) for r in ran]
@@ -326,11 +377,10 @@ def _logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
         return own
     outcome = kernel.outcome_from_record(job.state["outcome"])
     kept = job.dir / kernel.LOG_NAMES[job.target]
-    if outcome.kernel_log.is_file() and outcome.kernel_log.resolve() != kept.resolve():
-        kept.write_bytes(outcome.kernel_log.read_bytes())
-    log = kernel.parse_kernel_log(job.target, kept if kept.is_file() else outcome.kernel_log)
+    log, failure = judged_cycle(job, outcome, kept)
     measured = kernel.target(job.target, "collect").measured_logs(job.state, job.dir, outcome, kept)
-    return [log, *measured], kernel.judge_outcome(outcome, log, job.config.timeout("load"), job.patterns)
+    again, again_failure = _repeat_logs(job)  # a failed round fails the run like the first would
+    return [log, *measured, *again], failure or again_failure
 
 
 def collect(job: Job) -> tuple[RunResult, StageFailure | None]:
@@ -362,7 +412,7 @@ def _metadata(job: Job) -> dict[str, Any]:
         "source_commit": src.get("commit"),
         "configure_args": job.state.get("configure_args"),
         "cflags": job.config.cflags(job.target, job.variant),
-        "bench_args": list(job.config.benchmark.userspace_args) if job.target == "userspace" else None,
+        "bench_args": None if job.kernel else list(job.config.benchmark.userspace_args),
         # Which runs may be compared with which (perf gate history and baselines, issue 9).
         "fingerprint": machine_fingerprint(job.target, job.variant, job.state.get("configure_args"),
                                            os.environ.get("CC", "cc")),

@@ -1,8 +1,10 @@
-"""What a kernel target is to the pipeline: one object per target, registered in ``kernel.TARGETS``.
+"""What a target is to the pipeline: one object per target, registered in ``registry.TARGETS``.
 
-A target says how its module is built, loaded and judged; the stages only call these
-methods, so adding a target is one file with one ``KernelTarget`` subclass (and a line in
-the registry). The default ``judge`` suits a target with one kernel log per run.
+Every target (``userspace`` too) says what its benchmark numbers are (``Target``): whether they
+measure the module's performance on this machine, and whether one run can measure again. A kernel
+target (``KernelTarget``) also says how its module is built, loaded and judged; the stages only
+call these methods, so adding a target is one file with one subclass (and a line in the registry).
+The default ``judge`` suits a target with one kernel log per run.
 """
 
 from __future__ import annotations
@@ -17,8 +19,33 @@ from ..parsers import ParseError, parse_file
 from .loading import ModuleLoadOutcome
 
 
-class KernelTarget:
+class Target:
+    """What a target's benchmark is; the perf gate and the PR builds' base follow it, never a name."""
+
     name: ClassVar[str]
+    # Kernel targets load a module (``KernelTarget``); userspace runs programs.
+    kernel: ClassVar[bool] = False
+    # The benchmark's numbers are the module's performance on the worker's CPU: a perf target,
+    # regression-gated against a base or history. False where an emulator runs the CPU (QEMU TCG):
+    # its timings are the emulator's, so a slower run says nothing about the module.
+    perf_measurement: ClassVar[bool] = False
+    # One run can measure the benchmark again (rounds of base, head: ``benchmark.repeats``).
+    bench_repeats: ClassVar[bool] = False
+    # Why, for the report and the README (one line).
+    perf_note: ClassVar[str] = ""
+    # Runs on a worker of each FreeBSD release the config declares (``release.freebsd_releases``).
+    per_os_release: ClassVar[bool] = False
+
+    @classmethod
+    def measures_base(cls) -> bool:
+        """Whether a PR build (or ``run --base-*``) builds the base and measures both in rounds."""
+        return cls.perf_measurement and cls.bench_repeats
+
+
+class KernelTarget(Target):
+    kernel = True
+    source_dir: ClassVar[str]  # the wolfSSL tree's directory the module is built from (bsdkm, linuxkm)
+    afalg: ClassVar[bool] = False  # an lkcapi variant's AF_ALG benchmark runs beside the module
     log_format: ClassVar[LogFormat]
     log_name: ClassVar[str]  # what the kernel log is called in the run's directory
 
@@ -32,6 +59,10 @@ class KernelTarget:
 
     def load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
         raise NotImplementedError
+
+    def repeat_load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
+        """One more load cycle of the same module (a round of ``bench_repeats``), into ``work``."""
+        return self.load(config, ko, work)
 
     def logs(self, state: dict[str, Any], run_dir: Path, timeout_s: float,
              patterns: Patterns | None = None) -> tuple[list[LogResult], StageFailure | None] | None:

@@ -1,0 +1,40 @@
+"""Every target the pipeline knows, one entry per target file: the one place a name becomes a target.
+
+Shells and stages ask this registry what a target is (a kernel target, a perf target, one whose
+benchmark repeats) instead of comparing names, so a new target is its own file plus a line here.
+"""
+
+from __future__ import annotations
+
+from . import freebsd, freebsd_qemu, linuxkm, userspace
+from .target import KernelTarget, Target
+
+TARGETS: dict[str, Target] = {
+    t.name: t for t in (userspace.TARGET, linuxkm.TARGET, freebsd.TARGET, freebsd_qemu.TARGET)
+}
+KERNEL_TARGETS: dict[str, KernelTarget] = {n: t for n, t in TARGETS.items() if isinstance(t, KernelTarget)}
+
+
+def get(name: str) -> Target | None:
+    return TARGETS.get(name)
+
+
+def is_kernel(name: str) -> bool:
+    return name in KERNEL_TARGETS
+
+
+def perf_measurement(name: str) -> bool:
+    """Whether ``name``'s benchmark measures the module's performance (an unknown name: no)."""
+    t = TARGETS.get(name)
+    return t is not None and t.perf_measurement
+
+
+def measures_base(name: str) -> bool:
+    """Whether a base is built next to the head and measured with it in rounds on ``name``."""
+    t = TARGETS.get(name)
+    return t is not None and t.measures_base()
+
+
+def bench_repeats(name: str) -> bool:
+    t = TARGETS.get(name)
+    return t is not None and t.bench_repeats
