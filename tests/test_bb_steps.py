@@ -49,6 +49,17 @@ def upload(path: str) -> ExpectUploadFile:
                             writer=ExpectRemoteRef(remotetransfer.StringFileWriter))
 
 
+def state_upload(failure: dict | None, *ran: str, run_dir: str = RUN_DIR) -> ExpectUploadFile:
+    """The state.json a failed ``bsdkm-ci stage`` leaves: the stages that ran, the failure it recorded."""
+    doc = {"target": "userspace", "variant": "accel", "stages": dict.fromkeys(ran, 1.0), "failure": failure}
+    return upload(f"{run_dir}/state.json").upload_string(json.dumps(doc)).exit(0)
+
+
+def failure_doc(stage: str, reason: str, message: str, *evidence: str, category: str = "real") -> dict:
+    return {"stage": stage, "message": message, "category": category, "reason": reason,
+            "evidence": list(evidence)}
+
+
 def results_json(*logs: Path) -> str:
     run = RunResult(variant="accel", target="userspace", logs=[parse_file(p) for p in logs])
     return to_json([run])
@@ -92,7 +103,9 @@ class TestSimpleStages(StageStepCase):
         self.make(steps.LoadModule)
         self.expect_commands(shell("load").stdout(
             "FAILED load category=real reason=selftest: self-test failed: ECC (error -216)\n"
-            f"  evidence: {RUN_DIR}/test.log\n").exit(1))
+            f"  evidence: {RUN_DIR}/test.log\n").exit(1),
+            state_upload(failure_doc("load", "selftest", "self-test failed: ECC (error -216)",
+                                     f"{RUN_DIR}/test.log"), "fetch", "configure", "build", "load"))
         self.expect_outcome(result=FAILURE,
                             state_string="load failed (selftest): self-test failed: ECC (error -216)")
         self.expect_property("bsdkm_failure", {"stage": "load", "category": "real", "reason": "selftest",
@@ -104,7 +117,9 @@ class TestSimpleStages(StageStepCase):
         self.make(steps.UnloadModule)
         self.expect_commands(shell("unload").stderr(
             "bsdkm-ci stage unload: userspace/accel: skipped, stage 'load' failed: self-test failed\n")
-            .exit(1))
+            .exit(1),
+            state_upload(failure_doc("load", "selftest", "self-test failed"), "fetch", "configure", "build",
+                         "load"))
         self.expect_outcome(result=SKIPPED, state_string="unload: skipped (load failed)")
         self.expect_no_property("bsdkm_failure")
         return self.run_step()
@@ -113,7 +128,9 @@ class TestSimpleStages(StageStepCase):
         self.make(steps.Build)
         self.expect_commands(
             shell("build").stdout("wolfcrypt/src/aes.c:123:5: error: 'x' undeclared\n"
-                                  "make: *** [Makefile:100: all] Error 2\n").exit(1))
+                                  "make: *** [Makefile:100: all] Error 2\n").exit(1),
+            state_upload(failure_doc("build", "compile", "compile failed: wolfcrypt/src/aes.c:123:5: error: "
+                                     "'x' undeclared"), "fetch", "configure", "build"))
         self.expect_outcome(result=FAILURE)
         d = self.run_step()
 
@@ -173,7 +190,9 @@ class TestSimpleStages(StageStepCase):
         step = self.make(steps.UnloadModule)
         self.assertTrue(step.alwaysRun)
         self.assertFalse(step.haltOnFailure)
-        self.expect_commands(shell("unload").stdout("kldunload: can't find file libwolfssl\n").exit(1))
+        self.expect_commands(shell("unload").stdout("kldunload: can't find file libwolfssl\n").exit(1),
+                             state_upload(failure_doc("unload", "unload", "unload failed: kldunload: can't "
+                                                      "find file libwolfssl"), "load", "collect", "unload"))
         self.expect_outcome(result=FAILURE)
         return self.run_step()
 
@@ -193,6 +212,8 @@ class TestCollectResults(StageStepCase):
         self.expect_commands(
             shell("collect").stdout("results: userspace/accel\n").exit(1),
             upload(f"{RUN_DIR}/results.json").upload_string(doc).exit(0),
+            state_upload(failure_doc("load", "selftest", "self-test failed: PWDBASED (error -125)"),
+                         "load", "collect"),
         )
         self.expect_outcome(result=FAILURE)
         parsed_tests = parse_file(FAILING_SELFTEST).tests
@@ -398,7 +419,9 @@ class TestPullRequestBase(StageStepCase):
         self.expect_commands(
             shell("build").stdout("build ok: userspace/accel (state: x)\n").exit(0),
             ExpectShell(workdir="wkdir", command=self.base_cmd("build"))
-            .log("base", stdout="FAILED build category=real reason=compile: error: x\n").exit(1))
+            .log("base", stdout="FAILED build category=real reason=compile: error: x\n").exit(1),
+            state_upload(failure_doc("build", "compile", "compile failed: error: x"), "fetch", "configure",
+                         "build", run_dir=f"{self.BASE_OUT}/userspace/accel"))
         self.expect_outcome(result=SUCCESS,
                             state_string="build ok: userspace/accel; base build failed (compile)")
         d = self.run_step()
@@ -413,7 +436,9 @@ class TestPullRequestBase(StageStepCase):
             shell("configure").stdout("configure ok: userspace/accel (state: x)\n").exit(0),
             ExpectShell(workdir="wkdir", command=self.base_cmd("configure")).log("base", stderr=(
                 "bsdkm-ci stage configure: userspace/accel: skipped, stage 'fetch' failed: no such commit\n"))
-            .exit(1))
+            .exit(1),
+            state_upload(failure_doc("fetch", "integrity", "no such commit"), "fetch",
+                         run_dir=f"{self.BASE_OUT}/userspace/accel"))
         self.expect_outcome(result=SUCCESS,
                             state_string="configure ok: userspace/accel; base skipped (fetch failed)")
         return self.run_step()
@@ -422,7 +447,9 @@ class TestPullRequestBase(StageStepCase):
         self.make(steps.Configure)
         self.pr_properties()
         self.expect_commands(shell("configure").stdout("FAILED configure category=real reason=configure: "
-                                                       "bad flag\n").exit(1))
+                                                       "bad flag\n").exit(1),
+                             state_upload(failure_doc("configure", "configure", "configure failed: bad flag"),
+                                          "fetch", "configure"))
         self.expect_outcome(result=FAILURE)
         return self.run_step()
 

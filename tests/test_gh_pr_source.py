@@ -16,7 +16,9 @@ from buildbot.process.build import Build
 from buildbot.process.properties import Properties
 
 from buildbot_bsdkm.buildbot import steps
-from buildbot_bsdkm.github.controller import PROP_HEAD, PROP_PR, PrBuilder, PullRequestBuilds
+from buildbot_bsdkm.contract import PR_HEAD_PROPERTY as PROP_HEAD
+from buildbot_bsdkm.contract import PR_NUMBER_PROPERTY as PROP_PR
+from buildbot_bsdkm.github.controller import PrBuilder, PullRequestBuilds
 from buildbot_bsdkm.github.events import PullRequest
 from buildbot_bsdkm.github.settings import GitHubSettings
 from buildbot_bsdkm.github.trust import PrRecord

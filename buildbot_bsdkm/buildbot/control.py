@@ -31,6 +31,13 @@ from typing import Any
 import requests
 
 from .. import resources
+from ..contract import (
+    REGRESSIONS_PROPERTY,
+    RETRY_SUMMARY_PROPERTY,
+    SELFTEST_PROPERTY,
+    VERDICT_PROPERTY,
+    builder_name,
+)
 from .master_config import SETTINGS_FILE
 
 STATE_HOME = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local/state")
@@ -331,13 +338,13 @@ def verdict_lines(rest: Rest, bsid: int) -> tuple[list[str], bool]:
         props = rest.properties(last["buildid"])
         result = RESULT_NAMES.get(last.get("results"), str(last.get("results")))
         ok = ok and result in ("SUCCESS", "WARNINGS")
-        extra = [props.get("bsdkm_selftest"), props.get("bsdkm_retry")]
-        regressions = props.get("bsdkm_regressions") or []
+        extra = [props.get(SELFTEST_PROPERTY), props.get(RETRY_SUMMARY_PROPERTY)]
+        regressions = props.get(REGRESSIONS_PROPERTY) or []
         if regressions:
             extra.append("regressions: " + ", ".join(regressions))
         detail = "; ".join(x for x in extra if x)
         attempts = f"{len(builds)} attempt{'s' if len(builds) != 1 else ''}"
-        verdict = props.get("bsdkm_verdict", "?")
+        verdict = props.get(VERDICT_PROPERTY, "?")
         name = names.get(last["builderid"])
         lines.append(f"{name}: {result} (verdict {verdict}, {attempts}) {detail}".rstrip())
     return lines, ok
@@ -352,7 +359,7 @@ def default_builders(rest: Rest, config_path: str | None, target: str = "userspa
         pairs = load_config(config_path).pairs(targets=[target]) if config_path else []
     except ConfigError as e:
         raise ControlError(str(e)) from None
-    return [n for n in (f"{t}/{v}" for t, v in pairs) if n in known]
+    return [n for n in (builder_name(t, v) for t, v in pairs) if n in known]
 
 
 # --------------------------------------------------------------------------- command line

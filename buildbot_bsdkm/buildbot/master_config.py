@@ -5,10 +5,9 @@ schedulers, web UI and database. ``master.cfg`` is a few lines around ``buildmas
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,15 @@ from buildbot.plugins import schedulers, secrets, util, worker
 from twisted.python import log
 
 from ..config import Config
+from ..contract import (
+    CONFIG_PROPERTY,
+    RUN_KIND_PROPERTY,
+    TAGS_PROPERTY,
+    TARGET_PROPERTY,
+    VARIANT_PROPERTY,
+    builder_name,
+)
+from ..github.services import github_services
 from ..retry_rules import RetrySettings
 from . import release
 from . import steps as bsdkm_steps
@@ -53,10 +61,6 @@ def _endpoint(port: int, interface: str) -> str:
     return f"tcp:{port}:interface={interface}" if interface else f"tcp:{port}"
 
 
-def builder_name(target: str, variant: str) -> str:
-    return f"{target}/{variant}"
-
-
 def _password(ref: PasswordRef) -> Any:
     if ref.kind == "secret":
         return util.Secret(ref.name)
@@ -67,13 +71,13 @@ def make_workers(specs: list[WorkerSpec], settings: MasterSettings) -> list[Any]
     out = []
     for spec in specs:
         props = dict(spec.properties or {})
-        props.setdefault("bsdkm_tags", list(spec.tags))
+        props.setdefault(TAGS_PROPERTY, list(spec.tags))
         out.append(worker.Worker(spec.name, _password(spec.password), max_builds=spec.max_builds,
                                  properties=props))
     for name, password in settings.local_workers.items():
-        props = {"bsdkm_tags": list(LOCAL_TAGS), **settings.extra_worker_properties}
+        props = {TAGS_PROPERTY: list(LOCAL_TAGS), **settings.extra_worker_properties}
         if settings.config_path:
-            props["bsdkm_config"] = settings.config_path
+            props[CONFIG_PROPERTY] = settings.config_path
         out.append(worker.Worker(name, password, max_builds=1, properties=props))
     return out
 
@@ -102,7 +106,7 @@ def stage_time_limit(config: Config, stage: str) -> float:
 
 def build_factory(config: Config, target: str, variant: str, settings: MasterSettings) -> BsdkmBuildFactory:
     factory = BsdkmBuildFactory(retry_settings=RetrySettings.from_config(config.retry))
-    config_path = util.Property("bsdkm_config", default=settings.config_path or "")
+    config_path = util.Property(CONFIG_PROPERTY, default=settings.config_path or "")
     for step_class in bsdkm_steps.STAGE_STEPS:
         limit = stage_time_limit(config, step_class.stage)
         factory.addStep(step_class(
@@ -132,7 +136,7 @@ def make_builders(
             collapseRequests=False,  # each change keeps its own status
             canStartBuild=can_start_build,
             nextWorker=next_worker,
-            properties={"bsdkm_target": target, "bsdkm_variant": variant},
+            properties={TARGET_PROPERTY: target, VARIANT_PROPERTY: variant},
         ))
     return builders, orphans
 
@@ -143,30 +147,17 @@ def make_schedulers(builder_names: list[str], on_change: list[str]) -> list[Any]
         schedulers.AnyBranchScheduler(name="changes", builderNames=on_change, treeStableTimer=None),
         schedulers.ForceScheduler(name="force", builderNames=builder_names),
         schedulers.Nightly(name="nightly-rc", builderNames=builder_names, hour=NIGHTLY_HOUR, minute=0,
-                           onlyIfChanged=False, properties={"bsdkm_run": "release-candidate"}),
+                           onlyIfChanged=False, properties={RUN_KIND_PROPERTY: "release-candidate"}),
     ]
 
 
-def _github_hook(module: str, function: str) -> Callable[[Config], Any] | None:
-    """The GitHub shell's entry point, if that package provides it (issue 5)."""
-    try:
-        mod = importlib.import_module(module)
-    except ImportError:
-        return None
-    fn = getattr(mod, function, None)
-    return fn if callable(fn) else None
-
-
 def apply_github(c: dict[str, Any], config: Config, basedir: str | None = None) -> None:
-    """Reporters/change hook from ``buildbot_bsdkm.github.github_services(config)`` when present.
+    """Reporters/change hook from ``github.services.github_services(config)`` (issue 5).
 
-    It may return a list of services, or a mapping with ``services``, ``change_hook_dialects``
-    and ``secretsProviders``.
+    It returns a mapping with ``services``, ``change_hook_dialects`` and ``secretsProviders``
+    (empty without a ``github:`` section); a plain list of services is taken too.
     """
-    fn = _github_hook("buildbot_bsdkm.github", "github_services")
-    if fn is None:
-        return
-    got = fn(config, basedir=basedir) if basedir else fn(config)
+    got = github_services(config, basedir=basedir) if basedir else github_services(config)
     if isinstance(got, Mapping):
         c["services"].extend(got.get("services", []))
         if got.get("change_hook_dialects"):
@@ -210,8 +201,8 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     apply_github(c, config, settings.basedir)
     apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel (issue 10)
     apply_perf_dashboard(c)  # the perf history page; it asks the authz just set who may read it
-    release.apply_release(c, config, specs, util.Property("bsdkm_config", default=settings.config_path or ""),
-                          settings.bsdkm_ci)
+    config_path = util.Property(CONFIG_PROPERTY, default=settings.config_path or "")
+    release.apply_release(c, config, specs, config_path, settings.bsdkm_ci)
     return c
 
 

@@ -18,11 +18,11 @@ from typing import Any
 from twisted.internet import threads
 from twisted.python import log
 
+from ..contract import PR_NUMBER_PROPERTY
 from ..model import RunResult, to_json
 from ..perf import fingerprint
 from ..perf.store import SqlStore
 
-PR_NUMBER_PROPERTY = "github_pr"
 HISTORY_FILE = "history.json"  # stages.HISTORY_FILE
 _stores: dict[str, SqlStore] = {}
 

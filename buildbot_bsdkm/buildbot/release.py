@@ -24,6 +24,7 @@ from buildbot.process.results import FAILURE, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
 
 from ..config import Config
+from ..contract import PROPERTY_SOURCE, RELEASE_VERDICT_PROPERTY, RUN_KIND_PROPERTY
 from .workers import WorkerSpec
 
 OUT_DIR = "bsdkm-release"
@@ -104,9 +105,9 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
         verdict = next((ln for ln in reversed(lines) if ln.startswith(("PASS:", "FAIL:"))), None)
         if cmd.rc == 0:
             self.summary_text = f"release: {verdict or 'passed'}"
-            self.setProperty("bsdkm_release_verdict", "passed", "bsdkm")
+            self.setProperty(RELEASE_VERDICT_PROPERTY, "passed", PROPERTY_SOURCE)
             return SUCCESS
-        self.setProperty("bsdkm_release_verdict", "failed" if cmd.rc == 1 else "error", "bsdkm")
+        self.setProperty(RELEASE_VERDICT_PROPERTY, "failed" if cmd.rc == 1 else "error", PROPERTY_SOURCE)
         why = verdict if cmd.rc == 1 and verdict else (lines[-1] if lines else f"exit {cmd.rc}")
         self.summary_text = f"release: {why}"
         return FAILURE
@@ -160,7 +161,7 @@ def release_schedulers(config: Config, builder_names: list[str]) -> list[Any]:
         schedulers.AnyBranchScheduler(
             name="release-tags", builderNames=builder_names, treeStableTimer=None,
             change_filter=util.ChangeFilter(branch_fn=lambda b: is_release_tag(b, pattern)),
-            properties={"bsdkm_run": "release-candidate"},
+            properties={RUN_KIND_PROPERTY: "release-candidate"},
         ),
         schedulers.ForceScheduler(
             name="release-force", builderNames=builder_names, buttonName="Compare release candidate",

@@ -30,6 +30,15 @@ from buildbot.process.results import (
 from twisted.internet import defer
 from twisted.python import log
 
+from ..contract import (
+    ATTEMPT_PROPERTY,
+    FAILURE_PROPERTY,
+    HISTORY_PROPERTY,
+    PROPERTY_SOURCE,
+    RETRY_SUMMARY_PROPERTY,
+    VERDICT_PROPERTY,
+    failure_from_property,
+)
 from ..model import FailureCategory, StageFailure
 from ..retry_rules import (
     Attempt,
@@ -41,12 +50,6 @@ from ..retry_rules import (
     pick_worker,
     worker_lost_failure,
 )
-from .classification import failure_from_dict
-from .steps import FAILURE_PROPERTY, PROPERTY_SOURCE
-
-ATTEMPT_PROPERTY = "bsdkm_attempt_record"  # this build's own attempt
-HISTORY_PROPERTY = "bsdkm_attempts"  # every attempt of the request so far, shown in the UI
-RETRY_SUMMARY_PROPERTY = "bsdkm_retry"
 
 
 @dataclass
@@ -141,7 +144,7 @@ class BoundedRetryBuild(Build):
             HOLDS.release(brids)
             final = RESULT_OF_VERDICT.get(decision.verdict, effective)
             if decision.verdict != AttemptVerdict.PASSED:
-                self.setProperty("bsdkm_verdict", "failed" if final == FAILURE else "infrastructure",
+                self.setProperty(VERDICT_PROPERTY, "failed" if final == FAILURE else "infrastructure",
                                  PROPERTY_SOURCE)
         self.results = final  # worst_status would keep RETRY over FAILURE; the policy decides
         await self.master.data.updates.setBuildProperties(self.buildid, self)
@@ -166,7 +169,7 @@ class BoundedRetryBuild(Build):
 
     def failure_of_this_attempt(self, effective: int) -> StageFailure:
         """The step's own record when it wrote one; otherwise what Buildbot's result implies."""
-        recorded = failure_from_dict(self.getProperty(FAILURE_PROPERTY))
+        recorded = failure_from_property(self.getProperty(FAILURE_PROPERTY))
         if recorded is not None:
             return recorded
         stage = self.interrupted_stage()

@@ -19,29 +19,38 @@ from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.python import log
 
+from ..contract import (
+    BENCHMARKS_PROPERTY,
+    FAILURE_PROPERTY,
+    PR_BASE_SHA_PROPERTY,
+    PR_HEAD_PROPERTY,
+    PR_NUMBER_PROPERTY,
+    PROPERTY_SOURCE,
+    REGRESSIONS_PROPERTY,
+    REPOSITORY_PROPERTY,
+    RESULTS_PATH_PROPERTY,
+    SELFTEST_PROPERTY,
+    VERDICT_PROPERTY,
+    StageOutcome,
+    StateError,
+    failure_property,
+    read_state,
+    stage_outcome,
+    state_path,
+)
+from ..contract import run_dir as run_dir_of
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
 from ..pipeline.run import measured_interleaved
 from ..pipeline.stages import BASE_DIR
 from . import perf_history, summaries
-from .classification import classify_stage, failure_to_dict, missing_results, skipped_after
+from .classification import classify_stage, logs_lost, missing_results
 
-PROPERTY_SOURCE = "bsdkm"
-FAILURE_PROPERTY = "bsdkm_failure"
 STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any error message
-# Set on every PR build by github/controller.py (PROP_PR there; not imported, as that would pull
-# the GitHub client into every master). The PR's clone URL is the build's "repository" property,
-# which Buildbot copies from the buildset's sourcestamp.
-PR_NUMBER_PROPERTY = "github_pr"
-PR_HEAD_PROPERTY = "github_head_sha"  # PROP_HEAD there
-REPOSITORY_PROPERTY = "repository"
-# The PR's base commit (the webhook's pull_request.base.sha), named here once: github/controller.py
-# sets it. A PR build with it builds that commit too, into BASE_DIR beside the head, and measures
-# both interleaved (issue 9); without it the gate judges the head against history.
-PR_BASE_SHA_PROPERTY = "github_base_sha"
-# The results document is too big for a build property (81 KB for two variants): the master keeps
-# it in a file under its basedir and the property names that file (github/aggregate.py reads it).
-RESULTS_PATH_PROPERTY = "bsdkm_results_path"
-RESULTS_DIR = "bsdkm-results"
+# A PR build (github_pr set) with the PR's base commit builds that commit too, into BASE_DIR beside
+# the head, and measures both interleaved (issue 9); without it the gate judges the head against
+# history. The PR's clone URL is the build's "repository" property.
+RESULTS_DIR = "bsdkm-results"  # under the master's basedir: the results documents (RESULTS_PATH_PROPERTY)
+EXIT_FAILED = 1  # ``bsdkm-ci stage``: the stage failed (state.json says why) or was skipped
 # What the UI shows while a step runs ("configureing" before).
 STAGE_DOING = {"fetch": "fetching", "configure": "configuring", "build": "building", "load": "loading",
                "collect": "collecting", "unload": "unloading", "gate": "gating"}
@@ -77,6 +86,8 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         self.bsdkm_ci = bsdkm_ci
         self.patterns = patterns  # handed to classify: bsdkm.yml's retry patterns
         self.stage_summary: str | None = None
+        self._states: dict[str, StageOutcome] = {}  # state.json read back, per output directory
+        self._state_docs: dict[str, dict[str, Any] | StateError | None] = {}
         kwargs = self.setupShellMixin(kwargs, prohibitArgs=["command"])
         kwargs.setdefault("name", self.stage)
         kwargs.setdefault("description", [STAGE_DOING.get(self.stage, self.stage)])
@@ -119,16 +130,16 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
             self.stage_summary = f"{self.stage_summary}; base too"
             return
         output = ((cmd.stdout or "") + (cmd.stderr or ""))[-STAGE_OUTPUT_LIMIT:]
-        earlier = skipped_after(output) if cmd.rc == 1 else None
-        if earlier:
-            self.stage_summary = f"{self.stage_summary}; base skipped ({earlier} failed)"
+        reported = await self.worker_outcome(cmd.rc, self.base_out())
+        if reported.skipped_after:
+            self.stage_summary = f"{self.stage_summary}; base skipped ({reported.skipped_after} failed)"
             return
-        failure = self.classify(cmd.rc, output)
-        await self.addCompleteLog("base-failure", json.dumps(failure_to_dict(failure), indent=2))
+        failure = reported.failure or self.classify(cmd.rc, output)
+        await self.addCompleteLog("base-failure", json.dumps(failure.to_dict(), indent=2))
         self.stage_summary = f"{self.stage_summary}; base {self.stage} failed ({failure.reason or 'unknown'})"
 
     def run_dir(self) -> str:
-        return f"{self.out_dir}/{self.target}/{self.variant}"
+        return run_dir_of(self.out_dir, self.target, self.variant)
 
     async def run(self) -> int:
         cmd = await self.makeRemoteShellCommand(
@@ -145,15 +156,58 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         if rc == 0:
             self.stage_summary = await self.describe_success(output)
             return SUCCESS
-        earlier = skipped_after(output) if rc == 1 else None
-        if earlier:
-            self.stage_summary = f"{self.stage}: skipped ({earlier} failed)"
+        reported = await self.worker_outcome(rc)
+        if reported.skipped_after:
+            self.stage_summary = f"{self.stage}: skipped ({reported.skipped_after} failed)"
             return SKIPPED
-        return await self.fail_with(self.classify(rc, output))
+        return await self.fail_with(reported.failure or self.classify(rc, output))
+
+    async def stage_failure(self, rc: int | None, output: str) -> StageFailure:
+        """The worker's own record of this stage's failure, else the core's reading of the output."""
+        return (await self.worker_outcome(rc)).failure or self.classify(rc, output)
 
     def classify(self, rc: int | None, output: str) -> StageFailure:
+        """What the master saw, classified: for a stage the worker left no record of."""
         return classify_stage(self.stage, exit_code=rc, output=output, timed_out=self.timed_out,
                               patterns=self.patterns, timeout_s=self.maxTime)
+
+    # -- the worker's report: the stage's state.json
+
+    async def worker_outcome(self, rc: int | None, out_dir: str | None = None) -> StageOutcome:
+        """Why the stage failed, as the worker recorded it in ``state.json`` (exit 1 only).
+
+        Any other exit (killed by the time limit, lost, unusable input) left no record to read.
+        A state.json that cannot be read back after exit 1 is logs lost: infrastructure.
+        """
+        if rc != EXIT_FAILED or self.timed_out:
+            return StageOutcome()
+        out_dir = out_dir or self.out_dir
+        if out_dir not in self._states:
+            path = state_path(out_dir, self.target, self.variant)
+            doc = await self.state_document(out_dir)
+            try:
+                if doc is None:
+                    raise StateError(f"{path} could not be read back from the worker")
+                if isinstance(doc, StateError):
+                    raise doc
+                outcome = stage_outcome(doc, self.stage, path)
+            except StateError as e:
+                await self.addCompleteLog("state-error", str(e))
+                outcome = StageOutcome(failure=logs_lost(self.stage, f"{self.stage} failed and {e}"))
+            self._states[out_dir] = outcome
+        return self._states[out_dir]
+
+    async def state_document(self, out_dir: str | None = None) -> dict[str, Any] | StateError | None:
+        """The stage's ``state.json`` from the worker, read once per step: None if it is not there."""
+        out_dir = out_dir or self.out_dir
+        if out_dir not in self._state_docs:
+            path = state_path(out_dir, self.target, self.variant)
+            text = await self.read_worker_text(path)
+            try:
+                self._state_docs[out_dir] = None if text is None else read_state(text, path)
+            except StateError as e:
+                self._state_docs[out_dir] = e
+        return self._state_docs[out_dir]
 
     async def describe_success(self, output: str) -> str:
         """The stage's own last line, without the state-file path it appends for people debugging."""
@@ -166,10 +220,10 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
     async def fail_with(self, failure: StageFailure) -> int:
         """Record why this stage failed for the retry policy; RETRY only for infrastructure."""
         if not self.getProperty(FAILURE_PROPERTY):  # the first failure explains the build, not unload's
-            self.setProperty(FAILURE_PROPERTY, failure_to_dict(failure), PROPERTY_SOURCE)
+            self.setProperty(FAILURE_PROPERTY, failure_property(failure), PROPERTY_SOURCE)
         kind = "infrastructure" if failure.category == FailureCategory.INFRASTRUCTURE else "failed"
         self.stage_summary = f"{self.stage} {kind} ({failure.reason or 'unknown'}): {failure.message}"
-        await self.addCompleteLog("failure", json.dumps(failure_to_dict(failure), indent=2))
+        await self.addCompleteLog("failure", json.dumps(failure.to_dict(), indent=2))
         return RETRY if failure.category == FailureCategory.INFRASTRUCTURE else FAILURE
 
     # -- what the UI shows
@@ -284,7 +338,7 @@ class CollectResults(BsdkmStageStep):
         self.stage_summary = summaries.results_summary(runs)
         if rc == 0:
             return SUCCESS
-        failure = self.classify(rc, output)
+        failure = await self.stage_failure(rc, output)
         await self.fail_with(failure)
         self.stage_summary = summaries.results_summary(runs)
         return RETRY if failure.category == FailureCategory.INFRASTRUCTURE else FAILURE
@@ -305,8 +359,8 @@ class CollectResults(BsdkmStageStep):
             await self.add_benchmarks(run)
             selftest = summaries.selftest_summary(run)
             if selftest:
-                self.setProperty("bsdkm_selftest", selftest, PROPERTY_SOURCE)
-            self.setProperty("bsdkm_benchmarks", len(run.benchmarks), PROPERTY_SOURCE)
+                self.setProperty(SELFTEST_PROPERTY, selftest, PROPERTY_SOURCE)
+            self.setProperty(BENCHMARKS_PROPERTY, len(run.benchmarks), PROPERTY_SOURCE)
         # The whole results document, for the GitHub reporter's per-PR comment (issue 5): a file on
         # the master, its path the property, so the build's properties stay small.
         path = self.store_results(to_json(runs))
@@ -359,32 +413,30 @@ class Gate(BsdkmStageStep):
         verdict = await self.read_verdict() if rc in (0, 1) else None
         if verdict is not None:
             passed = bool(verdict.get("passed")) and rc == 0
-            self.setProperty("bsdkm_verdict", "passed" if passed else "failed", PROPERTY_SOURCE)
-            self.setProperty("bsdkm_regressions", summaries.regression_labels(verdict), PROPERTY_SOURCE)
+            self.setProperty(VERDICT_PROPERTY, "passed" if passed else "failed", PROPERTY_SOURCE)
+            self.setProperty(REGRESSIONS_PROPERTY, summaries.regression_labels(verdict), PROPERTY_SOURCE)
             await self.attach_report(verdict)
         if rc == 0:
             self.stage_summary = summaries.verdict_summary(verdict) if verdict else "gate passed"
             return SUCCESS
-        if rc == 1 and skipped_after(output):
+        if (await self.worker_outcome(rc)).skipped_after:
             return await super().evaluate(rc, output)
-        result = await self.fail_with(self.classify(rc, output))
+        result = await self.fail_with(await self.stage_failure(rc, output))
         if verdict is not None:
             self.stage_summary = summaries.verdict_summary(verdict)
         return result
 
     async def read_verdict(self) -> dict[str, Any] | None:
         """``verdict`` from the run's state.json, where ``bsdkm-ci stage gate`` keeps it."""
-        path = f"{self.run_dir()}/state.json"
-        text = await self.read_worker_text(path)
-        if text is None:
+        doc = await self.state_document()
+        if doc is None:
             return None
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            await self.addCompleteLog("verdict-error", f"{path}: not JSON: {e}")
+        if isinstance(doc, StateError):
+            await self.addCompleteLog("verdict-error", str(doc))
             return None
-        verdict = doc.get("verdict") if isinstance(doc, dict) else None
+        verdict = doc.get("verdict")
         if not isinstance(verdict, dict):
+            path = state_path(self.out_dir, self.target, self.variant)
             await self.addCompleteLog("verdict-error", f"{path}: no verdict recorded")
             return None
         return verdict

@@ -14,6 +14,8 @@ from typing import Any
 
 from .. import kernel_health
 from ..model import RunResult, SelfTest
+from ..policy import Verdict
+from ..report import html_report, markdown_report
 
 MINUS = "\u2212"  # a real minus sign reads better than a hyphen next to a percentage
 MAX_NAMED = 3  # items named in a one-line summary before "and N more"
@@ -126,23 +128,11 @@ def verdict_summary(verdict: Mapping[str, Any]) -> str:
     return f"gate FAILED: {verdict.get('summary', 'no checks passed')}"
 
 
-def verdict_from_dict(d: Mapping[str, Any]) -> Any:
-    """``policy.Verdict.to_dict()`` back into the core's object, for the core's report writer."""
-    from ..policy import Check, Verdict
-
-    checks = [Check(**c) for c in d.get("checks", []) or []]
-    return Verdict(checks=checks, notes=list(d.get("notes", []) or []),
-                   policy_source=str(d.get("policy", "<default>")))
-
-
 def markdown_from(runs: Sequence[RunResult], verdict: Mapping[str, Any]) -> str:
-    from ..report import markdown_report
-
-    return markdown_report(list(runs), verdict_from_dict(verdict))
+    """The core's Markdown report of a ``policy.Verdict.to_dict()`` document (ValueError if it is none)."""
+    return markdown_report(list(runs), Verdict.from_dict(verdict))
 
 
 def html_from(runs: Sequence[RunResult], verdict: Mapping[str, Any]) -> str:
     """The core's HTML report (tables and the speedup chart), for the build's HTML log."""
-    from ..report import html_report
-
-    return html_report(list(runs), verdict_from_dict(verdict))
+    return html_report(list(runs), Verdict.from_dict(verdict))

@@ -13,14 +13,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract import (
+    FAILURE_PROPERTY,
+    HISTORY_PROPERTY,
+    REGRESSIONS_PROPERTY,
+    RESULTS_PATH_PROPERTY,
+    RESULTS_PROPERTY,
+    SELFTEST_PROPERTY,
+    failure_from_property,
+    status_context,
+)
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
 from ..policy import Policy, Verdict, evaluate
 from ..report import markdown_report
 from .publisher import REPORT_MARKER
 
 GITHUB_COMMENT_LIMIT = 65536
-RESULTS_PROPERTY = "bsdkm_results"  # model.to_json document of the build's runs
-RESULTS_PATH_PROPERTY = "bsdkm_results_path"  # or a file on the master holding it (buildbot/steps.py)
 
 # Buildbot result codes (buildbot.process.results) without importing Buildbot here.
 SUCCESS, WARNINGS, FAILURE, SKIPPED, EXCEPTION, RETRY, CANCELLED = range(7)
@@ -38,7 +46,7 @@ class BuildFacts:
 
     @property
     def context(self) -> str:
-        return f"bsdkm/{self.target}/{self.variant}"
+        return status_context(self.target, self.variant)
 
 
 def plain_properties(props: Mapping[str, Any]) -> dict[str, Any]:
@@ -73,18 +81,9 @@ def runs_of(build: BuildFacts) -> list[RunResult]:
 
 
 def _failure(build: BuildFacts) -> StageFailure | None:
-    recorded = build.properties.get("bsdkm_failure")
-    if isinstance(recorded, Mapping) and recorded.get("stage"):
-        try:
-            category = FailureCategory(recorded.get("category", "real"))
-        except ValueError:
-            category = FailureCategory.REAL
-        return StageFailure(
-            stage=str(recorded["stage"]),
-            message=str(recorded.get("message", "")),
-            category=category,
-            reason=recorded.get("reason"),
-        )
+    recorded = failure_from_property(build.properties.get(FAILURE_PROPERTY))
+    if recorded is not None:
+        return recorded
     if build.results in (SUCCESS, WARNINGS, None):
         return None
     return StageFailure(
@@ -94,7 +93,7 @@ def _failure(build: BuildFacts) -> StageFailure | None:
 
 def retries_of(build: BuildFacts) -> list[dict[str, Any]]:
     """Infrastructure attempts before this build's final one, as rows for the report."""
-    attempts = build.properties.get("bsdkm_attempts")
+    attempts = build.properties.get(HISTORY_PROPERTY)
     if not isinstance(attempts, list):
         return []
     rows = []
@@ -137,12 +136,12 @@ def commit_status(build: BuildFacts) -> tuple[str, str]:
     if build.results == CANCELLED:
         return "error", "cancelled (superseded by a newer push or stopped by hand)"
     runs = runs_of(build)
-    regressions = build.properties.get("bsdkm_regressions") or []
+    regressions = build.properties.get(REGRESSIONS_PROPERTY) or []
     failed_tests = _failed_selftests(runs)
     failure = _failure(build)
     if build.results in (SUCCESS, WARNINGS, SKIPPED):
         text = "passed"
-        selftest = build.properties.get("bsdkm_selftest")
+        selftest = build.properties.get(SELFTEST_PROPERTY)
         if isinstance(selftest, str) and selftest:
             text += f": {selftest}"
         return "success", _with(text, retry)

@@ -22,7 +22,16 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
-from ..buildbot.steps import PR_BASE_SHA_PROPERTY
+from ..contract import (
+    PR_BASE_REF_PROPERTY,
+    PR_BASE_SHA_PROPERTY,
+    PR_HEAD_PROPERTY,
+    PR_NUMBER_PROPERTY,
+    PR_REPO_PROPERTY,
+    PR_TRIGGER_PROPERTY,
+    PR_URL_PROPERTY,
+    status_context,
+)
 from .coalesce import Coalescer
 from .events import CommentEvent, EventError, PullRequest, PullRequestEvent, pull_request_from
 from .publisher import Publisher
@@ -32,23 +41,15 @@ from .triggers import Trigger, parse_comment, selected_builders
 from .trust import (
     Action,
     ApprovalBook,
-    Decision,
     PrRecord,
     ReplyLimiter,
+    TrustDecision,
     decide_comment,
     decide_pull_request,
     event_push_problem,
 )
 
 SCHEDULER_NAME = "github-pr"
-# Build properties every PR build carries; the reporters read them back.
-PROP_REPO = "github_repo"
-PROP_PR = "github_pr"
-PROP_HEAD = "github_head_sha"
-PROP_PR_URL = "github_pr_url"
-PROP_TRIGGER = "github_trigger"
-PROP_BASE = "github_base_ref"
-PROP_BASE_SHA = PR_BASE_SHA_PROPERTY  # the PR base the perf gate builds and measures next to the head
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class PrBuilder:
 
     @property
     def context(self) -> str:
-        return f"bsdkm/{self.target}/{self.variant}"
+        return status_context(self.target, self.variant)
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ class PullRequestBuilds(service.BuildbotService):
         self,
         pull: PullRequest,
         record: PrRecord,
-        decision: Decision,
+        decision: TrustDecision,
         trigger: Trigger | None,
         received: float,
     ) -> Outcome:
@@ -278,13 +279,14 @@ class PullRequestBuilds(service.BuildbotService):
         }
         source = "github"
         properties = {
-            PROP_REPO: (pull.repo, source),
-            PROP_PR: (pull.number, source),
-            PROP_HEAD: (pull.head_sha, source),
-            PROP_PR_URL: (pull.html_url, source),
-            PROP_BASE: (pull.base_ref, source),
-            PROP_BASE_SHA: (pull.base_sha, source),
-            PROP_TRIGGER: (reason, source),
+            # Every PR build carries these; the steps and the reporters read them back.
+            PR_REPO_PROPERTY: (pull.repo, source),
+            PR_NUMBER_PROPERTY: (pull.number, source),
+            PR_HEAD_PROPERTY: (pull.head_sha, source),
+            PR_URL_PROPERTY: (pull.html_url, source),
+            PR_BASE_REF_PROPERTY: (pull.base_ref, source),
+            PR_BASE_SHA_PROPERTY: (pull.base_sha, source),  # the perf gate builds it next to the head
+            PR_TRIGGER_PROPERTY: (reason, source),
             "branch": (f"refs/pull/{pull.number}/head", source),
             "revision": (pull.head_sha, source),
         }
@@ -374,7 +376,7 @@ class PullRequestBuilds(service.BuildbotService):
             f"{pull.head_sha[:12]}. Each new push needs a new `ok to test`."
         )
 
-    async def _explain(self, decision: Decision, text: str) -> None:
+    async def _explain(self, decision: TrustDecision, text: str) -> None:
         login = decision.reply_to or ""
         if not self.limiter.allow(decision.repo, decision.number, login, time.monotonic()):
             log.msg(f"bsdkm github: not replying to {login} on #{decision.number} again (rate limit)")

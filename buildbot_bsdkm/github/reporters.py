@@ -16,8 +16,9 @@ from buildbot.reporters.message import MessageFormatterRenderable
 from twisted.internet import defer
 from twisted.python import log
 
+from ..contract import PR_HEAD_PROPERTY, PR_NUMBER_PROPERTY, PR_REPO_PROPERTY
 from .aggregate import BuildFacts, PrReport, commit_status, plain_properties
-from .controller import PROP_HEAD, PROP_PR, PROP_REPO, PrBuilder
+from .controller import PrBuilder
 from .publisher import Publisher
 
 
@@ -99,11 +100,11 @@ class GitHubPrReporter(ReporterBase):
 
     async def _report_build(self, build: dict[str, Any]) -> None:
         facts = self._facts(build)
-        if facts is None or PROP_PR not in facts.properties:
+        if facts is None or PR_NUMBER_PROPERTY not in facts.properties:
             return  # not a PR build (nightly, forced, branch push)
-        repo = str(facts.properties[PROP_REPO])
-        number = int(facts.properties[PROP_PR])
-        head = str(facts.properties[PROP_HEAD])
+        repo = str(facts.properties[PR_REPO_PROPERTY])
+        number = int(facts.properties[PR_NUMBER_PROPERTY])
+        head = str(facts.properties[PR_HEAD_PROPERTY])
         if self.statuses:
             state, text = commit_status(facts)
             await self.publisher.post_status(repo, head, facts.context, state, text, facts.url)

@@ -16,6 +16,7 @@ from typing import Any
 from twisted.python import log
 
 from ..config import Config
+from ..contract import builder_name
 from ..model import from_json
 from ..policy import load_policy
 from .aggregate import PrReport
@@ -27,15 +28,6 @@ from .outbox import Outbox
 from .publisher import Publisher
 from .reporters import GitHubPrReporter
 from .settings import GitHubSettings, parse_settings
-
-
-def builder_name(target: str, variant: str) -> str:
-    """Must match ``buildbot_bsdkm.buildbot.master_config.builder_name``."""
-    try:
-        from ..buildbot.master_config import builder_name as theirs
-    except ImportError:
-        return f"{target}/{variant}"
-    return theirs(target, variant)
 
 
 def pr_builders(config: Config) -> list[PrBuilder]:

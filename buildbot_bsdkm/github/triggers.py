@@ -15,9 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ..contract import STATUS_CONTEXT_PREFIX, status_context
+
 DEFAULT_RETEST_PHRASES: tuple[str, ...] = ("retest this please", "test this please")
 DEFAULT_APPROVE_PHRASES: tuple[str, ...] = ("ok to test",)
-_SELECTOR_PREFIX = "bsdkm/"
+_SELECTOR_PREFIX = STATUS_CONTEXT_PREFIX  # a selector names a status context, or its variant part
 _TRAILING_PUNCTUATION = ".!,;:"
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 
@@ -38,8 +40,7 @@ class Selector:
         return self.variant == variant and (self.target is None or self.target == target)
 
     def __str__(self) -> str:
-        name = f"{self.target}/{self.variant}" if self.target else self.variant
-        return _SELECTOR_PREFIX + name
+        return status_context(self.target, self.variant) if self.target else _SELECTOR_PREFIX + self.variant
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ class Action(StrEnum):
 
 
 @dataclass(frozen=True)
-class Decision:
+class TrustDecision:
     action: Action
     reason: str
     repo: str = ""
@@ -183,23 +183,26 @@ def event_push_problem(event: PullRequestEvent, policy: TrustPolicy, approvals: 
     return problem
 
 
-def decide_pull_request(event: PullRequestEvent, policy: TrustPolicy, approvals: ApprovalBook) -> Decision:
+def decide_pull_request(
+    event: PullRequestEvent, policy: TrustPolicy, approvals: ApprovalBook
+) -> TrustDecision:
     pull = event.pull
     base = {"repo": pull.repo, "number": pull.number, "head_sha": pull.head_sha}
     if event.action not in BUILDING_PR_ACTIONS:
-        return Decision(Action.IGNORE, f"pull_request action '{event.action}' starts no build", **base)
+        return TrustDecision(Action.IGNORE, f"pull_request action '{event.action}' starts no build", **base)
     if pull.draft:
-        return Decision(Action.IGNORE, f"PR #{pull.number} is a draft", **base)
+        return TrustDecision(Action.IGNORE, f"PR #{pull.number} is a draft", **base)
     push_problem = event_push_problem(event, policy, approvals)
     if policy.trusts(pull.author, pull.author_association) and push_problem is None:
         trusted = f"PR #{pull.number} by trusted {pull.author} ({pull.author_association})"
-        return Decision(Action.BUILD, trusted, **base)
+        return TrustDecision(Action.BUILD, trusted, **base)
     if approvals.is_approved(pull.repo, pull.number, pull.head_sha):
-        return Decision(Action.BUILD, f"head {pull.head_sha[:12]} of PR #{pull.number} was approved", **base)
+        approved = f"head {pull.head_sha[:12]} of PR #{pull.number} was approved"
+        return TrustDecision(Action.BUILD, approved, **base)
     why = push_problem if policy.trusts(pull.author, pull.author_association) else (
         f"{pull.author} ({pull.author_association}) is not trusted"
     )
-    return Decision(
+    return TrustDecision(
         Action.AWAIT_APPROVAL,
         f"PR #{pull.number} needs a trusted `ok to test` for head {pull.head_sha[:12]}: {why}",
         reply_to=pull.author,
@@ -213,7 +216,7 @@ def decide_comment(
     pull: PullRequest | None,
     policy: TrustPolicy,
     approvals: ApprovalBook,
-) -> Decision:
+) -> TrustDecision:
     """What a comment does. ``pull`` is the PR's current state (None when not a PR).
 
     An approval without a commit covers the current head only if that head is known to have
@@ -221,14 +224,14 @@ def decide_comment(
     """
     base = {"repo": event.repo, "number": event.issue_number}
     if event.action != "created":
-        return Decision(Action.IGNORE, f"issue_comment action '{event.action}' is ignored", **base)
+        return TrustDecision(Action.IGNORE, f"issue_comment action '{event.action}' is ignored", **base)
     if not event.is_pull_request or pull is None:
-        return Decision(Action.IGNORE, f"#{event.issue_number} is an issue, not a pull request", **base)
+        return TrustDecision(Action.IGNORE, f"#{event.issue_number} is an issue, not a pull request", **base)
     if trigger is None:
-        return Decision(Action.IGNORE, "comment holds no trigger phrase", **base)
+        return TrustDecision(Action.IGNORE, "comment holds no trigger phrase", **base)
     base["head_sha"] = pull.head_sha
     if not policy.trusts(event.author, event.author_association):
-        return Decision(
+        return TrustDecision(
             Action.REPLY,
             f"@{event.author}: only {policy.describe()} can start CI builds, so nothing ran. "
             "A maintainer can comment `ok to test` (untrusted PRs) or `retest this please`.",
@@ -239,8 +242,8 @@ def decide_comment(
     if trigger.kind == TriggerKind.APPROVE:
         problem = _approval_problem(event, trigger, pull, approvals)
         if problem is not None:
-            return Decision(Action.REPLY, problem, trigger=trigger, reply_to=event.author, **base)
-        return Decision(
+            return TrustDecision(Action.REPLY, problem, trigger=trigger, reply_to=event.author, **base)
+        return TrustDecision(
             Action.BUILD,
             f"{event.author} approved head {pull.head_sha[:12]} of PR #{pull.number}",
             trigger=trigger,
@@ -248,7 +251,7 @@ def decide_comment(
             **base,
         )
     if trigger.unknown and not trigger.selectors:
-        return Decision(
+        return TrustDecision(
             Action.REPLY,
             f"@{event.author}: no variant or target called {', '.join(trigger.unknown)}, so nothing ran.",
             trigger=trigger,
@@ -259,7 +262,7 @@ def decide_comment(
         pull.repo, pull.number, pull.head_sha
     )
     if not author_trusted and not approvals.is_approved(pull.repo, pull.number, pull.head_sha):
-        return Decision(
+        return TrustDecision(
             Action.REPLY,
             f"@{event.author}: head {pull.head_sha[:12]} of this PR by {pull.author} is not approved yet, "
             "so nothing ran. Comment `ok to test` to approve it.",
@@ -267,7 +270,7 @@ def decide_comment(
             reply_to=event.author,
             **base,
         )
-    return Decision(Action.BUILD, f"{event.author} asked for a retest", trigger=trigger, **base)
+    return TrustDecision(Action.BUILD, f"{event.author} asked for a retest", trigger=trigger, **base)
 
 
 def _approval_problem(

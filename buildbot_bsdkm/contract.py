@@ -1,0 +1,154 @@
+"""What crosses a process or shell boundary, named once.
+
+The Buildbot steps, the retrying build, the GitHub controller and reporters, and the stage command
+on the worker talk to each other through build properties, builder names, status contexts and the
+stage's ``state.json``. Each of those names and shapes is defined here and nowhere else, so the two
+ends of a boundary cannot drift apart. Pure: no Buildbot, no GitHub.
+
+The records themselves turn into dicts and back with their own methods
+(``StageFailure.to_dict/from_dict`` in ``model``, ``Verdict.from_dict`` in ``policy``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .model import StageFailure
+
+# --------------------------------------------------------------------------- build properties
+
+PROPERTY_SOURCE = "bsdkm"  # the "source" Buildbot shows next to every property we set
+
+# Set by the stage steps (buildbot/steps.py).
+FAILURE_PROPERTY = "bsdkm_failure"  # StageFailure.to_dict() of the first failing stage
+VERDICT_PROPERTY = "bsdkm_verdict"  # passed | failed | infrastructure
+REGRESSIONS_PROPERTY = "bsdkm_regressions"  # ["AES-128-GCM-enc −31 %", ...]
+SELFTEST_PROPERTY = "bsdkm_selftest"  # "self-test: 70/71 passed (PWDBASED failed -125)"
+BENCHMARKS_PROPERTY = "bsdkm_benchmarks"  # how many benchmark items the run printed
+# The results document is too big for a property (81 KB for two variants): the master keeps it in
+# a file and the property names that file; a build may carry the document itself instead.
+RESULTS_PATH_PROPERTY = "bsdkm_results_path"
+RESULTS_PROPERTY = "bsdkm_results"  # model.to_json document of the build's runs
+
+# Set by the bounded-retry build (buildbot/retrying_build.py).
+ATTEMPT_PROPERTY = "bsdkm_attempt_record"  # this build's own attempt (retry_rules.Attempt.to_dict())
+HISTORY_PROPERTY = "bsdkm_attempts"  # every attempt of the build request so far
+RETRY_SUMMARY_PROPERTY = "bsdkm_retry"  # the retry decision's one-line summary
+
+# Set by the master's configuration (buildbot/master_config.py, buildbot/release.py).
+TARGET_PROPERTY = "bsdkm_target"
+VARIANT_PROPERTY = "bsdkm_variant"
+CONFIG_PROPERTY = "bsdkm_config"  # bsdkm.yml as the worker sees it (a worker property)
+TAGS_PROPERTY = "bsdkm_tags"  # which targets a worker can run (a worker property)
+RUN_KIND_PROPERTY = "bsdkm_run"  # "release-candidate" for the nightly and release runs
+RELEASE_VERDICT_PROPERTY = "bsdkm_release_verdict"  # passed | failed | error
+
+# Set on every PR build by github/controller.py; read by the steps, the reporters, perf history.
+PR_REPO_PROPERTY = "github_repo"
+PR_NUMBER_PROPERTY = "github_pr"
+PR_HEAD_PROPERTY = "github_head_sha"
+PR_URL_PROPERTY = "github_pr_url"
+PR_TRIGGER_PROPERTY = "github_trigger"
+PR_BASE_REF_PROPERTY = "github_base_ref"
+# The PR's base commit (the webhook's pull_request.base.sha): a PR build with it builds that commit
+# too and measures both interleaved (issue 9).
+PR_BASE_SHA_PROPERTY = "github_base_sha"
+# Buildbot's own, copied from the buildset's sourcestamp: the PR's clone URL on a PR build.
+REPOSITORY_PROPERTY = "repository"
+
+
+def failure_property(failure: StageFailure) -> dict[str, Any]:
+    """The ``bsdkm_failure`` property's value for ``failure``."""
+    return failure.to_dict()
+
+
+def failure_from_property(value: Any) -> StageFailure | None:
+    """A ``bsdkm_failure`` property back to its record; None when it holds none (unset or garbage)."""
+    if not value:
+        return None
+    try:
+        return StageFailure.from_dict(value)
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- names
+
+STATUS_CONTEXT_PREFIX = "bsdkm/"
+
+
+def builder_name(target: str, variant: str) -> str:
+    """The Buildbot builder of one (target, variant)."""
+    return f"{target}/{variant}"
+
+
+def status_context(target: str, variant: str) -> str:
+    """The GitHub commit-status context of that builder: ``bsdkm/<target>/<variant>``."""
+    return STATUS_CONTEXT_PREFIX + builder_name(target, variant)
+
+
+# --------------------------------------------------------------------------- the stage's state.json
+
+STATE_FILE = "state.json"
+# Stages ``bsdkm-ci stage`` still runs after an earlier stage failed (pipeline/stages.run_stage);
+# state.json then still holds that earlier failure, which is not theirs.
+RUNS_AFTER_FAILURE = frozenset({"collect", "gate"})
+
+
+class StateError(ValueError):
+    """A ``state.json`` that cannot be read as one; the message names the file and the problem."""
+
+
+def run_dir(out_dir: str, target: str, variant: str) -> str:
+    """Where ``bsdkm-ci stage --out OUT_DIR`` keeps one (target, variant): ``OUT/<target>/<variant>``."""
+    return f"{out_dir}/{target}/{variant}"
+
+
+def state_path(out_dir: str, target: str, variant: str) -> str:
+    return f"{run_dir(out_dir, target, variant)}/{STATE_FILE}"
+
+
+def read_state(text: str, where: str) -> dict[str, Any]:
+    """``state.json`` text → its document; ``StateError`` when it is not a JSON object."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise StateError(f"{where}: not JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise StateError(f"{where}: not a state document (a JSON object), but {type(doc).__name__}")
+    return doc
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """What a failed ``bsdkm-ci stage`` left in ``state.json`` about the stage it was asked to run."""
+
+    failure: StageFailure | None = None  # its own failure, classified on the worker (it had the logs)
+    skipped_after: str | None = None  # the earlier stage whose failure made it refuse to run
+
+
+def stage_outcome(doc: Mapping[str, Any], stage: str, where: str) -> StageOutcome:
+    """Read ``stage``'s outcome from a state document; ``StateError`` when its records are malformed.
+
+    A stage that ran has its time in ``stages``; one skipped after an earlier failure has none, and
+    the failure recorded is that earlier one. Neither: the stage failed without a record (a gate
+    whose verdict failed), and whoever asks classifies what it printed.
+    """
+    ran = doc.get("stages", {})
+    if not isinstance(ran, Mapping):
+        raise StateError(f"{where}: 'stages' is not a mapping")
+    raw = doc.get("failure")
+    if raw is None:
+        return StageOutcome()
+    try:
+        failure = StageFailure.from_dict(raw)
+    except ValueError as e:
+        raise StateError(f"{where}: {e}") from None
+    if stage not in ran:
+        return StageOutcome(skipped_after=failure.stage)
+    if stage in RUNS_AFTER_FAILURE and failure.stage != stage:
+        return StageOutcome()
+    return StageOutcome(failure=failure)
