@@ -255,7 +255,7 @@ def test_counts_and_describe_give_the_numbers() -> None:
 
 
 def test_action_annotates_kernel_warnings_and_errors_with_numbers() -> None:
-    from buildbot_bsdkm.commands.action_cmd import RunOutcome
+    from buildbot_bsdkm.commands.action.results import RunOutcome
 
     lockups = parse_file(DATA / "noasm-soft-lockup.console.log", LogFormat.LINUX_KERNEL_LOG)
     oops = parse_text(console_with(MODULE_OOPS), "console.log", LogFormat.LINUX_KERNEL_LOG)

@@ -1,18 +1,31 @@
-"""Subcommands of ``bsdkm-ci``, one module each, each with ``register(subparsers)``.
+"""Subcommands of ``bsdkm-ci``, one module (or package) each, each with ``register(subparsers)``.
 
 Each module only turns arguments into calls to the core and results into an
-exit status; it does not parse logs or decide verdicts itself.
+exit status; it does not parse logs or decide verdicts itself. Imported by name
+here, so a subcommand listed without its module fails at import, never silently.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 
-# Module name under buildbot_bsdkm.commands for every subcommand: each must exist.
-SUBCOMMANDS = ["parse", "junit", "compare", "run", "main", "stage", "action", "release", "history"]
+from . import (
+    action,
+    compare_cmd,
+    history_cmd,
+    junit_cmd,
+    main_cmd,
+    parse_cmd,
+    release_cmd,
+    run_cmd,
+    stage_cmd,
+)
+
+# Every subcommand, in the order ``bsdkm-ci --help`` lists them.
+SUBCOMMANDS = (parse_cmd, junit_cmd, compare_cmd, run_cmd, main_cmd, stage_cmd, action, release_cmd,
+               history_cmd)
 
 
 def register_all(sub: argparse._SubParsersAction) -> None:
-    for name in SUBCOMMANDS:
-        importlib.import_module(f"{__name__}.{name}_cmd").register(sub)
+    for module in SUBCOMMANDS:
+        module.register(sub)

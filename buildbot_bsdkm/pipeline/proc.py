@@ -13,6 +13,7 @@ import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -154,3 +155,46 @@ def run_watched(
     except BaseException:
         kill_group(proc)
         raise
+
+
+def run_streamed(
+    cmd: list[str],
+    *,
+    timeout_s: float | None,
+    on_line: Callable[[str], None],
+    env: dict[str, str] | None = None,
+) -> CommandResult:
+    """Run ``cmd`` handing each line of its stdout+stderr to ``on_line`` as it is printed.
+
+    For a step whose output a person watches live (the Action's wrapped commands). At
+    ``timeout_s`` (None: no limit) the whole group is killed; the output read so far is kept.
+    OSError when the program cannot start: the caller words that for its own users.
+    """
+    started = time.monotonic()
+    proc = _start(list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                  env=env)
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        with contextlib.suppress(ProcessLookupError):  # it finished just before the limit
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    # A timer, not wait(timeout=): the reading loop blocks on the pipe, not on the process.
+    timer = threading.Timer(timeout_s, expire) if timeout_s else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            on_line(raw.decode("utf-8", errors="replace"))
+        rc = proc.wait()
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+    timed_out = expired.is_set()
+    return CommandResult(None if timed_out else rc, time.monotonic() - started, timed_out)

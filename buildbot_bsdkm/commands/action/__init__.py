@@ -1,0 +1,36 @@
+"""``bsdkm-ci action ...``: what the GitHub Action's shell steps call.
+
+The composite action in ``action/`` is plumbing only; every decision it needs lives here, one
+module per job, on top of the same core the Buildbot shell uses:
+
+* ``results.py``   ``outputs`` (results of ``bsdkm-ci run`` → ``$GITHUB_OUTPUT``,
+  ``$GITHUB_STEP_SUMMARY`` and ``::error``/``::warning`` annotations, titles from
+  ``annotations.py``), ``gate`` (exit 1 when the verdict failed, the last step) and ``merge``
+  (several jobs' results into one document for the report job);
+* ``attempts.py``  ``retry`` (run a command again only when ``classify`` says infrastructure)
+  and ``vm-check`` (after a failed FreeBSD VM step: retry it or not);
+* ``comment.py``   keep the one marked PR comment up to date with the Markdown report;
+* ``trigger.py``   ``issue_comment`` event → whether (and which variants) to retest, after
+  checking the commenter's permission through the API (``github.py``: API context, client run);
+* ``config.py``    a ``bsdkm.yml`` that builds the workflow's own checkout;
+* ``io.py``        what they share: file names of a run, reading/writing files, runner files.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from . import attempts, comment, config, results, trigger
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("action", help="steps of the GitHub Action (outputs, gate, retry, comment, trigger)")
+    asub = p.add_subparsers(dest="action_command", required=True, parser_class=type(p))
+    results.register_outputs(asub)
+    results.register_gate(asub)
+    attempts.register_retry(asub)
+    comment.register(asub)
+    trigger.register(asub)
+    attempts.register_vm_check(asub)
+    results.register_merge(asub)
+    config.register(asub)

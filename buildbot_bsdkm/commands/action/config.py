@@ -1,0 +1,56 @@
+"""``action config``: a copy of a ``bsdkm.yml`` that builds the workflow's own wolfSSL checkout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from ...config import ConfigError, default_config_path, parse_config
+from ..errors import EXIT_OK, UsageError
+from .io import optional_path, read_text, write_text
+
+# Top-level keys holding paths relative to the config file; the copy lives elsewhere.
+CONFIG_PATH_KEYS = ("policy", "baseline", "cache_dir")
+
+
+def register(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("config", help="write a copy of bsdkm.yml that builds the given wolfSSL tree")
+    p.add_argument("--config", type=optional_path, help="bsdkm.yml to start from (default: bsdkm-ci's own)")
+    p.add_argument("--source", type=Path, required=True, help="wolfSSL source tree (the workspace)")
+    p.add_argument("--write", type=Path, required=True, help="where the derived bsdkm.yml goes")
+    p.set_defaults(func=run_config)
+
+
+def config_with_source(config: Path, source: Path) -> str:
+    """``config``'s text with ``source: {local: SOURCE}`` and its relative paths made absolute."""
+    text = read_text(config, "config")
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise UsageError(f"config {config} is not YAML: {e}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"config {config} is not a mapping of settings")
+    if not source.is_dir():
+        raise UsageError(f"source {source} is not a directory")
+    base = config.resolve().parent
+    doc["source"] = {"local": str(source.resolve())}
+    for key in CONFIG_PATH_KEYS:
+        value = doc.get(key)
+        if isinstance(value, str) and not Path(value).expanduser().is_absolute():
+            doc[key] = str(base / value)
+    derived = yaml.safe_dump(doc, sort_keys=False)
+    try:
+        parse_config(derived, f"{config} with source {source}", base)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    return derived
+
+
+def run_config(args: argparse.Namespace) -> int:
+    derived = config_with_source(args.config or default_config_path(), args.source)
+    write_text(args.write, derived)
+    print(f"bsdkm-ci: {args.write}: builds {args.source.resolve()}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,388 @@
+"""``action outputs``, ``action gate`` and ``action merge``: the results of ``bsdkm-ci run``.
+
+``outputs`` publishes them (step outputs, job summary, one annotation per failed check),
+``gate`` fails the job on their verdict, ``merge`` joins several jobs' results into one
+document for the report job. An explicit policy or baseline re-judges the runs here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from ... import actions, kernel_health
+from ...actions import Annotation, Level
+from ...config import ConfigError, load_config
+from ...junit import junit_xml
+from ...model import ModelError, RunResult, from_json, to_json
+from ...pipeline.report_out import BASE_RUNS_JSON
+from ...policy import (
+    KIND_BENCHMARK,
+    KIND_SELFTEST,
+    Check,
+    Policy,
+    PolicyError,
+    Verdict,
+    evaluate,
+    load_policy,
+)
+from ...report import markdown_report
+from ..errors import EXIT_FAILED, EXIT_OK, UsageError
+from .annotations import check_annotation
+from .io import (
+    RUN_EXIT_CODE,
+    SUMMARY_JSON,
+    optional_int,
+    optional_path,
+    read_text,
+    write_runner_files,
+    write_text,
+)
+
+REPORT_MD = "report.md"
+JUNIT_XML = "junit.xml"
+
+VERDICT_PASS = "pass"
+VERDICT_FAIL = "fail"
+VERDICT_ERROR = "error"  # nothing measured failed, but the run could not produce (usable) results
+
+TEST_KINDS = frozenset({KIND_SELFTEST, KIND_BENCHMARK})
+
+
+def _results_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, required=True, help="the --out DIR of `bsdkm-ci run`")
+    p.add_argument("--results", type=optional_path, help="results JSON to read instead of DIR/summary.json")
+    p.add_argument("--config", type=optional_path, help="bsdkm.yml, for its policy and baseline")
+    p.add_argument("--policy", type=optional_path, help="threshold policy (re-judges the run with it)")
+    p.add_argument("--baseline", type=optional_path, help="baseline results JSON (re-judges the run with it)")
+    p.add_argument("--baseline-dir", type=optional_path,
+                   help="a downloaded baseline artifact; its summary.json is used when present")
+    p.add_argument("--run-exit-code", type=optional_int,
+                   help=f"exit status of `bsdkm-ci run` (default: DIR/{RUN_EXIT_CODE})")
+
+
+def register_outputs(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("outputs", help="write step outputs, job summary and annotations")
+    _results_args(p)
+    p.add_argument("--max-annotations", type=int, default=actions.MAX_ANNOTATIONS_PER_LEVEL,
+                   help="per level; GitHub shows 10 per step")
+    p.set_defaults(func=run_outputs)
+
+
+def register_gate(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("gate", help="exit 1 when the run's verdict failed, 0 when it passed")
+    _results_args(p)
+    p.set_defaults(func=run_gate)
+
+
+def register_merge(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("merge", help="join the results of several jobs (downloaded artifacts) into one")
+    p.add_argument("--out", type=Path, required=True, help="where the merged summary.json goes")
+    p.add_argument("sources", nargs="+", type=Path, help="directories holding summary.json (searched deeply)")
+    p.set_defaults(func=run_merge)
+
+
+@dataclass(frozen=True)
+class ResultsRequest:
+    """Where a finished ``bsdkm-ci run`` left its results, and how to judge them."""
+
+    out: Path
+    results: Path | None = None
+    config: Path | None = None
+    policy: Path | None = None
+    baseline: Path | None = None
+    baseline_dir: Path | None = None
+    run_exit_code: int | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ResultsRequest:
+        return cls(args.out, args.results, args.config, args.policy, args.baseline, args.baseline_dir,
+                   args.run_exit_code)
+
+    @property
+    def results_path(self) -> Path:
+        return self.results or self.out / SUMMARY_JSON
+
+    @property
+    def rejudge(self) -> bool:
+        """An explicit policy or baseline overrides the verdict the run stored."""
+        return self.policy is not None or self.baseline_file is not None
+
+    @property
+    def baseline_file(self) -> Path | None:
+        if self.baseline is not None:
+            return self.baseline
+        if self.baseline_dir is not None and (self.baseline_dir / SUMMARY_JSON).is_file():
+            return self.baseline_dir / SUMMARY_JSON
+        return None
+
+    @cached_property
+    def config_paths(self) -> tuple[Path | None, Path | None]:
+        """The config's policy and baseline (None, None without --config); the config is read once."""
+        if self.config is None:
+            return None, None
+        try:
+            cfg = load_config(self.config)
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
+        return cfg.policy, cfg.baseline
+
+    def exit_code(self) -> int | None:
+        """The run's exit status: given, or recorded by the action's run script."""
+        if self.run_exit_code is not None:
+            return self.run_exit_code
+        recorded = self.out / RUN_EXIT_CODE
+        if not recorded.is_file():
+            return None
+        text = recorded.read_text(encoding="utf-8", errors="replace").strip()
+        if not text.lstrip("-").isdigit():
+            raise UsageError(f"{recorded}: expected an exit status, found {text[:40]!r}")
+        return int(text)
+
+
+@dataclass
+class RunOutcome:
+    """A run's verdict with the files the action publishes."""
+
+    runs: list[RunResult]
+    verdict: Verdict
+    markdown: str
+    report_path: Path | None
+    junit_paths: list[Path]
+    unusable: str | None = None  # the run left nothing to judge: why
+
+    @property
+    def passed(self) -> bool:
+        return self.unusable is None and self.verdict.passed
+
+    @property
+    def failed_tests(self) -> list[Check]:
+        return [c for c in self.verdict.failures if c.kind in TEST_KINDS]
+
+    def verdict_word(self) -> str:
+        if self.passed:
+            return VERDICT_PASS
+        failures = self.verdict.failures
+        if self.unusable is not None or (failures and all(c.error for c in failures)):
+            return VERDICT_ERROR
+        return VERDICT_FAIL
+
+    def headline(self) -> str:
+        if self.unusable is not None:
+            return f"ERROR: {self.unusable}"
+        return self.verdict.summary()
+
+    def outputs(self) -> dict[str, str]:
+        return {
+            "verdict": self.verdict_word(),
+            "junit-path": "\n".join(str(p) for p in self.junit_paths),
+            "report-path": str(self.report_path) if self.report_path else "",
+            "regressions": str(len(self.verdict.regressions)),
+            "failed-tests": str(len(self.failed_tests)),
+            "failures": str(len(self.verdict.failures)),
+            "summary": self.headline(),
+        }
+
+    def annotations(self) -> list[Annotation]:
+        if self.unusable is not None:
+            return [Annotation(Level.ERROR, self.unusable, title="bsdkm-ci: no results")]
+        found = [check_annotation(c) for c in self.verdict.failures]
+        found += [Annotation(Level.WARNING, note, title="bsdkm-ci note") for note in self.verdict.notes]
+        found += [Annotation(Level.WARNING, f"{c.run_label}: {c.message}", title=kernel_health.title(c))
+                  for c in self.verdict.checks if kernel_health.is_warning(c)]
+        return found
+
+
+def load_outcome(req: ResultsRequest) -> RunOutcome:
+    """Read the run's results and judge them with the core; UsageError names unusable input."""
+    path = req.results_path
+    if not path.is_file():
+        code = req.exit_code()
+        if code not in (None, 0):
+            return _unusable_outcome(req, f"`bsdkm-ci run` exited {code} without writing {path}")
+        raise UsageError(f"no results: {path} does not exist (did `bsdkm-ci run --out {req.out}` run?)")
+    text = read_text(path, "results")
+    try:
+        runs = from_json(text, str(path))
+    except ModelError as e:
+        raise UsageError(str(e)) from None
+    stored = None if req.rejudge else stored_verdict(text, path)
+    verdict = stored or _judge(req, runs)
+    # Files the run wrote describe its stored verdict; one judged here gets files of its own.
+    reuse = stored is not None
+    report = _report_for(req, runs, verdict, reuse=reuse)
+    markdown = read_text(report, "report")
+    return RunOutcome(runs, verdict, markdown, report, _junit_for(req, runs, verdict, reuse=reuse))
+
+
+def _unusable_outcome(req: ResultsRequest, why: str) -> RunOutcome:
+    markdown = f"## bsdkm-ci: no results\n\n{why}. See the job log; nothing was measured.\n"
+    report = req.out / REPORT_MD
+    write_text(report, markdown)
+    return RunOutcome([], Verdict(), markdown, report, [], unusable=why)
+
+
+def stored_verdict(text: str, path: Path) -> Verdict | None:
+    """The verdict `bsdkm-ci run` stored beside the runs (``Verdict.to_dict``), if any."""
+    doc = json.loads(text)  # already parsed once by from_json, so this cannot fail
+    stored = doc.get("verdict")
+    if stored is None:
+        return None
+    try:
+        return Verdict.from_dict(stored)
+    except ValueError as e:
+        raise UsageError(f"{path}: {_bad_part(stored)}: {e}") from None
+
+
+def _bad_part(stored: object) -> str:
+    """Which part of a stored verdict ``Verdict.from_dict`` refused, in the words the Action has used."""
+    if not isinstance(stored, Mapping) or not isinstance(stored.get("checks"), list):
+        return "'verdict' is not a verdict document"
+    if not isinstance(stored.get("perf") or [], list):
+        return "verdict.perf is malformed"
+    return "verdict.checks is malformed"
+
+
+def _policy_for(req: ResultsRequest) -> Policy:
+    try:
+        return load_policy(req.policy or req.config_paths[0])
+    except PolicyError as e:
+        raise UsageError(str(e)) from None
+
+
+def _judge(req: ResultsRequest, runs: list[RunResult]) -> Verdict:
+    verdict = evaluate(runs, _policy_for(req), _baseline_for(req))
+    if req.baseline_dir is not None and req.baseline is None and req.baseline_file is None:
+        verdict.notes.append(f"baseline artifact has no {SUMMARY_JSON} ({req.baseline_dir}): "
+                             "first run on this branch? regressions were not checked")
+    return verdict
+
+
+def _baseline_for(req: ResultsRequest) -> list[RunResult] | None:
+    path = req.baseline_file or req.config_paths[1]
+    measured = _measured_base(req)
+    if path is None:
+        return measured or None
+    try:
+        baseline = from_json(read_text(path, "baseline"), str(path))
+    except ModelError as e:
+        raise UsageError(f"baseline: {e}") from None
+    # A base measured next to the head (same runner, interleaved) beats the artifact's for its pairs.
+    have = {(r.target, r.variant) for r in measured}
+    return [*measured, *(r for r in baseline if (r.target, r.variant) not in have)]
+
+
+def _measured_base(req: ResultsRequest) -> list[RunResult]:
+    """The base runs ``run --base-*`` (or the merge of such jobs) left beside the results."""
+    path = req.results_path.parent / BASE_RUNS_JSON
+    if not path.is_file():
+        return []
+    try:
+        return from_json(read_text(path, "base runs"), str(path))
+    except ModelError as e:
+        raise UsageError(f"base runs: {e}") from None
+
+
+def _report_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool) -> Path:
+    """``report.md``: the run's own when its stored verdict is the one published, else written anew."""
+    report = req.out / REPORT_MD
+    if reuse and report.is_file():
+        return report
+    write_text(report, markdown_report(runs, verdict))
+    return report
+
+
+def _junit_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool) -> list[Path]:
+    """JUnit file(s) matching the published verdict (the run's own when they come from it)."""
+    top = req.out / JUNIT_XML
+    if reuse:
+        if top.is_file():
+            return [top]
+        per_run = sorted(req.out.glob(f"*/*/{JUNIT_XML}"))
+        if per_run:
+            return per_run
+    write_text(top, junit_xml(runs, verdict))
+    return [top]
+
+
+def run_outputs(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    outcome = load_outcome(ResultsRequest.from_args(args))
+    outputs = outcome.outputs()
+    for line in actions.cap_annotations(outcome.annotations(), args.max_annotations).commands():
+        print(line)
+    write_runner_files(env, outputs, outcome.markdown)
+    print(f"bsdkm-ci: verdict {outputs['verdict']}: {outcome.headline()}", file=sys.stderr)
+    return EXIT_OK
+
+
+def run_gate(args: argparse.Namespace) -> int:
+    outcome = load_outcome(ResultsRequest.from_args(args))
+    print(f"bsdkm-ci: {outcome.headline()}")
+    return EXIT_OK if outcome.passed else EXIT_FAILED
+
+
+def merge_results(sources: Sequence[Path]) -> tuple[list[RunResult], list[str]]:
+    """Every run found under ``sources``; a (target, variant) seen twice keeps its first copy.
+
+    The merged document carries runs only: its verdict is evaluated afresh over all of them,
+    since speedup and crossover gates compare variants that ran in different jobs.
+    """
+    runs: list[RunResult] = []
+    notes: list[str] = []
+    seen: dict[tuple[str, str], Path] = {}
+    for source in sources:
+        found = [source] if source.is_file() else sorted(source.rglob(SUMMARY_JSON))
+        if not found:
+            raise UsageError(f"merge: no {SUMMARY_JSON} under {source}")
+        for path in found:
+            try:
+                doc_runs = from_json(read_text(path, "results"), str(path))
+            except ModelError as e:
+                raise UsageError(f"merge: {e}") from None
+            for run in doc_runs:
+                key = (run.target, run.variant)
+                if key in seen:
+                    notes.append(f"{run.target}/{run.variant} is in {seen[key]} and {path}; kept the first")
+                    continue
+                seen[key] = path
+                runs.append(run)
+    return runs, notes
+
+
+def merge_base_runs(sources: Sequence[Path]) -> list[RunResult]:
+    """Every job's base runs (``base-runs.json`` beside its summary), first copy of a pair kept."""
+    runs: list[RunResult] = []
+    seen: set[tuple[str, str]] = set()
+    for source in sources:
+        for path in [] if source.is_file() else sorted(source.rglob(BASE_RUNS_JSON)):
+            try:
+                found = from_json(read_text(path, "base runs"), str(path))
+            except ModelError as e:
+                raise UsageError(f"merge: {e}") from None
+            for run in found:
+                if (run.target, run.variant) not in seen:
+                    seen.add((run.target, run.variant))
+                    runs.append(run)
+    return runs
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    runs, notes = merge_results(args.sources)
+    for note in notes:
+        print(Annotation(Level.WARNING, note, title="bsdkm-ci merge").command())
+    args.out.mkdir(parents=True, exist_ok=True)
+    sources = [str(s) for s in args.sources]
+    (args.out / SUMMARY_JSON).write_text(to_json(runs, merged_from=sources), encoding="utf-8")
+    base_runs = merge_base_runs(args.sources)
+    if base_runs:
+        (args.out / BASE_RUNS_JSON).write_text(to_json(base_runs, merged_from=sources), encoding="utf-8")
+    print(f"bsdkm-ci: merged {len(runs)} run(s) from {len(sources)} source(s) into {args.out / SUMMARY_JSON}",
+          file=sys.stderr)
+    return EXIT_OK
