@@ -205,6 +205,71 @@ class TestSimpleStages(StageStepCase):
         return self.run_step()
 
 
+class TestWorkerReport(StageStepCase):
+    """A failed stage's report is its state.json, not what it printed (issue 13)."""
+
+    def test_the_record_in_state_json_is_used_whatever_the_stage_printed(self):
+        # Printed alone, "Connection reset by peer" would read as a network problem.
+        self.make(steps.LoadModule)
+        self.expect_commands(
+            shell("load").stdout("Connection reset by peer\n").exit(1),
+            state_upload(failure_doc("selftest", "selftest", "self-test failed: ECC (error -216)",
+                                     f"{RUN_DIR}/test.log"), "fetch", "configure", "build", "load"))
+        self.expect_outcome(result=FAILURE,
+                            state_string="load failed (selftest): self-test failed: ECC (error -216)")
+        self.expect_property("bsdkm_failure", failure_doc("selftest", "selftest",
+                                                          "self-test failed: ECC (error -216)",
+                                                          f"{RUN_DIR}/test.log"))
+        return self.run_step()
+
+    def test_state_json_that_never_reaches_the_master_is_logs_lost(self):
+        self.make(steps.Build)
+        self.expect_commands(
+            shell("build").stdout("FAILED build category=real reason=compile: error: x\n").exit(1),
+            upload(f"{RUN_DIR}/state.json").exit(1))
+        self.expect_outcome(result=RETRY)
+        d = self.run_step()
+
+        def check(_):
+            f = self.build.getProperty("bsdkm_failure")
+            self.assertEqual((f["stage"], f["category"], f["reason"]),
+                             ("build", "infrastructure", "logs-lost"))
+            self.assertIn(f"{RUN_DIR}/state.json could not be read back",
+                          self.get_nth_step(0).logs["state-error"].stdout)
+        return d.addCallback(check)
+
+    def test_garbled_state_json_is_logs_lost_and_named(self):
+        self.make(steps.Configure)
+        bad = json.dumps({"stages": {"configure": 1.0}, "failure": {"stage": "configure", "category": "odd",
+                                                                     "message": "m"}})
+        self.expect_commands(
+            shell("configure").exit(1),
+            upload(f"{RUN_DIR}/state.json").upload_string(bad).exit(0))
+        self.expect_outcome(result=RETRY)
+        d = self.run_step()
+
+        def check(_):
+            self.assertEqual(self.build.getProperty("bsdkm_failure")["reason"], "logs-lost")
+            self.assertIn("unknown category 'odd'", self.get_nth_step(0).logs["state-error"].stdout)
+        return d.addCallback(check)
+
+    def test_a_gate_after_an_earlier_infrastructure_failure_is_not_retried_for_it(self):
+        # state.json still holds load's failure: the gate's own failed verdict is the gate's.
+        verdict = Verdict(checks=[REGRESSION])
+        doc = {"stages": {"load": 1.0, "collect": 1.0, "gate": 1.0}, "verdict": verdict.to_dict(),
+               "failure": failure_doc("load", "worker-setup", "no kernel", category="infrastructure")}
+        self.make(steps.Gate)
+        self.expect_commands(
+            shell("gate").stdout(verdict.summary() + "\n").exit(1),
+            upload(f"{RUN_DIR}/state.json").upload_string(json.dumps(doc)).exit(0),
+            upload(f"{RUN_DIR}/junit.xml").exit(1),
+            upload(f"{RUN_DIR}/results.json").exit(1))
+        self.expect_outcome(result=FAILURE)
+        d = self.run_step()
+        d.addCallback(lambda _: self.assertEqual(self.build.getProperty("bsdkm_failure")["stage"], "gate"))
+        return d
+
+
 class TestCollectResults(StageStepCase):
     def test_failed_selftest_reaches_the_test_result_api_and_the_summary(self):
         doc = results_json(FAILING_SELFTEST, BENCH)

@@ -45,8 +45,11 @@ SUCCESS, FAILURE, EXCEPTION, RETRY = 0, 2, 4, 5
 CURL_ERROR = "curl: (6) Could not resolve host: deb.debian.org"
 
 STAND_IN = '''#!{python}
-"""bsdkm-ci stage, simulated: no compiling; real texts and documents from {data}."""
-import fcntl, shutil, sys
+"""bsdkm-ci stage, simulated: no compiling; real texts and documents from {data}.
+
+Like the real stage it keeps DIR/userspace/<variant>/state.json: the stages that ran and the
+failure, classified by the real classify on the real failing self-test output."""
+import fcntl, json, shutil, sys
 from pathlib import Path
 
 data = Path("{data}")
@@ -55,6 +58,15 @@ opt = dict(zip(args[::2], args[1::2]))
 variant = opt["--variant"]
 run = Path(opt["--out"]) / "userspace" / variant
 run.mkdir(parents=True, exist_ok=True)
+state_file = run / "state.json"
+state = json.loads(state_file.read_text()) if state_file.is_file() else {{}}
+state.setdefault("stages", {{}})[stage] = 0.0
+
+
+def save():
+    state_file.write_text(json.dumps(state))
+
+
 if stage == "fetch":
     with open(data / "fetch-outcomes", "r+") as f:  # the injected failures, consumed in order
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -64,15 +76,24 @@ if stage == "fetch":
         print("{curl}", file=sys.stderr)
         sys.exit(2)
 elif stage == "load" and variant == "intelasm":
-    sys.stdout.write((data / "selftest-fail.txt").read_text())
+    from buildbot_bsdkm.classify import classify
+    from buildbot_bsdkm.parsers import parse_text
+
+    text = (data / "selftest-fail.txt").read_text()
+    sys.stdout.write(text)
+    failure = classify("load", exit_code=1, output=text, log_results=[parse_text(text, "test.log")])
+    state["failure"] = failure.to_dict()
+    save()
     sys.exit(1)
 elif stage == "collect":
     shutil.copy(data / f"results-{{variant}}.json", run / "results.json")
 elif stage == "gate":
-    shutil.copy(data / f"state-{{variant}}.json", run / "state.json")
-    verdict = __import__("json").loads((run / "state.json").read_text())["verdict"]
+    verdict = json.loads((data / f"state-{{variant}}.json").read_text())["verdict"]
+    state["verdict"] = verdict
+    save()
     print(verdict["summary"])
     sys.exit(0 if verdict["passed"] else 1)
+save()
 print(f"{{stage}} ok: userspace/{{variant}} (simulated)")
 '''
 
