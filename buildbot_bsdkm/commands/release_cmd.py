@@ -14,10 +14,9 @@ import argparse
 import re
 from pathlib import Path
 
-from ..config import ConfigError, SourceSpec
+from ..config import SourceSpec
 from ..pipeline.release import SourceSyntaxError, UnknownSourceError, parse_source, run_release
-from ..policy import PolicyError
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 from .run_cmd import config_path, read_config
 
 
@@ -54,17 +53,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--freebsd-release {args.freebsd_release!r}: a FreeBSD release is MAJOR.MINOR")
     config = read_config(config_path(args.config))
     out = Path(args.out)
-    try:
-        result = run_release(config, candidate, previous, out, variants=args.variant, targets=args.target,
-                             host_release=args.freebsd_release, repeats=args.repeats)
-    except UnknownSourceError as e:
-        raise UsageError(f"unknown source: {e}") from None
-    except ConfigError as e:
-        raise UsageError(f"bad selection: {e}") from None
-    except PolicyError as e:
-        raise UsageError(f"bad policy: {e}") from None
-    except OSError as e:
-        raise UsageError(f"{out}: cannot write results: {e.strerror or e}") from None
+    with run_input_errors(out):
+        try:
+            result = run_release(config, candidate, previous, out, variants=args.variant, targets=args.target,
+                                 host_release=args.freebsd_release, repeats=args.repeats)
+        except UnknownSourceError as e:
+            raise UsageError(f"unknown source: {e}") from None
     for name in ("release.html", "release.md", "release.json", "baseline"):
         if name in result.outputs:
             print(f"{name + ':':14} {result.outputs[name]}")

@@ -22,10 +22,9 @@ from ..config import (
     usable_git_ref,
 )
 from ..model import RunResult
-from ..pipeline.report_out import BaselineError
 from ..pipeline.run import MatrixResult, run_matrix
-from ..policy import PolicyError
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .compare_cmd import _read_all, history_files
+from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -156,17 +155,10 @@ def execute(
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {repeats}")
-    try:
-        return run_matrix(config, variants, targets, out, jobs=jobs, base_source=base, repeats=repeats,
-                          history=history)
-    except ConfigError as e:
-        raise UsageError(f"bad selection: {e}") from None
-    except PolicyError as e:
-        raise UsageError(f"bad policy: {e}") from None
-    except BaselineError as e:
-        raise UsageError(f"bad baseline: {e}") from None
-    except OSError as e:
-        raise UsageError(f"{out}: cannot write results: {e.strerror or e}") from None
+    with run_input_errors(out):
+        result = run_matrix(config, variants, targets, out, jobs=jobs, base_source=base, repeats=repeats,
+                            history=history)
+    return result
 
 
 def print_result(result: MatrixResult, out: Path) -> int:
@@ -199,6 +191,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def read_history(specs: list[str]) -> list[RunResult]:
-    from .compare_cmd import _read_all, history_files
-
     return _read_all(history_files(specs))

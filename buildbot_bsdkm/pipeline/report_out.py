@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..config import Config
 from ..model import RunResult, from_json, run_to_dict
-from ..policy import Verdict, evaluate, load_policy
+from ..policy import Policy, Verdict, evaluate, load_policy
 from . import registry
 
 
@@ -32,28 +33,37 @@ def load_baseline(path: Path | None) -> list[RunResult] | None:
         raise BaselineError(str(e)) from None
 
 
-def check_gate_inputs(config: Config) -> None:
-    """Read the policy and baseline up front, so a typo fails in a second, not after the builds."""
-    load_policy(config.policy)
-    load_baseline(config.baseline)
+@dataclass(frozen=True)
+class GateInputs:
+    """The policy and the configured baseline, read once and handed to every gate of a run."""
+
+    policy: Policy
+    baseline: list[RunResult] | None
+
+    @classmethod
+    def load(cls, config: Config, *, read_baseline: bool = True) -> GateInputs:
+        """Read them up front, so a typo fails in a second, not after the builds.
+
+        ``read_baseline=False``: the gate has base runs of its own; the configured file is not read.
+        """
+        return cls(load_policy(config.policy), load_baseline(config.baseline) if read_baseline else None)
 
 
 # The base runs a ``run --base-*`` measured next to the head, beside its summary.json: the Action's
-# report job merges them and judges the merged heads against them (commands/action_cmd.py).
+# report job merges them and judges the merged heads against them (commands/action/results.py).
 BASE_RUNS_JSON = "base-runs.json"
 
 
-def gate_runs(config: Config, runs: list[RunResult], baseline: list[RunResult] | None = None,
+def gate_runs(inputs: GateInputs, runs: list[RunResult], baseline: list[RunResult] | None = None,
               history: list[RunResult] | None = None) -> Verdict:
-    """Policy (default when the config names none) over ``runs``, against the baseline if any.
+    """The policy (default when the config names none) over ``runs``, against the baseline if any.
 
     ``baseline``: base runs measured next to ``runs`` (``bsdkm-ci run --base-*``); they take the
     place of the config's baseline file.
     """
-    policy = load_policy(config.policy)
-    base = baseline if baseline is not None else load_baseline(config.baseline)
+    base = baseline if baseline is not None else inputs.baseline
     base, history, notes = perf_inputs(runs, base, history)
-    verdict = evaluate(runs, policy, base, history)
+    verdict = evaluate(runs, inputs.policy, base, history)
     verdict.notes[:0] = notes
     return verdict
 

@@ -19,12 +19,12 @@ from pathlib import Path
 from ..config import Config, SourceSpec
 from ..model import LogResult, RunResult, StageFailure, to_json
 from ..perf.confirm import Remeasure, confirm, to_confirm
-from ..policy import Verdict, load_policy
+from ..policy import Verdict
 from . import registry
 from .errors import StageError
 from .phases import build_phase, concurrency, finish, measure_phase, record_failure, timed
 from .proc import run_logged
-from .report_out import BASE_RUNS_JSON, check_gate_inputs, gate_runs, write_combined, write_run_outputs
+from .report_out import BASE_RUNS_JSON, GateInputs, gate_runs, write_combined, write_run_outputs
 from .source import SourceTree, cache_root, fetch_source
 from .stages import (
     BASE_DIR,
@@ -204,7 +204,7 @@ def run_matrix(
     """
     started = time.monotonic()
     pairs = config.pairs(variants, targets)
-    check_gate_inputs(config)
+    gate = GateInputs.load(config)  # read once: here, and by every gate and confirm below
     if jobs is not None:
         config = _with_jobs(config, jobs)
     parallel, per_build = concurrency(config, len(pairs))
@@ -253,8 +253,8 @@ def run_matrix(
     if base_jobs:
         bases = {(j.target, j.variant): j for j in base_jobs}
         runs, base_runs = _measure_pairs(jobs_list, bases, max(1, repeats), say)
-        verdict = gate_runs(config, runs, base_runs, history)
-        policy = load_policy(config.policy)
+        verdict = gate_runs(gate, runs, base_runs, history)
+        policy = gate.policy
         if policy.perf.confirm and to_confirm(verdict):
             say(f"confirm: {len(to_confirm(verdict))} regression(s) found: measuring their pairs again")
             again = _remeasurer(jobs_list, bases, runs, base_runs, max(1, repeats), say)
@@ -263,9 +263,9 @@ def run_matrix(
                                         max(1, repeats))
     else:
         runs = [measure_phase(job) for job in jobs_list]
-        verdict = gate_runs(config, runs, None, history)
+        verdict = gate_runs(gate, runs, None, history)
         # Against history there is no base to measure again: the regressions stand, noted.
-        confirm(verdict, load_policy(config.policy), None, history)
+        confirm(verdict, gate.policy, None, history)
     for job, run in zip(jobs_list, runs, strict=True):
         write_run_outputs(job.dir, run, verdict)
     seconds = time.monotonic() - started

@@ -302,15 +302,15 @@ def _repeat_logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
 def stage_gate(job: Job) -> None:
     """Per-run gate (policy on this run alone + baseline); run_matrix gates all runs together instead."""
     from ..perf.confirm import confirm
-    from ..policy import load_policy
-    from .report_out import gate_runs, write_run_outputs
+    from .report_out import GateInputs, gate_runs, write_run_outputs
 
     run = read_run(job)
     base, note = _base_run(job)
     history = _history(job)
-    verdict = gate_runs(job.config, [run], [base] if base is not None else None, history)
+    gate = GateInputs.load(job.config, read_baseline=base is None)
+    verdict = gate_runs(gate, [run], [base] if base is not None else None, history)
     # The measuring stage is over: a confirm: true policy's regressions stand here, with a note.
-    confirm(verdict, load_policy(job.config.policy), None, history)
+    confirm(verdict, gate.policy, None, history)
     if note:
         verdict.notes.insert(0, note)
     write_run_outputs(job.dir, run, verdict)
