@@ -3,12 +3,7 @@ no report, no approval, no supersede bookkeeping and no "already acted on" mark.
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,46 +12,14 @@ import yaml
 from github_fake.master import Master, write_config
 from github_fake.restart import kill_and_restart_scenario
 from github_fake.server import FakeGitHub
+from pg_server import Postgres, pg_server
 
 pytestmark = pytest.mark.slow
 
-@dataclass
-class Postgres:
-    data: Path
-    port: int
-
-    @property
-    def url(self) -> str:
-        return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/bsdkm"
-
-    def pg(self, *args: str, check: bool = True) -> str:
-        done = subprocess.run(["runuser", "-u", "postgres", "--", *args], check=check, capture_output=True,
-                              text=True, timeout=120)
-        return done.stdout
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
-    if shutil.which("initdb") is None and not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
-        pytest.fail("PostgreSQL (Debian package postgresql) is not installed: initdb not found")
-    data = Path(tempfile.mkdtemp(prefix="bsdkm-gh-pg-"))
-    shutil.chown(data, "postgres", "postgres")
-    pg = Postgres(data / "db", _free_port())
-    pg.pg("initdb", "-D", str(pg.data), "-A", "trust", "-U", "postgres")
-    pg.pg("pg_ctl", "-D", str(pg.data), "-w", "-l", str(data / "pg.log"), "-o",
-          f"-p {pg.port} -k {data} -c listen_addresses=127.0.0.1", "start")
-    try:
-        pg.pg("createdb", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "bsdkm")
+    with pg_server() as pg:
         yield pg
-    finally:
-        pg.pg("pg_ctl", "-D", str(pg.data), "-m", "fast", "stop", check=False)
-        shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture

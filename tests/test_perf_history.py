@@ -4,16 +4,13 @@ a window of history instead of the last pass, and drift named by the commit wher
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pg_server import pg_server
 from test_perf import LEARNED, learned, repeats, run
 
-from buildbot_bsdkm.buildbot.control import free_port
 from buildbot_bsdkm.perf import drift
 from buildbot_bsdkm.perf.store import DirStore, SqlStore, StoreError
 from buildbot_bsdkm.policy import evaluate, parse_policy
@@ -53,25 +50,8 @@ def test_sql_store_on_sqlite(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
-        pytest.fail("PostgreSQL (Debian package postgresql) is not installed: initdb/pg_ctl not found")
-    data = Path(tempfile.mkdtemp(prefix="bsdkm-perf-pg-"))
-    shutil.chown(data, "postgres", "postgres")
-    port = free_port()
-
-    def pg(*args: str, check: bool = True) -> None:
-        subprocess.run(["runuser", "-u", "postgres", "--", *args], check=check, capture_output=True,
-                       text=True, timeout=120)
-
-    pg("initdb", "-D", str(data / "db"), "-A", "trust", "-U", "postgres")
-    pg("pg_ctl", "-D", str(data / "db"), "-w", "-l", str(data / "pg.log"), "-o",
-       f"-p {port} -k {data} -c listen_addresses=127.0.0.1", "start")
-    try:
-        pg("createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "bsdkm")
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/bsdkm"
-    finally:
-        pg("pg_ctl", "-D", str(data / "db"), "-m", "fast", "stop", check=False)
-        shutil.rmtree(data, ignore_errors=True)
+    with pg_server(prefix="bsdkm-perf-pg-") as pg:
+        yield pg.url
 
 
 @pytest.mark.slow

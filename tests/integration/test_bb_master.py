@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from pg_server import Postgres, pg_server
 
 from buildbot_bsdkm.buildbot.control import (
     VENV_BIN,
     Layout,
     Rest,
     create,
-    free_port,
     kill_tree,
     start_master,
     stop_master,
@@ -311,37 +311,10 @@ def test_worker_killed_during_module_load_is_a_failure_with_evidence_not_a_loop(
 # --------------------------------------------------------------------------- PostgreSQL
 
 
-@dataclass
-class Postgres:
-    data: Path
-    port: int
-
-    @property
-    def url(self) -> str:
-        return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/bsdkm"
-
-    def pg(self, *args: str, check: bool = True) -> str:
-        done = subprocess.run(["runuser", "-u", "postgres", "--", *args], check=check, capture_output=True,
-                              text=True, timeout=120)
-        return done.stdout
-
-
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
-    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
-        pytest.fail("PostgreSQL (Debian package postgresql) is not installed: initdb/pg_ctl not found")
-    data = Path(tempfile.mkdtemp(prefix="bsdkm-pg-"))
-    shutil.chown(data, "postgres", "postgres")
-    pg = Postgres(data / "db", free_port())
-    pg.pg("initdb", "-D", str(pg.data), "-A", "trust", "-U", "postgres")
-    pg.pg("pg_ctl", "-D", str(pg.data), "-w", "-l", str(data / "pg.log"), "-o",
-          f"-p {pg.port} -k {data} -c listen_addresses=127.0.0.1", "start")
-    try:
-        pg.pg("createdb", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "bsdkm")
+    with pg_server() as pg:
         yield pg
-    finally:
-        pg.pg("pg_ctl", "-D", str(pg.data), "-m", "fast", "stop", check=False)
-        shutil.rmtree(data, ignore_errors=True)
 
 
 def test_master_on_postgresql_runs_the_build_and_stores_results(postgres: Postgres, cluster: Cluster,
