@@ -16,7 +16,9 @@ each command appends to msgbuf, prints, exits with, and whether it hangs.
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import re
 import signal
 import sys
@@ -78,6 +80,10 @@ class FakeKernel:
             raw = raw[-size:]
         return raw.decode("utf-8", errors="replace")
 
+    def calls(self) -> list[list[str]]:
+        path = self.state / "calls.log"
+        return [ln.split() for ln in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
     def log_call(self, argv: list[str]) -> None:
         with (self.state / "calls.log").open("a", encoding="utf-8") as fh:
             fh.write(" ".join(argv) + "\n")
@@ -101,6 +107,70 @@ def hang_forever(ignore_term: bool) -> None:
         time.sleep(60)
 
 
+# Benchmark result lines of the FreeBSD module (the real recording's two shapes, log-formats.md §5).
+SYM_LINE = re.compile(r"^(?P<head>.*?\s)(?P<amount>\d+\.\d+)(?P<u1> [KMG]?i?B took )(?P<sec>\d+\.\d+)"
+                      r"(?P<u2> seconds, )(?P<rate>\d+\.\d+)(?P<u3> [KMG]?i?B/s Cycles per byte = )"
+                      r"(?P<cpb>\d+\.\d+)$")
+OPS_LINE = re.compile(r"^(?P<head>.*?\s)(?P<ops>\d+)(?P<u1> ops took )(?P<sec>\d+\.\d+)(?P<u2> sec, avg )"
+                      r"(?P<avg>\d+\.\d+)(?P<u3> ms, )(?P<rate>\d+\.\d+)(?P<u4> ops/sec, )(?P<cycles>\d+)"
+                      r"(?P<u5> cycles )(?P<cpo>\d+\.\d+)(?P<u6> Cycles/op)$")
+
+
+def _like(text: str, value: float) -> str:
+    """``value`` with as many decimals as ``text`` has (the recording's own precision)."""
+    decimals = len(text.split(".", 1)[1]) if "." in text else 0
+    return f"{value:.{decimals}f}"
+
+
+def vary_line(line: str, factor: float, jitter: float) -> str:
+    """A benchmark line as a run ``factor`` times slower would print it (SIMULATED, see README).
+
+    The module's clock counts whole seconds and its cycle counter is the TSC: a slower 1-second item
+    does fewer blocks/ops in that second (amount, rate, ops down; cycles per byte/op up), a
+    multi-second item (RSA key generation, 1 op) takes more whole seconds and cycles. Throughput
+    times cycles per unit stays the TSC rate, so the clock self-consistency check still holds;
+    ``jitter`` (>= 1) is the small spread of the TSC count over a timed second.
+    """
+    m = SYM_LINE.match(line)
+    if m:
+        amount = float(m["amount"]) / factor
+        rate = float(m["rate"]) / factor
+        cpb = float(m["cpb"]) * factor * jitter
+        return (f"{m['head']}{_like(m['amount'], amount)}{m['u1']}{m['sec']}{m['u2']}{_like(m['rate'], rate)}"
+                f"{m['u3']}{_like(m['cpb'], cpb)}")
+    m = OPS_LINE.match(line)
+    if not m:
+        return line
+    ops, sec, cycles = int(m["ops"]), float(m["sec"]), int(m["cycles"])
+    if sec >= 2.0:  # time-bound: the same ops take longer, in whole seconds
+        sec = max(1.0, float(math.ceil(sec * factor - 0.5)))
+        cycles = round(cycles * factor * jitter)
+    else:  # count-bound: fewer ops fit in the timed second
+        ops = max(1, round(ops / factor))
+        cycles = round(cycles * jitter)
+    return (f"{m['head']}{ops}{m['u1']}{m['sec'] if sec == float(m['sec']) else _like(m['sec'], sec)}"
+            f"{m['u2']}{_like(m['avg'], sec * 1000.0 / ops)}{m['u3']}{_like(m['rate'], ops / sec)}{m['u4']}"
+            f"{cycles}{m['u5']}{_like(m['cpo'], cycles / ops)}{m['u6']}")
+
+
+def cycle_lines(k: FakeKernel, lines: list[str], ko: str) -> list[str]:
+    """The kldload kernel lines of this load cycle: as recorded, or varied per cycle when the scenario
+    asks (``cycle_variation``: ``seed``, ``spread_pct``, ``slower_pct`` by path fragment)."""
+    spec = k.scenario.get("cycle_variation")
+    if not spec:
+        return lines
+    cycle = sum(1 for call in k.calls() if call and call[0] == "kldload")
+    rng = random.Random(f"{spec.get('seed', 0)}:{cycle}")
+    spread = float(spec.get("spread_pct", 2.0)) / 100.0
+    # One-sided, as measured on real repeats: a disturbed run is slower, never faster.
+    drift = 1.0 + abs(rng.gauss(0.0, spread))
+    for fragment, pct in spec.get("slower_pct", {}).items():
+        if fragment in ko:
+            drift *= 1.0 + float(pct) / 100.0
+    return [vary_line(line, drift * (1.0 + abs(rng.gauss(0.0, spread / 2))), 1.0 + abs(rng.gauss(0.0, 0.001)))
+            for line in lines]
+
+
 def cmd_kldload(k: FakeKernel, args: list[str]) -> int:
     files = [a for a in args if not a.startswith("-")]
     if len(files) != 1:
@@ -115,7 +185,7 @@ def cmd_kldload(k: FakeKernel, args: list[str]) -> int:
         print(f"kldload: can't load {ko}: No such file or directory", file=sys.stderr)
         return 1
     step = k.scenario["kldload"]
-    k.append_kernel(step.get("kernel_log", []))
+    k.append_kernel(cycle_lines(k, step.get("kernel_log", []), ko))
     if step.get("hang"):
         hang_forever(bool(step.get("ignore_term")))
     emit(step.get("stdout", []), sys.stdout, ko=ko)

@@ -1,0 +1,201 @@
+"""``freebsd-kmod`` perf runs: base and head kldloaded in alternating rounds (issue 9), through the double.
+
+FreeBSD cannot run here: the module build is replaced by a stand-in ``.ko`` per source (the build
+needs a FreeBSD worker); everything after it is the real pipeline running the real
+``kmod/freebsd`` scripts against the replay double (tests/freebsd_double: its benchmark block is
+the real FreeBSD recording; the per-cycle variation is simulated, see its README).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+from freebsd_double import FreeBSDDouble, load_scenario
+
+from buildbot_bsdkm.config import LocalSource, parse_config
+from buildbot_bsdkm.model import RunResult, from_json
+from buildbot_bsdkm.parsers import parse_file
+from buildbot_bsdkm.pipeline import freebsd, linuxkm, registry
+from buildbot_bsdkm.pipeline.errors import real_error
+from buildbot_bsdkm.pipeline.report_out import perf_inputs
+from buildbot_bsdkm.pipeline.run import load_interleaved, measured_interleaved, run_matrix
+from buildbot_bsdkm.pipeline.stages import Job, run_stage
+from buildbot_bsdkm.policy import evaluate, load_policy
+
+CONFIG = """\
+source: {{local: {head}}}
+targets:
+  freebsd-kmod: {{flags: []}}
+variants:
+  intelasm: {{flags: [--enable-aesni, --enable-intelasm], targets: [freebsd-kmod]}}
+"""
+
+
+def _tree(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "configure.ac").write_text("AC_INIT([wolfssl],[5.9.2],[x])\n")
+    (path / "configure").write_text("#!/bin/sh\n")  # no autogen: nothing is built here
+    return path
+
+
+@pytest.fixture
+def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FreeBSDDouble:
+    """A booted double whose load cycles vary like repeated runs, as the worker's environment."""
+    scenario = {**load_scenario("success"), "cycle_variation": {"seed": 7, "spread_pct": 1.0}}
+    double = FreeBSDDouble.boot_doc(scenario, tmp_path / "kernel")
+    for key, value in double.env().items():
+        if os.environ.get(key) != value:
+            monkeypatch.setenv(key, value)
+    monkeypatch.setattr(freebsd, "default_privilege", lambda: [])
+
+    def build(self, config, variant, source, cache, jobs, log, patterns=None):  # noqa: ANN001, ANN202
+        if (Path(source) / "BROKEN").exists():
+            raise real_error("build", "compile", "compile failed: error: stand-in for a broken base")
+        ko = Path(source) / "bsdkm" / "libwolfssl.ko"
+        ko.parent.mkdir(exist_ok=True)
+        ko.write_bytes(b"\x7fELF stand-in module of " + str(source).encode())
+        return ko
+
+    monkeypatch.setattr(freebsd.FreeBSDWorkerTarget, "build", build)
+    return double
+
+
+def _config(tmp_path: Path):  # noqa: ANN202
+    head = _tree(tmp_path / "head-src")
+    return parse_config(CONFIG.format(head=head), str(tmp_path / "bsdkm.yml"), tmp_path)
+
+
+def _stage_pair(tmp_path: Path) -> tuple[Job, Job]:
+    """Head and base built by their stages as the Buildbot steps do (``--side base``: out/base)."""
+    config = _config(tmp_path)
+    base_config = replace(config, source=LocalSource(_tree(tmp_path / "base-src")))
+    head = Job(config, "freebsd-kmod", "intelasm", tmp_path / "out", progress=lambda m: None)
+    base = Job(base_config, "freebsd-kmod", "intelasm", tmp_path / "out" / "base", progress=lambda m: None)
+    for job in (head, base):
+        for stage in ("fetch", "configure", "build"):
+            assert run_stage(job, stage) is None
+    return head, base
+
+
+def _cycles(double: FreeBSDDouble) -> list[str]:
+    """kldload/kldunload calls in order: which tree's module was loaded, and each unload."""
+    out = []
+    for call in double.calls():
+        if call[0] == "kldload":
+            out.append("load " + ("base" if "/base-src/" in call[-1] else "head"))
+        elif call[0] == "kldunload":
+            out.append("unload")
+    return out
+
+
+def test_which_targets_measure_a_base_is_the_targets_own_property() -> None:
+    got = {name: (t.perf_measurement, t.bench_repeats, t.measures_base())
+           for name, t in registry.TARGETS.items()}
+    assert got == {
+        "userspace": (True, True, True),
+        "freebsd-kmod": (True, True, True),  # a real FreeBSD machine: kldload/kldunload again
+        "linux-kmod-qemu": (False, False, False),  # QEMU TCG: emulator speeds
+        "freebsd-kmod-qemu": (False, False, False),
+    }
+    assert [n for n in registry.TARGETS if measured_interleaved(n)] == ["userspace", "freebsd-kmod"]
+    assert not measured_interleaved("no-such-target")
+
+
+def test_freebsd_kmod_base_and_head_are_kldloaded_in_rounds(tmp_path: Path, worker: FreeBSDDouble) -> None:
+    config = _config(tmp_path)
+    base = _tree(tmp_path / "base-src")
+    out = tmp_path / "out"
+    lines: list[str] = []
+    result = run_matrix(config, None, None, out, progress=lines.append, base_source=LocalSource(base),
+                        repeats=3)
+    assert any("round 3 of 3 (base, head)" in ln for ln in lines), lines
+    assert _cycles(worker) == ["load base", "unload", "load head", "unload"] * 3
+    (head,) = result.runs
+    assert head.failure is None, head.failure
+    names = [Path(lg.source).name for lg in head.logs]
+    assert names == ["kernel.log", "kernel.2.log", "kernel.3.log"]
+    (base_run,) = from_json((out / "base-runs.json").read_text())
+    assert [Path(lg.source).name for lg in base_run.logs] == names
+    # Each round is its own load cycle: the double varies them (simulated), the parser reads them all.
+    aes = [next(b for b in lg.benchmarks if b.name == "AES-128-CBC-enc") for lg in head.logs]
+    assert len({b.cycles for b in aes}) == 3
+    (perf,) = result.verdict.perf
+    assert perf["base_from"] == "baseline"
+    assert {(i["n_base"], i["n_head"]) for i in perf["items"]} == {(3, 3)}
+    assert "interleaved, 3 round(s) (freebsd-kmod/intelasm)" in result.verdict.notes[0]
+
+
+def test_a_base_that_fails_to_build_never_fails_the_head(tmp_path: Path, worker: FreeBSDDouble) -> None:
+    config = _config(tmp_path)
+    base = _tree(tmp_path / "base-src")
+    (base / "BROKEN").write_text("")
+    result = run_matrix(config, None, None, tmp_path / "out", progress=lambda m: None,
+                        base_source=LocalSource(base), repeats=3)
+    (head,) = result.runs
+    assert head.failure is None and len(head.logs) == 3
+    assert _cycles(worker) == ["load head", "unload"] * 3  # the head's rounds, no base to load
+    # no base and (here) no history: the learned gate says so; the head's run passes
+    assert result.verdict.perf == [] and result.passed, result.verdict.summary()
+    assert any("base unusable (build failed: compile failed" in n and "gated against history" in n
+               for n in result.verdict.notes), result.verdict.notes
+
+
+def test_stage_load_with_base_out_whose_base_cannot_load(tmp_path: Path, worker: FreeBSDDouble) -> None:
+    """The Buildbot path (``stage load --base-out``): the base's load fails, the head is measured once
+    and the gate says it used history."""
+    head, base = _stage_pair(tmp_path)
+    Path(base.state["ko"]).unlink()  # the base's module is gone: its load fails (infrastructure)
+    assert load_interleaved(head, base, 3) is None
+    assert base.failure is not None and "does not exist" in base.failure.message
+    assert _cycles(worker) == ["load head", "unload"]
+    head.base_out = tmp_path / "out" / "base"
+    run_stage(head, "unload")
+    run_stage(head, "gate")
+    notes = head.state["verdict"]["notes"]
+    assert any("base build unusable" in n and "gated against history" in n for n in notes), notes
+
+
+def test_stage_load_with_base_out_measures_rounds(tmp_path: Path, worker: FreeBSDDouble) -> None:
+    head, base = _stage_pair(tmp_path)
+    assert load_interleaved(head, base, 2) is None
+    # the head's first cycle is its load stage; both sides' second rounds follow
+    assert [c for c in _cycles(worker) if c != "unload"] == ["load base", "load head"] * 2
+    head.base_out = tmp_path / "out" / "base"
+    assert run_stage(head, "unload") is None
+    run_stage(head, "gate")
+    assert any("interleaved, 2 round(s)" in n for n in head.state["verdict"]["notes"])
+
+
+def test_qemu_targets_are_not_regression_gated(tmp_path: Path) -> None:
+    """What ``gate_runs`` hands the policy: no base or history for a QEMU TCG target's runs."""
+    log = parse_file(FIXTURES / "linuxkm/asm-full-bench.console.log")
+
+    def gate(target: str) -> tuple[list, list[str]]:
+        runs = [RunResult("intelasm", target, logs=[log])]
+        base, history, notes = perf_inputs(runs, [RunResult("intelasm", target, logs=[log])],
+                                           [RunResult("intelasm", target, logs=[log])] * 10)
+        return evaluate(runs, load_policy(None), base, history).of_kind("regression"), notes
+
+    checks, notes = gate("linux-kmod-qemu")
+    assert checks == [] and notes == [
+        "linux-kmod-qemu: QEMU TCG emulates the CPU: emulator speeds, not the module's performance: "
+        "not regression-gated"]
+    checks, notes = gate("userspace")  # the same numbers on a perf target are gated
+    assert checks and notes == []
+
+
+def test_kmod_dirs_are_read_from_the_environment_at_call_time(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 13: linuxkm read $BSDKM_KMOD_LINUX when imported; set later, it was ignored."""
+    monkeypatch.setenv("BSDKM_KMOD_LINUX", str(tmp_path / "linux"))
+    with pytest.raises(Exception, match=f"harness script missing: {tmp_path}/linux/init"):
+        linuxkm._script("init")
+    monkeypatch.setenv("BSDKM_KMOD_FREEBSD", str(tmp_path / "freebsd"))
+    ko = tmp_path / "libwolfssl.ko"
+    ko.write_bytes(b"\x7fELF")
+    with pytest.raises(Exception, match=f"FreeBSD scripts missing in {tmp_path}/freebsd"):
+        freebsd.run_freebsd_module(ko, tmp_path / "work", timeout_s=5, privilege=[])
