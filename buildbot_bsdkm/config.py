@@ -269,8 +269,7 @@ def _source(at: At, base: Path) -> SourceSpec:
         return LocalSource(_resolve(base, body.string()))
     if kind == "git":
         g = body.mapping(("url", "ref"))
-        if "url" not in g:
-            raise body.error("missing key 'url'")
+        body.require(g, "url")
         url = g["url"].string()
         ref = opt(g, "ref", At.string, "HEAD")
         if not usable_git_ref(ref):
@@ -469,9 +468,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         raise ConfigError(source, None, "", "the file is empty")
     top = At.root(root, source, ConfigError)
     m = top.mapping(TOP_KEYS)
-    for required in ("targets", "variants"):
-        if required not in m:
-            raise top.error(f"missing key {required!r}")
+    top.require(m, "targets", "variants")
     targets = _targets(m["targets"])
     return Config(
         source=_source(m["source"], base) if "source" in m else DebianSource(),

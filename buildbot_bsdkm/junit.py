@@ -35,10 +35,10 @@ from pathlib import Path
 from junit_xml import TestCase, TestSuite
 
 from . import kernel_health
-from .model import Benchmark, RunResult
-from .policy import KIND_COMPLETE, KIND_REGRESSION, KIND_SELFTEST, Check, Verdict, fmt_num
+from .model import Benchmark, KernelEvent, LogFormat, LogResult, RunResult
+from .policy import Check, CheckKind, Verdict, fmt_num
 
-_SELFTEST_KINDS = {KIND_SELFTEST, KIND_COMPLETE}
+_SELFTEST_KINDS = {CheckKind.SELFTEST, CheckKind.COMPLETE}
 
 
 @dataclass
@@ -112,9 +112,9 @@ def _checks_for(verdict: Verdict, run: RunResult) -> list[Check]:
 
 
 def _log_of_check(run: RunResult, c: Check) -> str | None:
-    if c.kind == KIND_COMPLETE and c.name.startswith("complete:"):
-        return c.name.removeprefix("complete:")
-    if c.kind == KIND_SELFTEST:
+    if c.log_source is not None:
+        return c.log_source
+    if c.kind == CheckKind.SELFTEST:
         return next((log.source for log in run.logs if any(t.name == c.name for t in log.tests)), None)
     return None
 
@@ -138,7 +138,7 @@ def _benchmark_facts(b: Benchmark) -> dict[str, str]:
 
 
 def _limit_text(c: Check) -> str | None:
-    if c.kind == KIND_REGRESSION:
+    if c.kind == CheckKind.REGRESSION:
         if c.threshold is not None:
             return f"{c.threshold:g}% regression"
         learned = c.detail.get("limit") if isinstance(c.detail, dict) else None
@@ -151,12 +151,12 @@ def _limit_text(c: Check) -> str | None:
 
 def _add_check_facts(case: JUnitCase, c: Check) -> None:
     """A regression gate's baseline and change; every gate's limit, joined when several apply."""
-    if c.kind == KIND_REGRESSION and not c.name.startswith("geomean:"):
+    if c.kind == CheckKind.REGRESSION and not c.is_geomean:
         if c.baseline is not None:
             case.facts["baseline"] = f"{fmt_num(c.baseline)} {c.unit or ''}".rstrip()
         if c.delta_pct is not None:
             case.facts["change"] = f"{c.delta_pct:+.2f}%"
-    elif c.kind == KIND_REGRESSION and c.value is not None:  # geomean: value is the change in %
+    elif c.is_geomean and c.value is not None:  # the value is the change in %
         case.facts["change"] = f"{c.value:+.2f}%"
     elif c.value is not None and c.kind not in case.facts:
         case.facts[c.kind] = f"{fmt_num(c.value)} {c.unit or ''}".rstrip()
@@ -260,7 +260,43 @@ def _report(suites: list[TestSuite]) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + text + "\n"
 
 
-register_suite("kernel", kernel_health.junit_cases, kinds=[kernel_health.CHECK_KIND])  # issue 12
+# --------------------------------------------------------------------------- kernel health's suite
+
+_JUNIT_EVIDENCE_RECORDS = 3
+_JUNIT_EVIDENCE_LINES = 30
+
+
+def _kernel_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
+    """The ``kernel`` suite of a run with a kernel log: a testcase per policy key, failed when a
+    record of it failed the gate, the records' evidence (description, lines) in system-out."""
+    logs = [log for log in run.logs
+            if log.format in (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG) or log.kernel]
+    if not logs:
+        return []
+    found: dict[str, list[tuple[LogResult, KernelEvent]]] = {key: [] for key in kernel_health.POLICY_KEYS}
+    for log, ev in kernel_health.records(run):
+        found[kernel_health.GROUPS.get(ev.kind, "warning")].append((log, ev))
+    cases = []
+    for key in kernel_health.POLICY_KEYS:
+        case = JUnitCase(f"kernel:{key}", log=logs[0].source if len(logs) == 1 else None)
+        case.checks = [c for c in checks if (c.detail or {}).get("group") == key]
+        recs = found[key]
+        case.facts["records"] = str(len(recs))
+        if not recs:
+            case.facts["result"] = f"no {key.replace('_', ' ')} records in {len(logs)} kernel log(s)"
+        for log, ev in recs[:_JUNIT_EVIDENCE_RECORDS]:
+            j = kernel_health.judge(ev, run.target, kernel_health.KernelRules())
+            where = f"{log.source} {kernel_health.line_range(ev)}"
+            head = f"{kernel_health.describe(ev)} ({where}; {j.classification})"
+            body = "\n".join(ev.evidence[:_JUNIT_EVIDENCE_LINES])
+            case.facts[f"{ev.kind} at line {ev.line}"] = f"{head}\n{body}"
+        if len(recs) > _JUNIT_EVIDENCE_RECORDS:
+            case.facts["more"] = f"{len(recs) - _JUNIT_EVIDENCE_RECORDS} more record(s), see the report"
+        cases.append(case)
+    return cases
+
+
+register_suite("kernel", _kernel_cases, kinds=[CheckKind.KERNEL])  # issue 12
 
 
 def junit_xml(runs: list[RunResult], verdict: Verdict) -> str:

@@ -22,7 +22,8 @@ numbers), ``ignore`` (no check; still shown in the report), ``auto`` (warn where
 elsewhere). Every judged record also says whose fault it is: ``real`` (the module's code: it names
 the module and is not a timing symptom of emulation) or ``environment``.
 
-Pure: reads the model, returns plain check fields; ``policy.py`` turns them into ``Check``\\ s.
+Pure: reads the model, returns plain check fields; ``policy/run_gates.py`` turns them into ``Check``\\ s.
+The ``kernel`` JUnit suite is ``junit.py``'s (``_kernel_cases``).
 """
 
 from __future__ import annotations
@@ -31,10 +32,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import KernelEvent, LogResult, RunResult
+from yaml.nodes import MappingNode
 
+from .model import KernelEvent, LogResult, RunResult
+from .yaml_reader import At
+
+# policy/checks.py's CheckKind.KERNEL; a plain string here because the policy package imports this
+# module (the kernel: rules), so this one cannot import the policy package back.
 CHECK_KIND = "kernel"
 ACTIONS = ("fail", "warn", "ignore", "auto")
+_CAPS = ("fail", "warn", "ignore")  # what unrelated: may cap a record at
 SEVERITY_ORDER = {"ignore": 0, "warn": 1, "fail": 2}
 
 # Record kind -> policy key.
@@ -133,7 +140,8 @@ def describe(ev: KernelEvent) -> str:
     return text
 
 
-def _lines(ev: KernelEvent) -> str:
+def line_range(ev: KernelEvent) -> str:
+    """'line 12' or 'lines 12-40' of a record ('' when its line is unknown)."""
     if ev.line is None:
         return ""
     return f"line {ev.line}" if ev.end_line in (None, ev.line) else f"lines {ev.line}-{ev.end_line}"
@@ -158,7 +166,7 @@ def checks(run: RunResult, rules: KernelRules) -> list[dict[str, Any]]:
             continue
         verdict = "fails" if j.severity == "fail" else "warning"
         msg = (f"{verdict}: {describe(ev)} — {j.classification} ({j.why}); "
-               f"{log.source} {_lines(ev)}")
+               f"{log.source} {line_range(ev)}")
         out.append({
             "name": f"kernel:{ev.kind}@{ev.line}",
             "kind": CHECK_KIND,
@@ -199,71 +207,23 @@ def counts(runs: list[RunResult], rules: KernelRules | None = None) -> dict[str,
 # ----------------------------------------------------------------------------- policy file
 
 
-def read_rules(r: Any, node: Any, key: str = "kernel") -> KernelRules:
-    """``kernel:`` of a policy file; ``r`` is policy.py's node reader (errors name the line)."""
-    allowed = (*POLICY_KEYS, "unrelated", "emulated", "targets")
-    fields = r.mapping(node, key, allowed)
+def read_rules(at: At) -> KernelRules:
+    """``kernel:`` of a policy file (``policy/rules.py`` hands its node; errors name the line)."""
+    fields = at.mapping((*POLICY_KEYS, "unrelated", "emulated", "targets"))
     actions = dict(DEFAULT_ACTIONS)
     for name in POLICY_KEYS:
         if name in fields:
-            actions[name] = r.choice(fields[name], f"{key}.{name}", ACTIONS)
-    unrelated = r.choice(fields["unrelated"], f"{key}.unrelated", ("fail", "warn", "ignore")) \
-        if "unrelated" in fields else "warn"
-    emulated = r.names(fields["emulated"], f"{key}.emulated") if "emulated" in fields else DEFAULT_EMULATED
+            actions[name] = fields[name].choice(ACTIONS)
+    unrelated = fields["unrelated"].choice(_CAPS) if "unrelated" in fields else "warn"
+    emulated = fields["emulated"].names() if "emulated" in fields else DEFAULT_EMULATED
     targets: dict[str, dict[str, str]] = {}
     if "targets" in fields:
-        import yaml  # the reader hands YAML nodes; only this branch walks a mapping of names
-
-        if not isinstance(fields["targets"], yaml.MappingNode):
-            raise r.fail(fields["targets"], f"{key}.targets", "must be a mapping of target name to actions")
-        for k_node, v_node in fields["targets"].value:
-            target = r.string(k_node, f"{key}.targets")
-            where = f"{key}.targets.{target}"
-            sub = r.mapping(v_node, where, (*POLICY_KEYS, "unrelated"))
-            targets[target] = {
-                name: r.choice(v, f"{where}.{name}",
-                               ACTIONS if name != "unrelated" else ("fail", "warn", "ignore"))
-                for name, v in sub.items()
-            }
+        if not isinstance(fields["targets"].node, MappingNode):
+            raise fields["targets"].error("must be a mapping of target name to actions")
+        for target, sub in fields["targets"].mapping().items():
+            targets[target] = {name: v.choice(ACTIONS if name != "unrelated" else _CAPS)
+                               for name, v in sub.mapping((*POLICY_KEYS, "unrelated")).items()}
     return KernelRules(actions=actions, unrelated=unrelated, emulated=tuple(emulated), targets=targets)
-
-
-# ----------------------------------------------------------------------------- JUnit
-
-_JUNIT_EVIDENCE_RECORDS = 3
-_JUNIT_EVIDENCE_LINES = 30
-
-
-def junit_cases(run: RunResult, checks: list[Any]) -> list[Any]:
-    """The ``kernel`` suite of a run with a kernel log: a testcase per policy key, failed when a
-    record of it failed the gate, the records' evidence (description, lines) in system-out."""
-    from .junit import JUnitCase  # junit.py registers this builder: imported late, no cycle
-    from .model import LogFormat
-
-    logs = [log for log in run.logs
-            if log.format in (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG) or log.kernel]
-    if not logs:
-        return []
-    found: dict[str, list[tuple[LogResult, KernelEvent]]] = {key: [] for key in POLICY_KEYS}
-    for log, ev in records(run):
-        found[GROUPS.get(ev.kind, "warning")].append((log, ev))
-    cases = []
-    for key in POLICY_KEYS:
-        case = JUnitCase(f"kernel:{key}", log=logs[0].source if len(logs) == 1 else None)
-        case.checks = [c for c in checks if (c.detail or {}).get("group") == key]
-        recs = found[key]
-        case.facts["records"] = str(len(recs))
-        if not recs:
-            case.facts["result"] = f"no {key.replace('_', ' ')} records in {len(logs)} kernel log(s)"
-        for log, ev in recs[:_JUNIT_EVIDENCE_RECORDS]:
-            j = judge(ev, run.target, KernelRules())
-            head = f"{describe(ev)} ({log.source} {_lines(ev)}; {j.classification})"
-            body = "\n".join(ev.evidence[:_JUNIT_EVIDENCE_LINES])
-            case.facts[f"{ev.kind} at line {ev.line}"] = f"{head}\n{body}"
-        if len(recs) > _JUNIT_EVIDENCE_RECORDS:
-            case.facts["more"] = f"{len(recs) - _JUNIT_EVIDENCE_RECORDS} more record(s), see the report"
-        cases.append(case)
-    return cases
 
 
 # ----------------------------------------------------------------------------- shells' one-liners

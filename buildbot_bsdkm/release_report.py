@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .model import RunResult
-from .policy import KIND_REGRESSION, PER_SECOND, Verdict, display_unit, measure, shown
+from .policy import GEOMEAN_PREFIX, PER_SECOND, CheckKind, Verdict, display_unit, measure, shown
 
 # gcc/clang: "path/file.c:123:45: warning: text [-Wflag]", and the driver's "cc1: warning: text"
 _WARNING = re.compile(r"^(?P<file>[^\s:]+)(?::\d+(?::\d+)?)?: warning: (?P<text>.*)$")
@@ -151,7 +151,7 @@ def comparison(
 
     changes = []
     for c in verdict.checks:
-        if c.kind != KIND_REGRESSION:
+        if c.kind != CheckKind.REGRESSION:
             continue
         changes.append({
             "item": run_label.get(c.run_label, c.run_label), "name": c.name, "previous": c.baseline,
@@ -166,7 +166,7 @@ def comparison(
          "previous": _round(then.get(k)), "candidate": _round(now.get(k))}
         for k in sorted(set(then) | set(now)) for t, v, n in [k]
     ]
-    passed_checks = [c for c in verdict.checks if c.kind != KIND_REGRESSION]
+    passed_checks = [c for c in verdict.checks if c.kind != CheckKind.REGRESSION]
     return {
         "schema": 1,
         "sources": dict(sources),
@@ -294,7 +294,7 @@ def markdown_release(doc: Mapping[str, Any]) -> str:
 def change_svg(changes: Sequence[Mapping[str, Any]], *, width: int = 760, bar: int = 16) -> str:
     """Horizontal bars of each item's change in percent, red beyond its limit."""
     rows = [c for c in changes
-            if c.get("delta_pct") is not None and not str(c["name"]).startswith("geomean:")]
+            if c.get("delta_pct") is not None and not str(c["name"]).startswith(GEOMEAN_PREFIX)]
     if not rows:
         return "<p>No per-item changes to chart.</p>"
     label_w, pad = 330, 6

@@ -12,51 +12,16 @@ import html
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
-from .model import RunResult
+from . import kernel_health as kh
+from .model import LogFormat, RunResult
 from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
-from .policy import (
-    KIND_CROSSOVER,
-    KIND_REGRESSION,
-    KIND_SELFTEST,
-    KIND_SPEEDUP,
-    Check,
-    Verdict,
-    fmt_num,
-    measure,
-)
+from .policy import Check, CheckKind, Verdict, fmt_num, measure
+from .report_blocks import BENCHMARK_ROW, COMPARISON_ROW, KEEP, SELFTEST_ROW, Block, Row, Table
 
 DEFAULT_MAX_CHARS = 65536
-
-# Row priorities: rows with a higher number are dropped first when trimming.
-KEEP = 0
-SELFTEST_ROW = 1
-COMPARISON_ROW = 2
-BENCHMARK_ROW = 3
-
-
-@dataclass
-class Row:
-    cells: list[str]
-    priority: int = KEEP
-    weight: float = 0.0  # within a priority, rows with less weight go first
-
-
-@dataclass
-class Table:
-    header: list[str]
-    rows: list[Row] = field(default_factory=list)
-    omitted: int = 0
-
-
-@dataclass
-class Block:
-    kind: str  # "h2", "h3", "p", "note", "table"
-    text: str = ""
-    table: Table | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -109,7 +74,7 @@ def _selftest_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]
 def _benchmark_table(run: RunResult, verdict: Verdict) -> Table:
     gates: dict[int, Check] = {}
     for c in verdict.checks:
-        if c.kind == KIND_REGRESSION and c.item is not None and c.variant == run.variant \
+        if c.kind == CheckKind.REGRESSION and c.item is not None and c.variant == run.variant \
                 and c.target == run.target:
             gates[c.item] = c
     table = Table(["benchmark", "value", "cycles", "baseline", "delta", "limit", "status"])
@@ -130,7 +95,7 @@ def _benchmark_table(run: RunResult, verdict: Verdict) -> Table:
         table.rows.append(Row([b.name, value, cycles, base, delta, limit, regression_status(gate)],
                               KEEP if not gate.passed else BENCHMARK_ROW, abs(gate.delta_pct or 0.0)))
     for c in verdict.checks:  # run-wide gates (geometric mean) get a row of their own
-        if c.kind == KIND_REGRESSION and c.name.startswith("geomean:") and c.variant == run.variant \
+        if c.is_geomean and c.variant == run.variant \
                 and c.target == run.target:
             table.rows.append(Row([c.name, _signed_pct(c.value), "", "", "", _limit_pct(c.threshold),
                                    regression_status(c)], KEEP))
@@ -149,7 +114,7 @@ def _benchmark_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block
 
 
 def _speedup_blocks(verdict: Verdict) -> list[Block]:
-    checks = verdict.of_kind(KIND_SPEEDUP)
+    checks = verdict.of_kind(CheckKind.SPEEDUP)
     if not checks:
         return []
     table = Table(["target", "benchmark", "accelerated", "software", "speedup", "minimum", "status"])
@@ -165,7 +130,7 @@ def _speedup_blocks(verdict: Verdict) -> list[Block]:
 
 
 def _crossover_blocks(verdict: Verdict) -> list[Block]:
-    checks = verdict.of_kind(KIND_CROSSOVER)
+    checks = verdict.of_kind(CheckKind.CROSSOVER)
     if not checks:
         return []
     table = Table(["target", "benchmark", "compared", "crossover", "speed ratio by block size", "status"])
@@ -198,7 +163,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
     blocks += [Block("note", n) for n in verdict.notes]
     blocks += _failures_block(verdict)
     blocks += _kernel_blocks(runs, verdict)
-    if any(c.kind == KIND_SELFTEST for c in verdict.checks):
+    if any(c.kind == CheckKind.SELFTEST for c in verdict.checks):
         blocks += _selftest_blocks(runs, verdict)
     blocks += _speedup_blocks(verdict) + _crossover_blocks(verdict)
     blocks += offload_blocks(runs, verdict)  # AF_ALG / devcrypto paths by block size (offload.py)
@@ -323,7 +288,7 @@ def markdown_report(runs: Sequence[RunResult], verdict: Verdict, *,
 
 def _delta_table(verdict: Verdict) -> Table:
     table = Table(["run", "benchmark", "baseline", "head", "delta", "limit", "status"])
-    for c in verdict.of_kind(KIND_REGRESSION):
+    for c in verdict.of_kind(CheckKind.REGRESSION):
         unit = f" {c.unit}" if c.unit and c.unit != "%" else ""
         base = f"{fmt_num(c.baseline)}{unit}" if c.baseline is not None else ""
         head = f"{fmt_num(c.value)}{unit}" if c.value is not None and c.unit != "%" else ""
@@ -351,7 +316,7 @@ def delta_report(verdict: Verdict, *, max_chars: int = DEFAULT_MAX_CHARS) -> str
 
 def speedup_svg(checks: Sequence[Check], *, width: int = 720, bar_height: int = 18) -> str:
     """Horizontal bar chart of speedup checks (log scale, minimum marked), as standalone SVG."""
-    items = [c for c in checks if c.kind == KIND_SPEEDUP and c.value]
+    items = [c for c in checks if c.kind == CheckKind.SPEEDUP and c.value]
     label_w, pad, top = 300, 8, 24
     height = top + len(items) * (bar_height + pad) + pad
     ratios = [c.value or 1.0 for c in items] + [c.threshold or 1.0 for c in items]
@@ -419,7 +384,7 @@ def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
     for b in blocks:
         body.append(_html_block(b))
         if b.kind == "h3" and b.text.startswith("Speedups"):
-            body.append(speedup_svg(verdict.of_kind(KIND_SPEEDUP)))
+            body.append(speedup_svg(verdict.of_kind(CheckKind.SPEEDUP)))
         if b.kind == "h3" and b.text.startswith(OFFLOAD_HEADING):
             body.append(offload_svg(runs, verdict))
         if b.kind == "h3" and b.text.startswith(PERF_HEADING):
@@ -440,9 +405,6 @@ _KERNEL_NOISE = re.compile(r"^(?:\[\s*[\d.]+\] ?)?\s*(?:Code:|R[SB]P:|R[A-D]X:|R
 
 
 def _kernel_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
-    from . import kernel_health as kh
-    from .model import LogFormat
-
     kernel_logs = [log for run in runs for log in run.logs
                    if log.format in (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG) or log.kernel]
     notes = [f"{run.target}/{run.variant}: {run.metadata['benchmark_skipped']}"
@@ -452,7 +414,7 @@ def _kernel_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
     blocks = [Block("h3", "Kernel health")]
     blocks += [Block("note", f"Skipped under emulation: {n}") for n in notes]
     judged = {(c.run_label, c.detail.get("source"), (c.detail.get("lines") or [None])[0]): c
-              for c in verdict.checks if c.kind == kh.CHECK_KIND}
+              for c in verdict.checks if c.kind == CheckKind.KERNEL}
     table = Table(["run", "kind", "verdict", "whose", "duration", "process", "function",
                    "first module frames", "log lines"])
     shown = []

@@ -148,6 +148,12 @@ class At:
             raise self.error(f"must be a single value, not {node_kind(self.node)}")
         return self.value()
 
+    def require(self, fields: dict[str, At], *names: str) -> None:
+        """Every one of ``names`` is among this mapping's ``fields``; else the error is at the mapping."""
+        for name in names:
+            if name not in fields:
+                raise self.error(f"missing key {name!r}")
+
     def plain(self) -> dict[str, Any]:
         """A mapping as plain data, after its shape and duplicate keys were checked with lines."""
         self.mapping()

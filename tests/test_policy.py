@@ -101,7 +101,7 @@ def test_default_policy_loads_and_documents_noise_limits() -> None:
          2, "speedups[0].pattern", "never closed"),
         ("selftests: maybe\n", 1, "selftests", "true or false"),
         ("required: AES\n", 1, "required", "must be a list"),
-        ("floors:\n  - pattern: SHA-256\n    min: 10\n", 2, "floors[0]", "missing required key 'unit'"),
+        ("floors:\n  - pattern: SHA-256\n    min: 10\n", 2, "floors[0]", "missing key 'unit'"),
         ("floors:\n  - pattern: SHA-256\n    min: 10\n    unit: furlongs\n", 4, "floors[0].unit", "MiB/s"),
         ("speedups:\n  - {pattern: 'AES*', accelerated: a, min: 2}\n", 2, "speedups[0]", "'software'"),
         ("metric: per_second\nbogus: 1\n", 2, "bogus", "unknown key"),

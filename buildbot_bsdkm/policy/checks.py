@@ -1,0 +1,154 @@
+"""The gate's output: one ``Check`` per gate applied to one run, and the ``Verdict`` over them.
+
+Pure records: no YAML, no measurement; every other part of the policy package builds these, and the
+shells read them (or their JSON, ``to_dict``/``from_dict``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class CheckKind(StrEnum):
+    """What a check gates; a ``str`` so the JSON (``to_dict``) carries the same words as before."""
+
+    SELFTEST = "selftest"
+    COMPLETE = "complete"
+    BENCHMARK = "benchmark"  # a benchmark item that printed "Benchmark X failed: <code>"
+    FLOOR = "floor"
+    REGRESSION = "regression"
+    SPEEDUP = "speedup"
+    REQUIRED = "required"
+    CROSSOVER = "crossover"
+    OFFLOAD = "offload"  # the registered driver AF_ALG / the crypto framework used (policy/paths.py)
+    KERNEL = "kernel"  # kernel-trouble records (kernel_health.py)
+
+
+# The older names, kept for the modules that import them.
+KIND_SELFTEST = CheckKind.SELFTEST
+KIND_COMPLETE = CheckKind.COMPLETE
+KIND_BENCHMARK = CheckKind.BENCHMARK
+KIND_FLOOR = CheckKind.FLOOR
+KIND_REGRESSION = CheckKind.REGRESSION
+KIND_SPEEDUP = CheckKind.SPEEDUP
+KIND_REQUIRED = CheckKind.REQUIRED
+KIND_CROSSOVER = CheckKind.CROSSOVER
+
+GEOMEAN_PREFIX = "geomean:"  # a regression gate over the geometric mean: "geomean:<pattern>"
+COMPLETE_PREFIX = "complete:"  # a log's completeness: "complete:<log source>"
+
+
+@dataclass
+class Check:
+    """One gate applied to one run (``variant`` on ``target``)."""
+
+    variant: str
+    target: str
+    name: str
+    kind: CheckKind
+    passed: bool
+    message: str
+    value: float | None = None
+    unit: str | None = None
+    baseline: float | None = None
+    delta_pct: float | None = None
+    threshold: float | None = None
+    error: bool = False  # the input was unusable (incomplete log, lost stage), not a measured failure
+    metric: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    item: int | None = None  # index into the run's ``benchmarks`` when the check is about one item
+
+    def __post_init__(self) -> None:
+        self.kind = CheckKind(self.kind)  # ValueError for a kind no gate makes
+
+    @property
+    def run_label(self) -> str:
+        return f"{self.target}/{self.variant}"
+
+    @property
+    def is_geomean(self) -> bool:
+        """A regression gate over the geometric mean of many items, not one item."""
+        return self.kind == CheckKind.REGRESSION and self.name.startswith(GEOMEAN_PREFIX)
+
+    @property
+    def log_source(self) -> str | None:
+        """The log a completeness check is about (None for any other check)."""
+        if self.kind == CheckKind.COMPLETE and self.name.startswith(COMPLETE_PREFIX):
+            return self.name.removeprefix(COMPLETE_PREFIX)
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["kind"] = self.kind.value
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Check:
+        """``to_dict`` back; ValueError naming the problem when ``d`` is not a check."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"a check is a mapping, not {type(d).__name__}")
+        try:
+            return cls(**d)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"malformed check: {e}") from None
+
+
+@dataclass
+class Verdict:
+    checks: list[Check] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    policy_source: str = "<default>"
+    perf: list[dict[str, Any]] = field(default_factory=list)  # learned-limit gate, one entry per run
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    @property
+    def errors(self) -> list[Check]:
+        return [c for c in self.checks if c.error and not c.passed]
+
+    @property
+    def regressions(self) -> list[Check]:
+        return [c for c in self.failures if c.kind == CheckKind.REGRESSION]
+
+    def of_kind(self, kind: CheckKind | str) -> list[Check]:
+        return [c for c in self.checks if c.kind == kind]
+
+    def summary(self) -> str:
+        if self.passed:
+            return f"PASS: {len(self.checks)} checks passed"
+        kinds = sorted({c.kind for c in self.failures})
+        return f"FAIL: {len(self.failures)} of {len(self.checks)} checks failed ({', '.join(kinds)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "summary": self.summary(),
+            "policy": self.policy_source,
+            "notes": list(self.notes),
+            "checks": [c.to_dict() for c in self.checks],
+            "perf": list(self.perf),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+        """``to_dict`` back (``passed`` and ``summary`` are derived again); ValueError when malformed."""
+        if not isinstance(d, Mapping) or not isinstance(d.get("checks"), list):
+            raise ValueError("not a verdict document (no 'checks' list)")
+        perf = d.get("perf") or []
+        if not isinstance(perf, list):
+            raise ValueError("verdict 'perf' is not a list")
+        return cls(
+            checks=[Check.from_dict(c) for c in d["checks"]],
+            notes=[str(n) for n in d.get("notes") or []],
+            policy_source=str(d.get("policy", "<default>")),
+            perf=[dict(p) for p in perf if isinstance(p, Mapping)],
+        )

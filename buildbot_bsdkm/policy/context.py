@@ -1,0 +1,30 @@
+"""The evaluation in progress: one policy over runs (and a baseline, a history), the checks so far."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import RunResult
+from .checks import Check, CheckKind, Verdict
+from .rules import Policy
+
+
+class Evaluation:
+    """What every gate reads (runs, policy, baseline, history) and the verdict it adds checks to."""
+
+    def __init__(self, runs: list[RunResult], policy: Policy, baseline: list[RunResult] | None,
+                 history: list[RunResult] | None = None) -> None:
+        self.runs = runs
+        self.policy = policy
+        self.baseline = baseline
+        self.history = history or []
+        self.verdict = Verdict(policy_source=policy.source)
+
+    def add(self, run: RunResult, name: str, kind: CheckKind | str, passed: bool, message: str,
+            **kw: Any) -> None:
+        check = Check(run.variant, run.target, name, CheckKind(kind), passed, message, **kw)
+        self.verdict.checks.append(check)
+
+    def note(self, text: str) -> None:
+        if text not in self.verdict.notes:
+            self.verdict.notes.append(text)
