@@ -40,7 +40,7 @@ from ..contract import (
 )
 from ..contract import run_dir as run_dir_of
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
-from ..pipeline.run import measured_interleaved
+from ..pipeline.registry import measures_base  # the target's own property (Target.measures_base)
 from ..pipeline.stages import BASE_DIR
 from . import perf_history, summaries
 from .classification import classify_stage, logs_lost, missing_results
@@ -106,7 +106,7 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
 
     def base_sha(self) -> str | None:
         """The PR base commit this build also builds, or None (not a PR build, or not a perf target)."""
-        if self.getProperty(PR_NUMBER_PROPERTY) in (None, "") or not measured_interleaved(self.target):
+        if self.getProperty(PR_NUMBER_PROPERTY) in (None, "") or not measures_base(self.target):
             return None
         sha = self.getProperty(PR_BASE_SHA_PROPERTY)
         if not sha:
