@@ -30,11 +30,13 @@ __all__ = [
     "userspace_flags",
 ]
 KERNEL_FLAG_WORDS = ("linuxkm", "freebsdkm", "kernel", "linux-source")
+# The userspace target's name, written once (userspace.UserspaceTarget takes it from here: no cycle).
+USERSPACE = "userspace"
 
 
 def userspace_flags(config: Config, variant: str) -> list[str]:
     """The target's flags and the variant's, without anything only a kernel build understands."""
-    flags = config.configure_flags("userspace", variant)
+    flags = config.configure_flags(USERSPACE, variant)
     return [f for f in flags if not any(w in f for w in KERNEL_FLAG_WORDS)]
 
 
@@ -152,13 +154,13 @@ def build_key(*parts: object) -> str:
 def userspace_build(
     config: Config, variant: str, source: Path, source_id: str, cache: Path, jobs: int
 ) -> UserspaceBuild:
-    cflags = " ".join(config.cflags("userspace", variant))
+    cflags = " ".join(config.cflags(USERSPACE, variant))
     # make -jN is given by us, per run; configure's own jobserver would bake a -j into the
     # Makefile (and into the build's identity, defeating reuse across --jobs values).
     args = [*userspace_flags(config, variant), "--enable-jobserver=no"]
     if cflags:
         args.append(f"CFLAGS={cflags}")
-    key = build_key(source, source_id, "userspace", args)
+    key = build_key(source, source_id, USERSPACE, args)
     # Named by inputs, not by variant: two variants with the same flags share one build.
     return UserspaceBuild(
         source=source,

@@ -8,14 +8,14 @@ from pathlib import Path
 from ..classify import Patterns, classify
 from ..model import LogFormat, LogResult, Problem, StageFailure
 from ..parsers import ParseError, parse_file
-from .build import CommandResult, run_logged
+from .build import USERSPACE, CommandResult, run_logged
 from .target import Target
 
 
 class UserspaceTarget(Target):
     """``userspace``: testwolfcrypt and the benchmark program run natively on the worker."""
 
-    name = "userspace"
+    name = USERSPACE
     # Native code on the worker's own CPU; the benchmark program can simply be run again.
     perf_measurement = True
     bench_repeats = True
