@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import kernel_health
 from ..model import RunResult, SelfTest
-from ..policy import Verdict
+from ..policy import CheckKind, Verdict
 from ..report import html_report, markdown_report
 
 MINUS = "\u2212"  # a real minus sign reads better than a hyphen next to a percentage
@@ -102,7 +102,7 @@ def regression_labels(verdict: Mapping[str, Any]) -> list[str]:
     """``AES-128-GCM-enc −31 %`` for every failed regression check."""
     labels = []
     for c in verdict.get("checks", []) or []:
-        if not isinstance(c, Mapping) or c.get("passed", True) or c.get("kind") != "regression":
+        if not isinstance(c, Mapping) or c.get("passed", True) or c.get("kind") != CheckKind.REGRESSION:
             continue
         delta = c.get("delta_pct")
         name = str(c.get("name", "?"))

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..model import RunResult
 from ..perf import gab
-from ..policy import Verdict, evaluate, fingerprint_problem
+from ..policy import CheckKind, Verdict, evaluate, fingerprint_problem
 from ..report import delta_report
 from .errors import UsageError
 from .junit_cmd import exit_status, read_policy, read_results, write_text
@@ -118,7 +118,7 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
         items += run["items"]
         if run.get("geomean"):
             items.append(run["geomean"])
-    if any(c.kind == "regression" and not c.passed for c in verdict.checks):
+    if any(c.kind == CheckKind.REGRESSION and not c.passed for c in verdict.checks):
         overall = "regression"
     elif not verdict.passed:
         overall = "fail"
