@@ -178,3 +178,88 @@ def test_release_sides_of_one_repository_get_trees_of_their_own(repo, tmp_path: 
         release._fetch(side, config, lambda _: None)
     cand, prev = (Path(s.tree.path) for s in sides)
     assert cand != prev and "5.0.1-pr" in (cand / "configure.ac").read_text()
+
+
+CONFIRM_POLICY = """\
+perf: {alpha: 0.01, tail: 1.8, reduce: best, min_repeats: 3, confirm: true}
+regressions:
+  - {pattern: "*", max_pct: 2, limit: learned, detect_pct: 25}
+"""
+
+
+def scripted(out: Path, side: str, logs: list[str], order: Path) -> None:
+    """Like ``built``, but the benchmark prints ``logs`` one per run, in order, and notes its side."""
+    built(out, side, order)
+    data = out / "logs"
+    data.mkdir()
+    for i, text in enumerate(logs, 1):
+        (data / f"{i}.txt").write_text(text)
+    bench = out / "tree" / "wolfcrypt" / "bin" / "benchmark"
+    bench.write_text(f"#!/bin/sh\necho {side} >> {order}\n"
+                     f"n=$(( $(cat {data}/n 2>/dev/null || echo 0) + 1 ))\n"
+                     f"echo $n > {data}/n\ncat {data}/$n.txt\n")
+
+
+def slowed_text(text: str, item: str, factor: float) -> str:
+    """A wolfCrypt benchmark log with ``item`` slower by ``factor`` (rate down, cycles per byte up)."""
+    import re
+
+    def one(m: re.Match[str]) -> str:
+        return f"{m[1]}{float(m[2]) * factor:.3f} MiB/s Cycles per byte = {float(m[3]) / factor:6.2f}"
+    pattern = rf"^({re.escape(item)}\s.*?)([\d.]+) MiB/s Cycles per byte =\s+([\d.]+)"
+    return "\n".join(re.sub(pattern, one, line) for line in text.splitlines()) + "\n"
+
+
+def confirm_case(tmp_path: Path, confirm_slow: bool
+                 ) -> tuple[subprocess.CompletedProcess[str], dict, list[str]]:
+    """3 interleaved rounds with the head's AES-128-GCM-enc 30 % slower, then ``stage gate --base-out``
+    under a ``confirm: true`` policy; the re-measurement's head is slow again or healthy."""
+    noise = [p.read_text() for p in sorted((FIXTURES / "noise").glob("noasm_r*.txt"))]
+    slow = [slowed_text(t, "AES-128-GCM-enc", 0.7) for t in noise[3:6]]
+    again = [slowed_text(t, "AES-128-GCM-enc", 0.7) for t in noise[6:9]] if confirm_slow else noise[6:9]
+    out, order = tmp_path / "bsdkm-out", tmp_path / "order"
+    scripted(out, "head", slow + again, order)
+    scripted(out / "base", "base", noise[0:3] + noise[0:3], order)
+    (tmp_path / "policy.yml").write_text(CONFIRM_POLICY)
+    config = tmp_path / "bsdkm.yml"
+    config.write_text((ROOT / "bsdkm.yml").read_text().replace("policy: policies/default.yml",
+                                                               f"policy: {tmp_path / 'policy.yml'}"))
+
+    def stage_here(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [BSDKM_CI, "stage", *args, "--variant", "noasm", "--target", "userspace",
+               "--config", str(config)]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    p = stage_here("load", "--out", str(out), "--base-out", str(out / "base"), "--repeats", "3")
+    assert p.returncode == 0, p.stdout + p.stderr
+    gate = stage_here("gate", "--out", str(out), "--base-out", str(out / "base"))
+    verdict = json.loads((out / "userspace/noasm/state.json").read_text())["verdict"]
+    return gate, verdict, order.read_text().split()
+
+
+def _gcm(verdict: dict) -> dict:
+    (check,) = [c for c in verdict["checks"] if c["kind"] == "regression" and c["name"] == "AES-128-GCM-enc"]
+    return check
+
+
+def test_stage_gate_confirms_a_regression_by_measuring_base_and_head_again(tmp_path: Path) -> None:
+    gate, verdict, order = confirm_case(tmp_path, confirm_slow=True)
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    assert order == ["base", "head"] * 6  # 3 load rounds, then 3 confirm rounds, A B A B on this worker
+    check = _gcm(verdict)
+    assert not check["passed"] and "confirmed by a re-measurement" in check["message"]
+    assert check["detail"]["confirm"]["verdict"] == "regression"
+    said = "confirm: re-measured userspace/noasm base and head interleaved again: 1 regression(s) confirmed"
+    assert any(n.startswith(said + ", 0 withdrawn") for n in verdict["notes"]), verdict["notes"]
+    names = sorted(p.name for p in (tmp_path / "bsdkm-out/userspace/noasm").glob("bench.confirm.*.log"))
+    assert names == ["bench.confirm.1.log", "bench.confirm.2.log", "bench.confirm.3.log"]
+
+
+def test_stage_gate_withdraws_a_regression_the_re_measurement_does_not_see(tmp_path: Path) -> None:
+    gate, verdict, order = confirm_case(tmp_path, confirm_slow=False)
+    assert gate.returncode == 0, gate.stdout + gate.stderr  # before: exit 1, "nothing can measure again"
+    assert order == ["base", "head"] * 6
+    check = _gcm(verdict)
+    assert check["passed"] and "NOT confirmed by a re-measurement" in check["message"]
+    assert check["detail"]["confirm"]["verdict"] != "regression"
+    assert verdict["passed"]

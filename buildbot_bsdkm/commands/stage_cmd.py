@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..config import ConfigError
 from ..pipeline.report_out import BaselineError
-from ..pipeline.run import load_interleaved
+from ..pipeline.run import gate_against_base, load_interleaved
 from ..pipeline.stages import BASE_DIR, STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         if args.stage == "load" and base_out is not None and job.failure is None:
             base = Job(config, args.target, args.variant, base_out, jobs=job.jobs)
             failure = load_interleaved(job, base, args.repeats or config.benchmark.repeats)
+        elif args.stage == "gate" and base_out is not None:  # confirm: true can measure both again here
+            failure = gate_against_base(job, Job(config, args.target, args.variant, base_out, jobs=job.jobs))
         else:
             failure = run_stage(job, args.stage)
     except StageSkipped as e:

@@ -33,6 +33,7 @@ from .stages import (
     Progress,
     judged_cycle,
     load_cycle,
+    read_run,
     repeat_load,
     repeat_log_path,
     run_stage,
@@ -182,6 +183,26 @@ def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
     if failure is None:
         finish(head)  # every round's log in results.json; a failed repeat fails the run
     return head.failure
+
+
+def gate_against_base(head: Job, base: Job) -> StageFailure | None:
+    """``bsdkm-ci stage gate --base-out``: the gate, able to confirm (``perf: {confirm: true}``).
+
+    The gate runs where ``stage load --base-out`` measured (the Buildbot build's worker), so a learned
+    regression is measured again as ``run`` does it (``_remeasurer``): the pair's already built base
+    and head, A B A B, as many rounds as the load measured. Only asked for when there is a
+    regression to confirm; a side that cannot run again leaves the regression standing.
+    """
+    def remeasure(pairs: list[tuple[str, str]]) -> tuple[list[RunResult], list[RunResult]]:
+        head_run, base_run = read_run(head), read_run(base)
+        rounds = max(1, sum(1 for log in base_run.logs if log.benchmarks))
+        head.say(f"confirm: measuring {head.label} base and head again, {rounds} round(s)")
+        again = _remeasurer([head], {(head.target, head.variant): base}, [head_run], [base_run], rounds,
+                            head.say)
+        return again(pairs)
+
+    head.remeasure = remeasure
+    return run_stage(head, "gate")
 
 
 def run_matrix(

@@ -63,6 +63,9 @@ class Job:
     # The base build's output root (``stage gate --base-out``): its run of this (target, variant)
     # is the gate's base instead of history.
     base_out: Path | None = None
+    # ``stage gate``'s re-measurement for ``perf: {confirm: true}`` (a perf.confirm.Remeasure), set by
+    # run.gate_against_base: base and head were measured on this worker and can be again.
+    remeasure: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -309,8 +312,9 @@ def stage_gate(job: Job) -> None:
     history = _history(job)
     gate = GateInputs.load(job.config, read_baseline=base is None)
     verdict = gate_runs(gate, [run], [base] if base is not None else None, history)
-    # The measuring stage is over: a confirm: true policy's regressions stand here, with a note.
-    confirm(verdict, gate.policy, None, history)
+    # confirm: true re-measures a regression when the base was measured here (run.gate_against_base);
+    # against history, or without a way to measure again, the regressions stand, with a note.
+    confirm(verdict, gate.policy, job.remeasure if base is not None else None, history)
     if note:
         verdict.notes.insert(0, note)
     write_run_outputs(job.dir, run, verdict)
