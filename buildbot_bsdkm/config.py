@@ -14,7 +14,7 @@ from typing import Any
 
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from .yaml_reader import At, LocatedError, compose, opt, read_text
+from .yaml_reader import At, LocatedDict, LocatedError, compose, opt, read_text
 
 KNOWN_TARGETS = ("userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
 KERNEL_TARGETS = ("linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
@@ -192,8 +192,9 @@ class Config:
     baseline: Path | None = None
     retry: RetryConfig = field(default_factory=RetryConfig)
     cache_dir: Path | None = None  # None: $BSDKM_CACHE, $XDG_CACHE_HOME/bsdkm-ci, ~/.cache/bsdkm-ci
-    workers: dict[str, Any] = field(default_factory=dict)  # Buildbot shell validates the contents
-    github: dict[str, Any] = field(default_factory=dict)  # GitHub shell validates the contents
+    # Read by worker_config.parse_workers / github/settings.parse_settings, whose errors name the line
+    workers: dict[str, Any] = field(default_factory=dict)  # a LocatedDict when read from a file
+    github: dict[str, Any] = field(default_factory=dict)  # a LocatedDict when read from a file
     www: dict[str, Any] = field(default_factory=dict)  # web UI auth + public URL (buildbot/www_security.py)
     freebsd: FreeBSDConfig = field(default_factory=FreeBSDConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
@@ -482,8 +483,8 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         baseline=opt(m, "baseline", lambda a: _resolve(base, a.string()), None),
         retry=_retry(m["retry"]) if "retry" in m else RetryConfig(),
         cache_dir=opt(m, "cache_dir", lambda a: _resolve(base, a.string()), None),
-        workers=opt(m, "workers", At.plain, {}),
-        github=opt(m, "github", At.plain, {}),
+        workers=opt(m, "workers", At.located, LocatedDict(file=source, key="workers")),
+        github=opt(m, "github", At.located, LocatedDict(file=source, key="github")),
         www=opt(m, "www", At.plain, {}),
         freebsd=_freebsd(m["freebsd"], base) if "freebsd" in m else FreeBSDConfig(),
         release=_release(m["release"]) if "release" in m else ReleaseConfig(),

@@ -33,12 +33,41 @@ class LocatedError(ValueError):
 
     def __init__(self, file: str, line: int | None, key: str, problem: str) -> None:
         self.file, self.line, self.key, self.problem = file, line, key, problem
-        where = f"{file}:{line}" if line is not None else file
-        super().__init__(f"{where}: {key or self.TOP}: {problem}")
+        where = f"{file}:{line}: " if file and line is not None else (f"{file}: " if file else "")
+        super().__init__(f"{where}{key or self.TOP}: {problem}")
 
     @property
     def source(self) -> str:
         return self.file
+
+
+class LocatedDict(dict[str, Any]):
+    """A mapping read as plain data that still knows the file and line of each key under it.
+
+    For sections whose checks belong to a shell (``workers:``, ``github:``): the shell gets plain
+    data, and its errors still name ``file:line``. ``lines`` maps dotted keys as ``At`` names them
+    (``workers.w1.password``) to the line the key was written on.
+    """
+
+    def __init__(self, data: Any = (), *, file: str = "", key: str = "",
+                 lines: dict[str, int] | None = None) -> None:
+        super().__init__(data)
+        self.file, self.key, self.lines = file, key, dict(lines or {})
+
+    def line(self, key: str) -> int | None:
+        """The line of ``key`` (dotted, from the document's top), else of its nearest parent."""
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = key.rpartition(".")[0] if "." in key else ""
+        return None
+
+
+def located(data: Any, key: str) -> tuple[str, int | None]:
+    """``(file, line)`` of dotted ``key`` when ``data`` is a ``LocatedDict``; ``("", None)`` otherwise."""
+    if isinstance(data, LocatedDict):
+        return data.file, data.line(key)
+    return "", None
 
 
 def read_text(path: str | Path, error: type[LocatedError]) -> str:
@@ -158,6 +187,25 @@ class At:
         """A mapping as plain data, after its shape and duplicate keys were checked with lines."""
         self.mapping()
         return dict(self.value())
+
+    def located(self) -> LocatedDict:
+        """``plain()``, keeping the line of every key under this mapping (``LocatedDict``)."""
+        lines: dict[str, int] = {}
+
+        def walk(at: At) -> None:
+            if isinstance(at.node, MappingNode):
+                for sub in at.mapping().values():
+                    lines[sub.key] = sub.key_node.start_mark.line + 1 if sub.key_node else sub.line
+                    walk(sub)
+            elif isinstance(at.node, SequenceNode):
+                for item in at.sequence():
+                    lines[item.key] = item.line
+                    walk(item)
+
+        data = self.plain()
+        walk(self)
+        lines.setdefault(self.key, self.line)
+        return LocatedDict(data, file=self.file, key=self.key, lines=lines)
 
     # -- values ---------------------------------------------------------------------------
 

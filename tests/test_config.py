@@ -108,7 +108,8 @@ retry:
         (MINIMAL + "timeouts: {boot: 5}\n", 8, "timeouts.boot", "unknown key"),
         (MINIMAL + "retry: {infra_patterns: ['(unclosed']}\n", 8, "retry.infra_patterns",
          "not a regular expression"),
-        (MINIMAL + "retry: {max_infra_retries: 1.5}\n", 8, "retry.max_infra_retries", "must be a whole number"),
+        (MINIMAL + "retry: {max_infra_retries: 1.5}\n", 8, "retry.max_infra_retries",
+         "must be a whole number"),
         (MINIMAL + "source: {git: {ref: main}}\n", 8, "source.git", "missing key 'url'"),
         (MINIMAL + "source: {git: {url: x, ref: 'a..b'}}\n", 8, "source.git.ref", "not a usable git ref"),
         (MINIMAL + "source: {tarball: {path: a.tgz, sha256: abc}}\n", 8, "source.tarball.sha256",
@@ -164,3 +165,33 @@ def test_unknown_names_in_a_selection_are_errors() -> None:
         cfg.pairs(["fast"])
     with pytest.raises(ConfigError, match="no target 'linux-kmod-qemu'"):
         cfg.pairs(None, ["linux-kmod-qemu"])
+
+
+@pytest.mark.parametrize(
+    ("block", "line", "message"),
+    [
+        ("workers:\n  w1:\n    tags: [x]\n", 10, "workers.w1: missing key 'password'"),
+        ("workers:\n  w1:\n    password: hunter2\n", 11, "workers.w1.password: expected {secret: NAME}"),
+        ("workers:\n  w1:\n    password: {env: X}\n    colour: red\n", 12,
+         "workers.w1: unknown key(s) colour"),
+        ("workers:\n  w1:\n    password: {env: X}\n    max_builds: 0\n", 12,
+         "workers.w1.max_builds: expected a positive"),
+    ],
+)
+def test_workers_block_errors_name_the_line_of_the_key(block: str, line: int, message: str) -> None:
+    # workers: is checked when the master reads it (worker_config.parse_workers), not when bsdkm-ci
+    # loads the file; the check still names where in bsdkm.yml the problem is.
+    from buildbot_bsdkm.worker_config import WorkerConfigError, parse_workers
+
+    cfg = parse(MINIMAL + "jobs: 1\n" + block)
+    with pytest.raises(WorkerConfigError) as e:
+        parse_workers(cfg.workers)
+    assert str(e.value).startswith(f"test.yml:{line}: {message}")
+    assert (e.value.file, e.value.line) == ("test.yml", line)
+
+
+def test_workers_and_github_sections_stay_plain_data() -> None:
+    cfg = parse(MINIMAL + "workers:\n  w1: {password: {env: X}, tags: [a]}\ngithub: {repo: a/b}\n")
+    assert cfg.workers == {"w1": {"password": {"env": "X"}, "tags": ["a"]}}
+    assert cfg.github == {"repo": "a/b"}
+    assert parse(MINIMAL).workers == {} and parse(MINIMAL).github == {}

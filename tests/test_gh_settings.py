@@ -102,3 +102,18 @@ def test_no_github_section_adds_nothing() -> None:
     from buildbot_bsdkm.config import Config
 
     assert github_services(Config()) == {}
+
+
+def test_errors_about_a_section_read_from_a_file_name_its_line(tmp_path: Path) -> None:
+    text = ("targets: {userspace: {}}\nvariants: {noasm: {targets: [userspace]}}\n"
+            "github:\n  repo: a/b\n  api_url: ftp://x\n")
+    (tmp_path / "bsdkm.yml").write_text(text)
+    config = load_config(tmp_path / "bsdkm.yml")
+    with pytest.raises(GitHubConfigError) as e:
+        parse_settings(config.github, env=ENV)
+    assert str(e.value).startswith(f"{tmp_path / 'bsdkm.yml'}:5: github.api_url: must be an http(s) URL")
+    assert e.value.line == 5
+    # a key that is not there: the line of the section
+    (tmp_path / "bsdkm.yml").write_text(text.replace("  api_url: ftp://x\n", ""))
+    with pytest.raises(GitHubConfigError, match=r"bsdkm\.yml:4: github\.token_env: environment variable"):
+        parse_settings(load_config(tmp_path / "bsdkm.yml").github, env={"BSDKM_WEBHOOK_SECRET": "s"})

@@ -1,5 +1,8 @@
 """The ``github:`` section of ``bsdkm.yml`` → typed settings (secrets come from env or files).
 
+Read when the master starts (the secrets are the master's environment's); errors name the line
+of the key in ``bsdkm.yml`` (``Config.github`` keeps it, ``yaml_reader.LocatedDict``).
+
 Example::
 
     github:
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..yaml_reader import LocatedError, located
 from .signature import DEFAULT_MAX_BODY_BYTES
 from .triggers import DEFAULT_APPROVE_PHRASES, DEFAULT_RETEST_PHRASES, TriggerConfig
 from .trust import TRUSTED_ASSOCIATIONS, TrustPolicy
@@ -59,12 +63,14 @@ ASSOCIATIONS = frozenset(
 )
 
 
-class GitHubConfigError(ValueError):
-    """The ``github:`` section is wrong; the message names the key."""
+class GitHubConfigError(LocatedError):
+    """The ``github:`` section is wrong; ``file:line: github.<key>: problem`` when the section came from
+    a file (``Config.github`` is a ``LocatedDict``: the line of the key, else of the section), else
+    ``github.<key>: problem``."""
 
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"github.{key}: {problem}")
-        self.key = key
+    def __init__(self, key: str, problem: str, *, section: Any = None) -> None:
+        file, line = located(section, f"github.{key}")
+        super().__init__(file, line, f"github.{key}", problem)
 
 
 @dataclass(frozen=True)
@@ -96,21 +102,21 @@ def _strings(section: Mapping[str, Any], key: str, default: tuple[str, ...]) -> 
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise GitHubConfigError(key, "must be a list of non-empty strings")
+        raise GitHubConfigError(key, "must be a list of non-empty strings", section=section)
     return tuple(value)
 
 
 def _number(section: Mapping[str, Any], key: str, default: float) -> float:
     value = section.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise GitHubConfigError(key, f"must be a positive number, not {value!r}")
+        raise GitHubConfigError(key, f"must be a positive number, not {value!r}", section=section)
     return float(value)
 
 
 def _flag(section: Mapping[str, Any], key: str, default: bool) -> bool:
     value = section.get(key, default)
     if not isinstance(value, bool):
-        raise GitHubConfigError(key, f"must be true or false, not {value!r}")
+        raise GitHubConfigError(key, f"must be true or false, not {value!r}", section=section)
     return value
 
 
@@ -121,14 +127,15 @@ def _secret(section: Mapping[str, Any], name: str, default_env: str, env: Mappin
         try:
             value = path.read_text(encoding="utf-8").strip()
         except OSError as e:
-            raise GitHubConfigError(file_key, f"cannot read {path}: {e.strerror}") from None
+            raise GitHubConfigError(file_key, f"cannot read {path}: {e.strerror}", section=section) from None
         if not value:
-            raise GitHubConfigError(file_key, f"{path} is empty")
+            raise GitHubConfigError(file_key, f"{path} is empty", section=section)
         return value
     variable = str(section.get(env_key, default_env))
     value = env.get(variable, "").strip()
     if not value:
-        raise GitHubConfigError(env_key, f"environment variable ${variable} is not set or empty")
+        raise GitHubConfigError(env_key, f"environment variable ${variable} is not set or empty",
+                                section=section)
     return value
 
 
@@ -141,17 +148,20 @@ def parse_settings(
 ) -> GitHubSettings:
     env = os.environ if env is None else env
     if not isinstance(section, Mapping) or not section:
-        raise GitHubConfigError("repo", "the github section is missing (need at least github.repo)")
+        raise GitHubConfigError("repo", "the github section is missing (need at least github.repo)",
+                                section=section)
     unknown = sorted(set(section) - KNOWN_KEYS)
     if unknown:
-        raise GitHubConfigError(unknown[0], f"unknown key (known: {', '.join(sorted(KNOWN_KEYS))})")
+        raise GitHubConfigError(unknown[0], f"unknown key (known: {', '.join(sorted(KNOWN_KEYS))})",
+                                section=section)
     repo = section.get("repo")
     if not isinstance(repo, str) or repo.count("/") != 1 or not all(repo.split("/")):
-        raise GitHubConfigError("repo", f"must be owner/name, not {repo!r}")
+        raise GitHubConfigError("repo", f"must be owner/name, not {repo!r}", section=section)
     associations = _strings(section, "trusted_associations", tuple(sorted(TRUSTED_ASSOCIATIONS)))
     bad = sorted({a.upper() for a in associations} - ASSOCIATIONS)
     if bad:
-        raise GitHubConfigError("trusted_associations", f"unknown author_association {bad[0]!r}")
+        raise GitHubConfigError("trusted_associations", f"unknown author_association {bad[0]!r}",
+                                section=section)
     try:
         triggers = TriggerConfig(
             retest_phrases=_strings(section, "retest_phrases", DEFAULT_RETEST_PHRASES),
@@ -160,10 +170,10 @@ def parse_settings(
             known_targets=targets,
         )
     except ValueError as e:
-        raise GitHubConfigError("retest_phrases", str(e)) from None
+        raise GitHubConfigError("retest_phrases", str(e), section=section) from None
     api_url = str(section.get("api_url", "https://api.github.com")).rstrip("/")
     if not api_url.startswith(("http://", "https://")):
-        raise GitHubConfigError("api_url", f"must be an http(s) URL, not {api_url!r}")
+        raise GitHubConfigError("api_url", f"must be an http(s) URL, not {api_url!r}", section=section)
     return GitHubSettings(
         repo=repo,
         token=_secret(section, "token", "GITHUB_TOKEN", env),
