@@ -130,60 +130,79 @@ class _LearnedGate:
         history, left_out = same_machine(self.history, self.heads)
         for n in left_out:
             ev.note(n)
-        head_logs, base_logs, hist_logs = bench_logs(self.heads), bench_logs(self.base), bench_logs(history)
-        if not head_logs:
+        sides = self._sides(history)
+        if sides is None:
             return
-        settings = ev.policy.perf
-        from_history = not base_logs
-        if from_history:
-            if not hist_logs:
-                ev.note(f"{self.label}: no baseline and no history: learned regression gates not evaluated")
-                return
-            base_logs = hist_logs[-settings.window:]
-            ev.note(f"{self.label}: no base build; compared with a window of {len(base_logs)} "
-                    "history repeat(s)")
+        head_logs, base_logs, hist_logs = sides
+        from_history = not bench_logs(self.base)  # _sides took a history window as the base
         head_clock, base_clock = self._clock(head_logs), self._clock(base_logs)
-        mis_timed: dict[str, float] = {}
-        for rep in [*head_clock, *base_clock]:
-            for name in rep.mis_timed:
-                mis_timed[name] = rep.deviation(name) or 0.0
-        for name, dev in sorted(mis_timed.items()):
-            ev.note(f"{self.label}: {name} is mis-timed: its implied clock (rate x cycles) is "
-                    f"{dev * 100:+.0f}% off the run's median; gated on cycles")
-        clock_diff = perf_clock.side_mismatch([c.clock_hz for c in base_clock if c.clock_hz],
-                                              [c.clock_hz for c in head_clock if c.clock_hz])
-        if clock_diff is not None:
-            ev.note(f"{self.label}: base and head implied clocks differ by {clock_diff * 100:+.1f}% "
-                    "(frequency scaling between the sides?): throughput changes may be the clock's")
-        names = set(mis_timed)
+        names, clock_diff = self._clock_notes(head_clock, base_clock)
         try:
             result = perf_gate.compare(
                 self._repeats(base_logs, names), self._repeats(head_logs, names),
-                [] if from_history else self._repeats(hist_logs, names),
-                rule_for=self._item_rule, geomean_rule=self._geo_item_rule(), settings=settings,
+                self._repeats(hist_logs, names),
+                rule_for=self._item_rule, geomean_rule=self._geo_item_rule(), settings=ev.policy.perf,
                 in_geomean=(lambda n: matches(n, self.geo_rule.pattern)) if self.geo_rule else None)
         except perf_gate.PerfInputError as e:
             ev.add(self.run0, "perf-input", CheckKind.REGRESSION, False, f"{self.label}: {e}", error=True)
             return
         self._checks(result, names)
-        trend = self._trend(history[-settings.window:], result, names)
         ev.verdict.perf.append({
-            "trend": trend,
+            "trend": self._trend(history[-ev.policy.perf.window:], result, names),
             "target": self.run0.target, "variant": self.run0.variant, "verdict": result.verdict,
-            "family": result.family, "z": round(result.z, 3), "alpha": settings.alpha, "metric": self.metric,
-            "base_from": "history" if from_history else "baseline",
+            "family": result.family, "z": round(result.z, 3), "alpha": ev.policy.perf.alpha,
+            "metric": self.metric, "base_from": "history" if from_history else "baseline",
             "clock": {"base_hz": _med([c.clock_hz for c in base_clock]),
                       "head_hz": _med([c.clock_hz for c in head_clock]),
                       "mismatch": clock_diff, "mis_timed": sorted(names)},
             "items": [_item_json(r, self.run0, names) for r in result.items],
             "geomean": _item_json(result.geomean, self.run0, names) if result.geomean else None,
         })
+        self._note_inconclusive(result)
+
+    def _sides(self, history: list[RunResult]
+               ) -> tuple[list[LogResult], list[LogResult], list[LogResult]] | None:
+        """Head, base and history repeats to compare; the base is a history window when no base was
+        built (and then no separate history). None (with a note when it matters): nothing to judge."""
+        head_logs, base_logs, hist_logs = bench_logs(self.heads), bench_logs(self.base), bench_logs(history)
+        if not head_logs:
+            return None
+        if base_logs:
+            return head_logs, base_logs, hist_logs
+        if not hist_logs:
+            self.ev.note(f"{self.label}: no baseline and no history: learned regression gates not "
+                         "evaluated")
+            return None
+        window = hist_logs[-self.ev.policy.perf.window:]
+        self.ev.note(f"{self.label}: no base build; compared with a window of {len(window)} "
+                     "history repeat(s)")
+        return head_logs, window, []
+
+    def _clock_notes(self, head_clock: list[perf_clock.ClockReport],
+                     base_clock: list[perf_clock.ClockReport]) -> tuple[set[str], float | None]:
+        """The mis-timed items (gated on cycles) and the base/head clock mismatch, each noted."""
+        mis_timed: dict[str, float] = {}
+        for rep in [*head_clock, *base_clock]:
+            for name in rep.mis_timed:
+                mis_timed[name] = rep.deviation(name) or 0.0
+        for name, dev in sorted(mis_timed.items()):
+            self.ev.note(f"{self.label}: {name} is mis-timed: its implied clock (rate x cycles) is "
+                         f"{dev * 100:+.0f}% off the run's median; gated on cycles")
+        clock_diff = perf_clock.side_mismatch([c.clock_hz for c in base_clock if c.clock_hz],
+                                              [c.clock_hz for c in head_clock if c.clock_hz])
+        if clock_diff is not None:
+            self.ev.note(f"{self.label}: base and head implied clocks differ by {clock_diff * 100:+.1f}% "
+                         "(frequency scaling between the sides?): throughput changes may be the clock's")
+        return set(mis_timed), clock_diff
+
+    def _note_inconclusive(self, result: perf_gate.GateResult) -> None:
         bad = [r.name for r in result.items if r.verdict == perf_gate.INCONCLUSIVE]
         if result.geomean and result.geomean.verdict == perf_gate.INCONCLUSIVE:
             bad.append("geomean")
         if bad:
             shown_names = ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
-            ev.note(f"{self.label}: {len(bad)} item(s) inconclusive (not judged, not passed): {shown_names}")
+            self.ev.note(f"{self.label}: {len(bad)} item(s) inconclusive (not judged, not passed): "
+                         f"{shown_names}")
 
     def _trend(self, history: list[RunResult], result: perf_gate.GateResult,
                mis_timed: set[str]) -> dict[str, Any]:
