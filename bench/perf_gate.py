@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult  # noqa: E402
 from buildbot_bsdkm.parsers import parse_text  # noqa: E402
+from buildbot_bsdkm.perf.gate import Settings  # noqa: E402
 from buildbot_bsdkm.policy import Policy, evaluate, load_policy, parse_policy  # noqa: E402
 
 OLD_POLICY = """
@@ -82,12 +83,28 @@ def failed(verdict) -> bool:
 
 
 def draws(n_logs: int, count: int, seed: int, per_side: int) -> list[tuple[list[int], list[int], list[int]]]:
+    """Base and head drawn anywhere in the series, without overlap (not how a pipeline measures)."""
     rng = random.Random(seed)
     out = []
     for _ in range(count):
         idx = list(range(n_logs))
         rng.shuffle(idx)
         base, head, rest = idx[:per_side], idx[per_side:2 * per_side], sorted(idx[2 * per_side:])
+        out.append((base, head, rest))
+    return out
+
+
+def rounds(n_logs: int, count: int, seed: int, per_side: int) -> list[tuple[list[int], list[int], list[int]]]:
+    """Base and head as a pipeline measures them: ``per_side`` adjacent rounds (B H B H ... or H B H B ...)
+    at a random place in the series; base[i] and head[i] are one round. History: every other run."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        start = rng.randrange(n_logs - 2 * per_side + 1)
+        window = range(start, start + 2 * per_side)
+        first, second = list(window[0::2]), list(window[1::2])
+        base, head = (first, second) if rng.random() < 0.5 else (second, first)
+        rest = [i for i in range(n_logs) if not start <= i < start + 2 * per_side]
         out.append((base, head, rest))
     return out
 
@@ -130,6 +147,12 @@ def table(title: str, results: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def _setting(spec: str) -> tuple[str, object]:
+    name, _, raw = spec.partition("=")
+    kind = type(getattr(Settings(), name))
+    return name, raw if kind is str else (raw.lower() == "true" if kind is bool else kind(raw))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "noise-2026-12-01")
@@ -139,18 +162,24 @@ def main() -> int:
     ap.add_argument("--only", choices=("own", "shared"))
     ap.add_argument("--json", type=Path)
     ap.add_argument("--new-only", action="store_true", help="skip the old gate (faster, for tuning)")
+    ap.add_argument("--draw", choices=("rounds", "random"), default="rounds",
+                    help="rounds: base and head in adjacent rounds, as measured (default); random: anywhere")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a perf setting of the new gate, e.g. --set tail=1.5 (for tuning)")
     args = ap.parse_args()
     new = load_policy(args.policy)
+    new.perf = dataclasses.replace(new.perf, **dict(_setting(s) for s in args.set))
+    pick = rounds if args.draw == "rounds" else draws
     old = None if args.new_only else parse_policy(OLD_POLICY, "<old default>")
     report: dict[str, dict] = {}
     started = time.monotonic()
     if args.only != "shared":
         own = load_own(args.data)
-        report["own"] = {v: measure(v, logs, draws(len(logs), args.draws, args.seed, 5), new, old, True)
+        report["own"] = {v: measure(v, logs, pick(len(logs), args.draws, args.seed, 5), new, old, True)
                          for v, logs in own.items()}
         counts = ", ".join(f"{v} {len(x)}" for v, x in own.items())
-        print(table(f"Own recorded repeats ({args.data.name}; {counts} runs; {args.draws} draws of 5 vs 5, "
-                    "history = the other runs)", report["own"]))
+        print(table(f"Own recorded repeats ({args.data.name}; {counts} runs; {args.draws} draws of 5 vs 5 "
+                    f"({args.draw}), seed {args.seed}, history = the other runs)", report["own"]))
     if args.only != "own":
         shared = load_shared()
         pairs = []

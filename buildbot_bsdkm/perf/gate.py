@@ -66,6 +66,12 @@ class Settings:
     min_sigma: float = 0.002  # no item is believed quieter than this (log units, ~0.2 %)
     reduce: str = "median"  # each side's statistic: "median", "best" (best-of-N) or "second" (best but one)
     bootstrap: int = 200  # resamples for the spread of the reduced value
+    # Where each group's deviations are measured from: "median", "second" (best but one), "best", or
+    # "auto" (the median for reduce=median, else "second"). Under one-sided noise a side with three
+    # disturbed repeats of five has a disturbed median, and its healthy repeats would enter the pool as
+    # fake fast outliers (+10 %) that blow up the spread of a best-of-N; measured from the very best,
+    # the spread of a heavy-tailed item is underestimated instead (bench/README.md).
+    center: str = "auto"
     # Re-measure a regressed (target, variant) base and head interleaved again and fail only when
     # the re-run agrees (perf/confirm.py); needs a re-measure callback (``bsdkm-ci run``'s).
     confirm: bool = False
@@ -156,18 +162,25 @@ class _Sample:
     values: tuple[float, float] | None = None  # (base, head) reduced, when not reduce(base/head)
 
 
+def _centre(settings: Settings) -> Callable[[Sequence[float]], float]:
+    if settings.center == "auto":
+        return stats.median if settings.reduce == "median" else _second_best
+    return _reducer(settings.center)
+
+
 def _pool(s: _Sample, settings: Settings) -> None:
-    """Noise of one repeat of this item: deviations of the repeats, and of history, from their medians."""
+    """Noise of one repeat of this item: deviations of the repeats, and of history, from their centres."""
     parts, pool = [], []
+    centre = _centre(settings)
     for side in (s.base, s.head):
         if len(side) >= 2:
-            m = stats.median(side)
+            m = centre(side)
             pool += [v - m for v in side]
     if pool:
         parts.append("repeats")
     hist = s.history[-settings.window:]
     if len(hist) >= settings.min_history:
-        m = stats.median(hist)
+        m = centre(hist)
         pool += [v - m for v in hist]
         parts.append("history")
     s.pool, s.sources = pool, "+".join(parts)
@@ -196,8 +209,8 @@ def _reduced(vectors: list[list[float]], reduce: Callable[[Sequence[float]], flo
     return [reduce(col) for col in zip(*vectors, strict=True)]
 
 
-def _centred(vectors: list[list[float]]) -> list[list[float]]:
-    mid = _reduced(vectors, stats.median)
+def _centred(vectors: list[list[float]], centre: Callable[[Sequence[float]], float]) -> list[list[float]]:
+    mid = _reduced(vectors, centre)
     return [[v - m for v, m in zip(vec, mid, strict=True)] for vec in vectors]
 
 
@@ -213,13 +226,14 @@ def _geomean(base: Sequence[Repeat], head: Sequence[Repeat], history: Sequence[R
         return s
     s.values = (statistics.fmean(_reduced(b, reduce)), statistics.fmean(_reduced(h, reduce)))
     pool, parts = [], []
+    centre = _centre(settings)
     for side in (b, h):
         if len(side) >= 2:
-            pool += _centred(side)
+            pool += _centred(side, centre)
     if pool:
         parts.append("repeats")
     if len(hist) >= settings.min_history:
-        pool += _centred(hist)
+        pool += _centred(hist, centre)
         parts.append("history")
     s.sources = "+".join(parts)
     if len(pool) < 3:
