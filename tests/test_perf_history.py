@@ -173,7 +173,7 @@ def test_history_trend_per_item_for_the_masters_page(tmp_path: Path) -> None:
                          for b in lg.benchmarks]
         store.add(run([lg], metadata={**FP, "source_commit": f"c{i:02d}"}))
     store.add(stored_runs(1, 4, metadata={"fingerprint": {"id": "beef"}})[0])
-    assert store.keys() == [("beef", "userspace", "intelasm", 1), ("f00d", "userspace", "intelasm", 20)]
+    assert store.series() == [("beef", "userspace", "intelasm", 1), ("f00d", "userspace", "intelasm", 20)]
     t = trend(store.window("f00d", "userspace", "intelasm"))
     assert set(t) == {"AES-128-CBC-enc", "AES-128-GCM-enc", "SHA-256", "SHA-512", "GMAC Table 4-bit",
                       "AES-256-GCM-enc"}

@@ -172,7 +172,7 @@ class PerfHistoryPage:
         if not db_url:
             return self._reply(start_response, "503 Service Unavailable", "the master has no db_url")
         store = perf_history.store_for(db_url)
-        page = render(store.keys(), lambda fp, t, v: store.window(fp, t, v, WINDOW))
+        page = render(store.series(), lambda fp, t, v: store.window(fp, t, v, WINDOW))
         return self._reply(start_response, "200 OK", page, "text/html")
 
     @staticmethod

@@ -116,7 +116,7 @@ class SqlStore:
                 raise StoreError(str(e)) from None
         return out
 
-    def keys(self) -> list[tuple[str, str, str, int]]:
+    def series(self) -> list[tuple[str, str, str, int]]:
         """Every stored (fingerprint, target, variant) with its run count."""
         t, sa = self.table, self._sa
         q = (sa.select(t.c.fingerprint, t.c.target, t.c.variant, sa.func.count())
