@@ -23,7 +23,7 @@ from buildbot_bsdkm.pipeline import freebsd, linuxkm, registry
 from buildbot_bsdkm.pipeline.errors import real_error
 from buildbot_bsdkm.pipeline.report_out import perf_inputs
 from buildbot_bsdkm.pipeline.run import load_interleaved, measured_interleaved, run_matrix
-from buildbot_bsdkm.pipeline.stages import Job, run_stage
+from buildbot_bsdkm.pipeline.stages import Job, read_run, run_stage
 from buildbot_bsdkm.policy import evaluate, load_policy
 
 CONFIG = """\
@@ -168,6 +168,10 @@ def test_stage_load_with_base_out_measures_rounds(tmp_path: Path, worker: FreeBS
     assert run_stage(head, "unload") is None
     run_stage(head, "gate")
     assert any("interleaved, 2 round(s)" in n for n in head.state["verdict"]["notes"])
+    assert [Path(lg.source).name for lg in read_run(head).logs] == ["kernel.log", "kernel.2.log"]
+    head.state.pop("verdict")
+    assert run_stage(head, "load") is None  # the load again (a retried step): its rounds start over
+    assert "repeats" not in head.state and len(read_run(head).logs) == 1
 
 
 def test_qemu_targets_are_not_regression_gated(tmp_path: Path) -> None:

@@ -242,6 +242,7 @@ def stage_load(job: Job) -> None:
             afalg.stage_overlay(job.state.get("afalg_program"), ko, job.dir / "vm")
             outcome = kernel.load_module(job.config, job.target, ko, job.dir / "vm")
             job.state["outcome"] = kernel.outcome_record(outcome)
+            job.state.pop(REPEATS_KEY, None)  # a load run again starts its rounds again
     run, failure = collect(job)
     if failure is not None and failure.stage != "unload":
         raise StageError(failure)
