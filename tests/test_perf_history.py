@@ -182,3 +182,18 @@ def test_history_trend_per_item_for_the_masters_page(tmp_path: Path) -> None:
     assert sha["drift"]["commit"] == "c12" and sha["drift"]["index"] == 12
     assert [n for n, s in t.items() if s["drift"]] == ["SHA-256"]
     assert trend(store.window("beef", "userspace", "intelasm")) == {}  # one run: no series yet
+
+
+def test_perf_history_page_escapes_what_the_history_says() -> None:
+    from test_perf import sym
+
+    from buildbot_bsdkm.buildbot.www_perf import render
+
+    evil = "<img src=x onerror=alert(1)>"
+    window = [(f"{evil}{i}", run([type(lg)(**{**lg.__dict__, "benchmarks": [sym(evil, 100.0 + i, 2.0)]})],
+                                 metadata={"fingerprint": {"id": "f00d", "cpu_model": evil}}))
+              for i, lg in enumerate(repeats(4, 1))]
+    page = render([("f00d", "userspace", evil, 4)], lambda fp, t, v: window)
+    assert evil not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert page.count('<tr class="commit">') == 4 and page.count('<tr class="item">') == 1
+    assert "No history stored yet" in render([], lambda fp, t, v: [])
