@@ -1,9 +1,14 @@
 """How often the perf gate raises false alarms, and how often it catches injected drops.
 
-    python bench/perf_gate.py [--draws 300] [--data bench/data/noise-2026-12-01] [--json out.json]
+    python bench/perf_gate.py [--draws 300] [--seed 9] [--data bench/data/noise-2026-12-01]
+        [--draw rounds|random] [--set NAME=VALUE ...] [--new-only] [--only own|shared] [--json out.json]
 
 On real repeated runs of one unchanged binary per variant: healthy pairs are 5 base vs 5 head
-repeats drawn without overlap; the new gate learns limits only from other runs (the remaining
+repeats drawn without overlap, either as a pipeline measures them (``--draw rounds``: five
+adjacent rounds B H B H ... at a random place of the series, base[i] and head[i] one round) or
+anywhere in the series (``--draw random``); ``--set`` overrides a perf setting of the new gate
+(tuning, e.g. ``--set tail=1.5``; ``--set center=median --set tail=1.8`` is the previous
+learned default). The new gate learns limits only from other runs (the remaining
 recorded repeats as ``history``; on the shared ten, where no other runs exist, from the ten
 repeats of the pair themselves). A false alarm is any item or the geometric mean failing on a
 healthy pair. Detection: the head repeats with AES-128-GCM-enc slowed by 5/10/12/15 %, or all
