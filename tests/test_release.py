@@ -133,6 +133,21 @@ def test_candidate_regression_against_previous_fails_the_gate() -> None:
     assert not v.passed
 
 
+def test_a_qemu_target_is_never_judged_a_regression_against_the_previous_release() -> None:
+    """QEMU TCG speeds are the emulator's: 40 % slower under TCG says nothing about the candidate."""
+    def qemu(rates: dict[str, float]) -> RunResult:
+        run = _run("noasm", rates)
+        run.target = "linux-kmod-qemu"
+        return run
+
+    prev = {"linux-kmod-qemu/noasm": [qemu({"AES-128-GCM-enc": 100, "SHA-256": 100})] * 2}
+    cand = {"linux-kmod-qemu/noasm": [qemu({"AES-128-GCM-enc": 60, "SHA-256": 101})] * 2}
+    v = judge_candidate(cand, prev, FIXED)
+    assert not v.regressions and v.passed, v.summary()
+    assert any(n.startswith("linux-kmod-qemu: QEMU TCG") and n.endswith("not regression-gated")
+               for n in v.notes), v.notes
+
+
 def test_previous_that_failed_to_build_leaves_the_candidate_judged_on_its_own() -> None:
     broken = StageFailure("build", "compile failed: x.c:1: error: y")
     prev = {"userspace/noasm": [_run("noasm", {}, failure=broken)]}

@@ -46,6 +46,7 @@ from . import fips as fipsmod
 from . import kernel, registry
 from .errors import StageError
 from .phases import build_phase, concurrency, measure_phase, record_failure, timed
+from .report_out import perf_inputs
 from .source import SourceTree, cache_root, fetch_source
 from .stages import MEASURE_LOCK, Job, Progress, collect, stage_fetch, stderr_progress
 
@@ -249,7 +250,11 @@ def judge_candidate(
     else:
         runs = [median_run(reps) for reps in candidate.values() if reps]
     baseline = [r for reps in previous.values() if reps and _usable(reps) for r in reps]
-    return evaluate(runs, policy, baseline=baseline or None)
+    # As in every gate of the pipeline: a QEMU TCG target's speeds are the emulator's, never a regression.
+    kept, _, notes = perf_inputs(runs, baseline or None, None)
+    verdict = evaluate(runs, policy, baseline=kept or None)
+    verdict.notes[:0] = notes
+    return verdict
 
 
 def _usable(reps: list[RunResult]) -> bool:
