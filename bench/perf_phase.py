@@ -7,7 +7,11 @@ Per dataset: for every item result more than ``--hit`` (40 %) below that item's 
 its estimated start (run start + its position x the run's mean item length, modulo 1 s), in tenths
 of a second; then per variant the lag-1 correlation of each item's log speed along the series and
 the spread of differences of neighbouring repeats over the spread of single repeats x sqrt(2)
-(1.0: pairing by round removes nothing). Pure reading of the recorded files.
+(1.0: pairing by round removes nothing); then, with ``--estimators``, how widely each candidate
+estimate of the change scatters on healthy 5 vs 5 draws (half the distance between its 1st and
+99th percentile; the smaller, the smaller a drop that can be told from noise): best of each side,
+best but one, mean of the best two, median, Hodges-Lehmann of all head-base differences, and
+Hodges-Lehmann of the per-round (paired) differences. Pure reading of the recorded files.
 """
 
 from __future__ import annotations
@@ -25,6 +29,38 @@ sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.parsers import parse_text  # noqa: E402
 
+ESTIMATORS = {
+    "best": lambda b, h: max(h) - max(b),
+    "second": lambda b, h: sorted(h)[-2] - sorted(b)[-2],
+    "mean of best 2": lambda b, h: statistics.fmean(sorted(h)[-2:]) - statistics.fmean(sorted(b)[-2:]),
+    "median": lambda b, h: statistics.median(h) - statistics.median(b),
+    "HL": lambda b, h: statistics.median([y - x for x in b for y in h]),
+    "HL paired": lambda b, h: _walsh_median([y - x for x, y in zip(b, h, strict=True)]),
+}
+
+
+def _walsh_median(d: list[float]) -> float:
+    return statistics.median([(d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d))])
+
+
+def estimators(series: dict[str, list[float]], draw: str, count: int) -> str:
+    """Median over items (and AES-128-GCM-enc alone) of each estimator's 1-99 % half-width, in %."""
+    import perf_gate  # noqa: PLC0415 - the bench's own draws; only here, it loads the whole policy
+    pick = perf_gate.rounds if draw == "rounds" else perf_gate.draws
+    n = len(next(iter(series.values())))
+    pairs = pick(n, count, 5, 5)
+    widths: dict[str, list[float]] = {k: [] for k in ESTIMATORS}
+    one: dict[str, float] = {}
+    for name, xs in series.items():
+        for k, f in ESTIMATORS.items():
+            q = sorted(f([xs[i] for i in b], [xs[i] for i in h]) for b, h, _ in pairs)
+            w = (q[int(len(q) * 0.99)] - q[int(len(q) * 0.01)]) / 2 * 100
+            widths[k].append(w)
+            if name == "AES-128-GCM-enc":
+                one[k] = w
+    return "; ".join(f"{k} {statistics.median(w):.1f} ({one.get(k, math.nan):.1f})"
+                     for k, w in widths.items())
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -32,7 +68,10 @@ def main() -> int:
                     default=[ROOT / "bench" / "data" / "noise-2026-12-01",
                              ROOT / "bench" / "data" / "noise-2026-12-01-late"])
     ap.add_argument("--hit", type=float, default=0.4, help="a stall: this far below the item's best")
+    ap.add_argument("--estimators", action="store_true", help="also the null scatter of candidate estimates")
+    ap.add_argument("--draws", type=int, default=400)
     args = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "bench"))
     for data in args.data:
         recs = [json.loads(ln) for ln in (data / "runs.jsonl").read_text().splitlines()]
         runs = []
@@ -57,16 +96,23 @@ def main() -> int:
         for variant in sorted({r["variant"] for r, _ in runs}):
             logs = [log for r, log in runs if r["variant"] == variant]
             lag, ratio = [], []
+            series: dict[str, list[float]] = {}
             for name in [b.name for b in logs[0].benchmarks]:
                 xs = [math.log(b.per_second) for lg in logs for b in lg.benchmarks if b.name == name]
                 if len(xs) < 4:
                     continue
+                if len(xs) == len(logs):
+                    series[name] = xs
                 lag.append(statistics.correlation(xs[:-1], xs[1:]))
                 diffs = [xs[i + 1] - xs[i] for i in range(0, len(xs) - 1, 2)]
                 ratio.append(statistics.pstdev(diffs) / (statistics.pstdev(xs) * math.sqrt(2)))
             print(f"  {variant}: {len(logs)} runs; lag-1 correlation per item median "
                   f"{statistics.median(lag):+.2f} (range {min(lag):+.2f}..{max(lag):+.2f}); "
                   f"sd(paired diff) / (sd x sqrt 2) median {statistics.median(ratio):.2f}")
+            if args.estimators:
+                for draw in ("rounds", "random"):
+                    print(f"    null scatter, % (median over items (AES-128-GCM-enc)), {draw} draws: "
+                          + estimators(series, draw, args.draws))
     return 0
 
 

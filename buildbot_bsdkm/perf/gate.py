@@ -8,8 +8,11 @@ Per item (see docs/architecture.md, "perf gate"):
 
 - each side is reduced to its median, or its best (``reduce: best``): the noise is one-sided (a
   disturbed run is slow, never fast), so both ignore a minority of disturbed repeats;
-- the item's noise is a pool of deviations: of each side's repeats from their median, and of the
-  healthy history of the same machine fingerprint (a rolling window) from its median;
+- the item's noise is a pool of deviations: of each side's repeats from their centre, and of the
+  healthy history of the same machine fingerprint (a rolling window) from its centre; the centre
+  is the median for ``reduce: median``, else the best but one (``center``): under one-sided noise
+  a median of five with three disturbed repeats is itself disturbed, and the two healthy repeats
+  would then enter the pool as fast outliers that inflate the spread of a best-of-N;
 - the standard error of each side's reduced value is bootstrapped from that pool at the side's
   repeat count (for the median of N normal repeats that is ``1.25 * sigma / sqrt(N)``), then
   pulled toward the family's typical value so one lucky quiet item is not believed;
@@ -70,7 +73,7 @@ class Settings:
     # "auto" (the median for reduce=median, else "second"). Under one-sided noise a side with three
     # disturbed repeats of five has a disturbed median, and its healthy repeats would enter the pool as
     # fake fast outliers (+10 %) that blow up the spread of a best-of-N; measured from the very best,
-    # the spread of a heavy-tailed item is underestimated instead (bench/README.md).
+    # the spread of a heavy-tailed item is underestimated instead (README, "Performance gate").
     center: str = "auto"
     # Re-measure a regressed (target, variant) base and head interleaved again and fail only when
     # the re-run agrees (perf/confirm.py); needs a re-measure callback (``bsdkm-ci run``'s).
