@@ -30,7 +30,7 @@ from pathlib import Path
 from ..config import Config
 from . import registry
 from .errors import real_error
-from .linuxkm import linux_kmod_dir
+from .linuxkm import default_kernel_version, linux_kmod_dir, module_vermagic_version, source_fingerprint
 from .locks import exclusive
 
 LKCAPI_FLAG = "--enable-linuxkm-lkcapi-register"
@@ -67,10 +67,8 @@ def user_configure_flags(flags: list[str] | tuple[str, ...]) -> list[str]:
 
 
 def _cache_key(source: Path, flags: list[str], cflags: str) -> str:
-    from .linuxkm import _source_fingerprint
-
     program = (kmod_dir() / "afalg_bench.c").read_bytes()
-    ident = {"source": _source_fingerprint(source), "flags": flags, "cflags": cflags,
+    ident = {"source": source_fingerprint(source), "flags": flags, "cflags": cflags,
              "program": hashlib.sha256(program).hexdigest()}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
 
@@ -185,8 +183,6 @@ def stage_overlay(program: str | None, ko: Path, vm_dir: Path) -> None:
     shutil.rmtree(dest, ignore_errors=True)
     if not program:
         return
-    from .linuxkm import default_kernel_version, module_vermagic_version
-
     vm_dir.mkdir(parents=True, exist_ok=True)
     make_overlay(Path(program), dest, module_vermagic_version(ko) or default_kernel_version())
 

@@ -59,7 +59,7 @@ class FreeBSDFlagError(ValueError):
     """A configure flag that cannot be used for the FreeBSD module; the message names it."""
 
 
-def _check_flag(flag: str) -> None:
+def check_flag(flag: str) -> None:
     if not isinstance(flag, str) or not flag.strip():
         raise FreeBSDFlagError(f"configure flag {flag!r} is empty or not text")
     if flag.startswith(LINUX_ONLY_PREFIXES):
@@ -78,7 +78,7 @@ def freebsd_configure_flags(
     """
     flags = list(variant_flags)
     for flag in flags:
-        _check_flag(flag)
+        check_flag(flag)
     if kernel_source is not None:
         if any(f.startswith("--with-kernel-source") for f in flags):
             raise FreeBSDFlagError("kernel source given twice: as an argument and as --with-kernel-source")

@@ -39,11 +39,13 @@ from ..classify import Patterns, classify
 from ..config import Config
 from ..model import FailureCategory, LogFormat, LogResult, StageFailure
 from .errors import StageError, infra_error
-from .freebsd import FREEBSD_BASE_FLAGS, freebsd_kmod_dir
-from .freebsd import _check_flag as check_flag
+from .freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
+from .freebsd_release import ReleaseSpec, release_kit
+from .linuxkm import source_fingerprint
 from .loading import ModuleLoadOutcome, outcome_from_record
 from .locks import exclusive
 from .proc import Watched, run_logged, run_watched
+from .source import cache_root
 from .target import KernelTarget, judge_outcome, parse_kernel_log
 
 TARGET_NAME = "freebsd-kmod-qemu"
@@ -119,9 +121,6 @@ def kit_dir(config: Config) -> Path:
     """The kit directory; for ``freebsd: {release: ...}`` the release sets, fetched and unpacked once."""
     fb = config.freebsd
     if fb.release:
-        from .freebsd_release import ReleaseSpec, release_kit
-        from .source import cache_root
-
         spec = ReleaseSpec(fb.release, fb.mirror or ReleaseSpec.mirror, fb.arch)
         return release_kit(spec, cache_root(config), timeout_s=config.timeout("fetch"))
     return fb.kit or default_kit_dir()
@@ -215,8 +214,6 @@ def target_triple(config: Config) -> str:
 
 
 def _fingerprint(source: Path) -> str:
-    from .linuxkm import _source_fingerprint as source_fingerprint
-
     return source_fingerprint(source, ("configure", "wolfcrypt/src", "wolfssl", "bsdkm"))
 
 
@@ -663,8 +660,6 @@ def kernels_option(config: Config) -> tuple[str, ...]:
 
 def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None) -> ModuleLoadOutcome:
     """Boot every configured kernel kind with ``ko``; the outcome's ``parts`` hold one per kernel."""
-    from .source import cache_root
-
     kit = find_kit(config, "load")
     if not ko.is_file():
         raise infra_error("load", "ci-exception",

@@ -187,7 +187,7 @@ def _is_module_input(path: Path) -> bool:
 LINUXKM_INPUTS = ("configure", "wolfcrypt/src", "wolfssl", "linuxkm")
 
 
-def _source_fingerprint(source: Path, parts: Sequence[str] = LINUXKM_INPUTS) -> str:
+def source_fingerprint(source: Path, parts: Sequence[str] = LINUXKM_INPUTS) -> str:
     """Cheap identity of a tree's contents: names, sizes and mtimes of what goes into the module."""
     digest = hashlib.sha256(str(source.resolve()).encode())
     for sub in parts:
@@ -201,7 +201,7 @@ def _source_fingerprint(source: Path, parts: Sequence[str] = LINUXKM_INPUTS) -> 
 
 def module_cache_key(source: Path, spec: LinuxModuleSpec) -> str:
     version = spec.kernel_version or default_kernel_version()
-    ident = {"source": _source_fingerprint(source), "flags": list(spec.variant_flags),
+    ident = {"source": source_fingerprint(source), "flags": list(spec.variant_flags),
              "cflags": spec.cflags, "kernel": version, "make": list(MAKE_VARS), "base": list(LINUXKM_FLAGS)}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
 
