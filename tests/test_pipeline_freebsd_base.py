@@ -144,6 +144,29 @@ def test_a_base_that_fails_to_build_never_fails_the_head(tmp_path: Path, worker:
                for n in result.verdict.notes), result.verdict.notes
 
 
+def test_a_base_round_that_cannot_run_stops_the_base_only(tmp_path: Path, worker: FreeBSDDouble,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round the worker cannot run (here: kldload refused, the module still loaded) is the base's
+    failure, recorded, never an exception out of the run; the head's rounds go on."""
+    real = freebsd.FreeBSDWorkerTarget.repeat_load
+
+    def repeat_load(self, config, ko, work):  # noqa: ANN001, ANN202
+        if "/base-src/" in str(ko):
+            raise freebsd.infra_error("load", "ci-exception", "libwolfssl was already loaded on the worker")
+        return real(self, config, ko, work)
+
+    monkeypatch.setattr(freebsd.FreeBSDWorkerTarget, "repeat_load", repeat_load)
+    config = _config(tmp_path)
+    result = run_matrix(config, None, None, tmp_path / "out", progress=lambda m: None,
+                        base_source=LocalSource(_tree(tmp_path / "base-src")), repeats=3)
+    (head,) = result.runs
+    assert head.failure is None and len(head.logs) == 3
+    assert _cycles(worker) == ["load base", "unload", "load head", "unload", "load head", "unload",
+                               "load head", "unload"]
+    assert any("base unusable (load failed: libwolfssl was already loaded" in n for n in result.verdict.notes)
+    assert result.verdict.perf == []  # not its one good round: history (none here), as the note says
+
+
 def test_stage_load_with_base_out_whose_base_cannot_load(tmp_path: Path, worker: FreeBSDDouble) -> None:
     """The Buildbot path (``stage load --base-out``): the base's load fails, the head is measured once
     and the gate says it used history."""

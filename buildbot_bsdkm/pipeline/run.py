@@ -65,7 +65,10 @@ def _repeat(job: Job, index: int) -> None:
     if job.failure is not None or not registry.bench_repeats(job.target):
         return
     if job.kernel:
-        repeat_load(job, index)
+        try:
+            repeat_load(job, index)
+        except StageError as e:  # e.g. the module still loaded after a hung round: this side stops
+            record_failure(job, e)
         return
     run = _bench_once(job, job.dir / f"bench.{index}.log")
     if run is not None:
@@ -78,7 +81,10 @@ def _measure_again(job: Job, tag: str) -> LogResult | None:
     if job.failure is not None or not registry.bench_repeats(job.target):
         return None
     if job.kernel:
-        outcome = load_cycle(job, job.dir / f"vm.{tag}")
+        try:
+            outcome = load_cycle(job, job.dir / f"vm.{tag}")
+        except StageError:  # a confirmation that cannot run leaves the regression standing
+            return None
         log, failure = judged_cycle(job, outcome, repeat_log_path(job, tag))
         return log if failure is None else None
     run = _bench_once(job, job.dir / f"bench.{tag}.log")
@@ -274,7 +280,8 @@ def run_matrix(
     if base_jobs:
         bases = {(j.target, j.variant): j for j in base_jobs}
         runs, base_runs = _measure_pairs(jobs_list, bases, max(1, repeats), say)
-        verdict = gate_runs(gate, runs, base_runs, history)
+        # A base side that failed (fetch, build, any round) is no base: its pair is gated against history.
+        verdict = gate_runs(gate, runs, [r for r in base_runs if r.failure is None], history)
         policy = gate.policy
         if policy.perf.confirm and to_confirm(verdict):
             say(f"confirm: {len(to_confirm(verdict))} regression(s) found: measuring their pairs again")
