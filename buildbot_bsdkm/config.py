@@ -14,6 +14,7 @@ from typing import Any
 
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from .resources import default_config_path as packaged_config_path
 from .yaml_reader import At, LocatedDict, LocatedError, compose, opt, read_text
 
 KNOWN_TARGETS = ("userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
@@ -500,6 +501,4 @@ def load_config(path: str | Path) -> Config:
 
 def default_config_path() -> Path:
     """The repository's ``bsdkm.yml`` (the main job's configuration), shipped as package data."""
-    from .resources import default_config_path as packaged
-
-    return packaged()
+    return packaged_config_path()
