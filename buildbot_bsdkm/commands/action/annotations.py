@@ -5,14 +5,8 @@ from __future__ import annotations
 from ... import kernel_health
 from ...actions import Annotation, Level
 from ...policy import (
-    KIND_BENCHMARK,
-    KIND_COMPLETE,
-    KIND_CROSSOVER,
-    KIND_FLOOR,
-    KIND_REGRESSION,
-    KIND_SELFTEST,
-    KIND_SPEEDUP,
     Check,
+    CheckKind,
     fmt_num,
 )
 
@@ -24,25 +18,25 @@ def check_annotation(c: Check) -> Annotation:
 
 def check_title(c: Check) -> str:
     where = f"[{c.run_label}]"
-    if c.kind == KIND_SELFTEST:
+    if c.kind == CheckKind.SELFTEST:
         code = f" (code {int(c.value)})" if c.value is not None else ""
         return f"Self-test failed: {c.name}{code} {where}"
-    if c.kind == KIND_BENCHMARK:
+    if c.kind == CheckKind.BENCHMARK:
         return f"Benchmark failed: {c.name} {where}"
-    if c.kind == KIND_REGRESSION and c.delta_pct is not None:
+    if c.kind == CheckKind.REGRESSION and c.delta_pct is not None:
         numbers = _numbers(c.value, c.baseline, c.unit, "vs baseline")
         limit = f", limit {fmt_num(c.threshold)}%" if c.threshold is not None else ""
         return f"Regression: {c.name} {c.delta_pct:+.1f}%{limit}{numbers} {where}"
-    if c.kind == KIND_FLOOR:
+    if c.kind == CheckKind.FLOOR:
         if c.metric == "cycles":
             return f"Too slow: {c.name}{_numbers(c.value, c.threshold, c.unit, '> limit')} {where}"
         return f"Below floor: {c.name}{_numbers(c.value, c.threshold, c.unit, '< floor')} {where}"
-    if c.kind == KIND_SPEEDUP and c.value is not None:
+    if c.kind == CheckKind.SPEEDUP and c.value is not None:
         limit = f" < {fmt_num(c.threshold)}x" if c.threshold is not None else ""
         return f"Speedup too low: {c.name} {fmt_num(c.value)}x{limit} {where}"
-    if c.kind == KIND_CROSSOVER:
+    if c.kind == CheckKind.CROSSOVER:
         return f"Crossover: {c.name} {where}"
-    if c.kind == KIND_COMPLETE:
+    if c.kind == CheckKind.COMPLETE:
         return f"Incomplete run: {c.name} {where}"
     if c.kind == kernel_health.CHECK_KIND:
         return kernel_health.title(c)

@@ -23,9 +23,8 @@ from ...junit import junit_xml
 from ...model import ModelError, RunResult, from_json, to_json
 from ...pipeline.report_out import BASE_RUNS_JSON
 from ...policy import (
-    KIND_BENCHMARK,
-    KIND_SELFTEST,
     Check,
+    CheckKind,
     Policy,
     PolicyError,
     Verdict,
@@ -52,7 +51,7 @@ VERDICT_PASS = "pass"
 VERDICT_FAIL = "fail"
 VERDICT_ERROR = "error"  # nothing measured failed, but the run could not produce (usable) results
 
-TEST_KINDS = frozenset({KIND_SELFTEST, KIND_BENCHMARK})
+TEST_KINDS = frozenset({CheckKind.SELFTEST, CheckKind.BENCHMARK})
 
 
 def _results_args(p: argparse.ArgumentParser) -> None:
