@@ -29,7 +29,10 @@ from buildbot_bsdkm.model import (
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.policy import (
     DEFAULT_POLICY_PATH,
+    Check,
+    CheckKind,
     PolicyError,
+    Verdict,
     crossover_block,
     evaluate,
     load_policy,
@@ -485,3 +488,16 @@ def test_quantised_run_without_cycles_says_it_was_not_gated() -> None:
     assert not v.of_kind("regression")
     assert ("freebsd-kmod/noasm: AES-128-GCM-enc has no cycles value in the run or the baseline; its "
             "regression gate was not evaluated") in v.notes
+
+
+def test_check_kind_is_an_enum_and_the_json_keeps_its_words() -> None:
+    check = Check("noasm", "userspace", "geomean:AES-*", "regression", False, "slower", value=-7.0)
+    assert check.kind is CheckKind.REGRESSION and check.is_geomean and check.log_source is None
+    doc = json.loads(json.dumps(Verdict(checks=[check]).to_dict()))
+    assert doc["checks"][0]["kind"] == "regression" and type(check.to_dict()["kind"]) is str
+    back = Verdict.from_dict(doc)
+    assert back.checks[0].kind is CheckKind.REGRESSION and back.to_dict() == Verdict(checks=[check]).to_dict()
+    complete = Check("*", "*", "complete:bench.log", CheckKind.COMPLETE, True, "complete")
+    assert complete.log_source == "bench.log" and not complete.is_geomean
+    with pytest.raises(ValueError, match="malformed check"):
+        Check.from_dict({**check.to_dict(), "kind": "vibes"})

@@ -1,0 +1,95 @@
+"""The package's import graph (issue 13): no cycles, none hidden inside functions, and the core never
+imports a shell. Read from the source with ``ast``, so an import inside a function counts as much as
+one at the top, and ``from . import x`` counts as importing the package ``x`` lives in."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "buildbot_bsdkm"
+SHELLS = {"commands", "buildbot", "github", "cli", "actions"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in PACKAGE.rglob("*.py"):
+        parts = f.with_suffix("").relative_to(PACKAGE.parent).parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = f
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, f in mods.items():
+        pkg = m if f.name == "__init__.py" else m.rpartition(".")[0]
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                names = [target] + [f"{target}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            graph[m] |= {n for n in names if n in mods and n != m}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _group(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_core_has_no_import_cycle() -> None:
+    graph = _graph()
+    core = {m: {d for d in deps if _group(d) not in SHELLS} for m, deps in graph.items()
+            if _group(m) not in SHELLS}
+    assert _cycles(core) == []
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_core_imports_no_shell() -> None:
+    upward = sorted((m, d) for m, deps in _graph().items() if _group(m) not in SHELLS
+                    for d in deps if _group(d) in SHELLS)
+    assert upward == []
