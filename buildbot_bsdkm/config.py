@@ -289,7 +289,7 @@ def _source(at: At, base: Path) -> SourceSpec:
             raise t["url"].error(f"not an http(s) URL: {loc!r}")
         sha = opt(t, "sha256", At.string, None)
         if sha is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha):
-            raise t["sha256"].error("expected 64 hex digits")
+            raise t["sha256"].error(f"must be 64 hex digits, not {sha!r}")
         return TarballSource(location=loc, sha256=sha.lower() if sha else None)
     d = body.mapping(("suite", "package", "version", "mirror", "index_max_age_s"))
     version = opt(d, "version", lambda a: str(a.value()), "5.9.2")

@@ -148,16 +148,15 @@ class At:
             raise self.error(f"unusable value: {getattr(e, 'problem', None) or e}") from None
 
     def mapping(self, allowed: Iterable[str] | None = None) -> dict[str, At]:
-        """Keys (strings, each once, of ``allowed`` when given) to their values, in file order."""
+        """Keys (names as written, each once, of ``allowed`` when given) to their values, in file order."""
         if not isinstance(self.node, MappingNode):
             raise self.error(f"must be a mapping, not {node_kind(self.node)}")
         known = tuple(allowed) if allowed is not None else None
         out: dict[str, At] = {}
         for knode, vnode in self.node.value:
-            name = self._at(knode, self.key).value() if isinstance(knode, ScalarNode) else None
-            if not isinstance(name, str):
-                raise self._at(knode, self.key).error(
-                    f"keys must be strings, not {_show(name) if name is not None else node_kind(knode)}")
+            if not isinstance(knode, ScalarNode):
+                raise self._at(knode, self.key).error(f"keys must be plain names, not {node_kind(knode)}")
+            name = str(knode.value)  # as written: a variant called 2024 or a key "no" is that name
             at = self.child(vnode, name, knode)
             if name in out:
                 raise self._at(knode, at.key).error("given twice")

@@ -195,3 +195,9 @@ def test_workers_and_github_sections_stay_plain_data() -> None:
     assert cfg.workers == {"w1": {"password": {"env": "X"}, "tags": ["a"]}}
     assert cfg.github == {"repo": "a/b"}
     assert parse(MINIMAL).workers == {} and parse(MINIMAL).github == {}
+
+
+def test_a_name_is_read_as_written() -> None:
+    # YAML would make 2024 an int and no a bool; a variant or target name is the text in the file
+    cfg = parse(MINIMAL.replace("  noasm:\n", "  2024:\n"))
+    assert list(cfg.variants) == ["2024"]
