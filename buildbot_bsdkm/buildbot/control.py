@@ -31,6 +31,7 @@ from typing import Any
 import requests
 
 from .. import resources
+from ..config import ConfigError, load_config
 from ..contract import (
     REGRESSIONS_PROPERTY,
     RETRY_SUMMARY_PROPERTY,
@@ -352,8 +353,6 @@ def verdict_lines(rest: Rest, bsid: int) -> tuple[list[str], bool]:
 
 def default_builders(rest: Rest, config_path: str | None, target: str = "userspace") -> list[str]:
     """The enabled variants of ``target`` (what the main job runs), as the master names them."""
-    from ..config import ConfigError, load_config
-
     known = set(rest.builder_names().values())
     try:
         pairs = load_config(config_path).pairs(targets=[target]) if config_path else []

@@ -32,6 +32,8 @@ from ..contract import (
     PR_URL_PROPERTY,
     status_context,
 )
+from .bodylimit import install
+from .client import GitHubError
 from .coalesce import Coalescer
 from .events import CommentEvent, EventError, PullRequest, PullRequestEvent, pull_request_from
 from .publisher import Publisher
@@ -118,8 +120,6 @@ class PullRequestBuilds(service.BuildbotService):
 
     def _limit_bodies(self, tries: int = 0) -> None:
         """Refuse oversized webhook bodies as they arrive (``bodylimit``), once the web site exists."""
-        from .bodylimit import install
-
         site = getattr(getattr(self.master, "www", None), "site", None)
         if site is not None:
             install(site, self.settings.max_payload_bytes)
@@ -211,8 +211,6 @@ class PullRequestBuilds(service.BuildbotService):
                 self._pr_locks.pop(key, None)
 
     async def _fetch_pull(self, repo: str, number: int) -> PullRequest | None:
-        from .client import GitHubError
-
         try:
             response = await self.publisher.client.get_pull(repo, number)
             return pull_request_from(response.data, repo)
