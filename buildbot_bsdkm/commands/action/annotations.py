@@ -38,7 +38,7 @@ def check_title(c: Check) -> str:
         return f"Crossover: {c.name} {where}"
     if c.kind == CheckKind.COMPLETE:
         return f"Incomplete run: {c.name} {where}"
-    if c.kind == kernel_health.CHECK_KIND:
+    if c.kind == CheckKind.KERNEL:
         return kernel_health.title(c)
     return f"{c.kind} failed: {c.name} {where}"
 
