@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult  # noqa: E402
 from buildbot_bsdkm.parsers import parse_text  # noqa: E402
+from buildbot_bsdkm.perf import confirm as perf_confirm  # noqa: E402
 from buildbot_bsdkm.perf.gate import Settings  # noqa: E402
 from buildbot_bsdkm.policy import Policy, evaluate, load_policy, parse_policy  # noqa: E402
 
@@ -114,17 +115,36 @@ def rounds(n_logs: int, count: int, seed: int, per_side: int) -> list[tuple[list
     return out
 
 
+def _again(pairs, pick, n_logs: int, seed: int) -> list[tuple[list[int], list[int]]]:
+    """For ``confirm: true``: per draw, a second base/head measurement that shares no run with it."""
+    more = iter(pick(n_logs, 50 * len(pairs), seed + 1000, 5))
+    out = []
+    for base_i, head_i, _ in pairs:
+        used = {*base_i, *head_i}
+        b, h, _ = next(d for d in more if not used & {*d[0], *d[1]})
+        out.append((b, h))
+    return out
+
+
 def measure(variant: str, logs: list[LogResult], pairs, new: Policy, old: Policy | None,
-            use_history: bool) -> dict:
+            use_history: bool, again: list[tuple[list[int], list[int]]] | None = None) -> dict:
     res: dict[str, dict[str, int]] = {name: {"new": 0, "old1": 0, "old5": 0} for name, _, _ in SCENARIOS}
     inconclusive = 0
-    for base_i, head_i, rest in pairs:
+    for k, (base_i, head_i, rest) in enumerate(pairs):
         base = [logs[i] for i in base_i]
         hist = [_run(variant, logs[i]) for i in rest] if use_history else []
         for name, item, factor in SCENARIOS:
             head = [inject(logs[i], item, factor) for i in head_i]
             v = evaluate([RunResult(variant, "userspace", logs=head)], new,
                          [RunResult(variant, "userspace", logs=base)], hist)
+            if again is not None:  # the pipeline's re-measurement: the same change, measured again
+                b2, h2 = again[k]
+
+                def remeasure(_pairs, b2=b2, h2=h2, item=item, factor=factor):
+                    heads = [inject(logs[i], item, factor) for i in h2]
+                    return ([RunResult(variant, "userspace", logs=heads)],
+                            [RunResult(variant, "userspace", logs=[logs[i] for i in b2])])
+                v = perf_confirm.confirm(v, new, remeasure, hist)
             res[name]["new"] += failed(v)
             if name == "healthy":
                 inconclusive += any(p["verdict"] == "inconclusive" for p in v.perf)
@@ -180,11 +200,15 @@ def main() -> int:
     started = time.monotonic()
     if args.only != "shared":
         own = load_own(args.data)
-        report["own"] = {v: measure(v, logs, pick(len(logs), args.draws, args.seed, 5), new, old, True)
-                         for v, logs in own.items()}
+        report["own"] = {}
+        for v, logs in own.items():
+            pairs = pick(len(logs), args.draws, args.seed, 5)
+            again = _again(pairs, pick, len(logs), args.seed) if new.perf.confirm else None
+            report["own"][v] = measure(v, logs, pairs, new, old, True, again)
         counts = ", ".join(f"{v} {len(x)}" for v, x in own.items())
         print(table(f"Own recorded repeats ({args.data.name}; {counts} runs; {args.draws} draws of 5 vs 5 "
-                    f"({args.draw}), seed {args.seed}, history = the other runs)", report["own"]))
+                    f"({args.draw}), seed {args.seed}, history = the other runs"
+                    + (", confirm: true" if new.perf.confirm else "") + ")", report["own"]))
     if args.only != "own":
         shared = load_shared()
         pairs = []
