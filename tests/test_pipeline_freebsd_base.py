@@ -226,3 +226,17 @@ def test_kmod_dirs_are_read_from_the_environment_at_call_time(tmp_path: Path,
     ko.write_bytes(b"\x7fELF")
     with pytest.raises(Exception, match=f"FreeBSD scripts missing in {tmp_path}/freebsd"):
         freebsd.run_freebsd_module(ko, tmp_path / "work", timeout_s=5, privilege=[])
+
+
+def test_run_with_a_base_builds_none_for_a_qemu_target(tmp_path: Path) -> None:
+    """``run --base-*`` on a QEMU target: no base fetched or built, and the progress says why."""
+    text = ("source: {local: /nonexistent/head}\ntargets:\n  linux-kmod-qemu: {flags: []}\n"
+            "variants:\n  noasm: {flags: [--disable-asm], targets: [linux-kmod-qemu]}\n")
+    config = parse_config(text, str(tmp_path / "bsdkm.yml"), tmp_path)
+    lines: list[str] = []
+    result = run_matrix(config, None, None, tmp_path / "out", progress=lines.append,
+                        base_source=LocalSource(tmp_path / "no-base"), repeats=3)
+    assert any("linux-kmod-qemu/noasm: no base built (QEMU TCG emulates the CPU" in ln for ln in lines), lines
+    assert not any("base fetch" in ln or "base source" in ln for ln in lines), lines
+    assert not (tmp_path / "out" / "base").exists() and not (tmp_path / "out" / "base-runs.json").exists()
+    assert result.runs[0].failure is not None and result.runs[0].failure.stage == "fetch"  # the head's own

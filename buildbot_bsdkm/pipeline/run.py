@@ -254,7 +254,13 @@ def run_matrix(
     jobs_list = _jobs(config, pairs, out_dir, tree, fetch_failure, per_build, progress, started)
     base_jobs: list[Job] = []
     base_tree: SourceTree | None = None
+    # Only perf targets whose benchmark repeats get a base (the QEMU targets' speeds are the emulator's).
+    base_pairs = [(t, v) for t, v in pairs if measured_interleaved(t)] if base_source is not None else []
     if base_source is not None:
+        for t, v in pairs:
+            if (t, v) not in base_pairs:
+                say(f"{t}/{v}: no base built ({_why_no_base(t)})")
+    if base_source is not None and base_pairs:
         base_config = replace(config, source=base_source)
         base_failure: StageError | None = None
         try:
@@ -264,13 +270,8 @@ def run_matrix(
         except StageError as e:
             base_failure = e
             say(f"base fetch FAILED ({e.failure.category}): {e.failure.message}")
-        # Only perf targets whose benchmark repeats get a base (the QEMU targets' speeds are the emulator's).
-        base_pairs = [(t, v) for t, v in pairs if measured_interleaved(t)]
         base_jobs = _jobs(base_config, base_pairs, out_dir / BASE_DIR, base_tree, base_failure, per_build,
                           progress, started)
-        for t, v in pairs:
-            if (t, v) not in base_pairs:
-                say(f"{t}/{v}: no base built ({_why_no_base(t)})")
 
     if fetch_failure is None:
         # Builds overlap; measurements run one at a time after every build has finished, so
