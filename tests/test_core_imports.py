@@ -5,6 +5,7 @@ one at the top, and ``from . import x`` counts as importing the package ``x`` li
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "buildbot_bsdkm"
@@ -20,6 +21,7 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+@functools.cache
 def _graph() -> dict[str, set[str]]:
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
