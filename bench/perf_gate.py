@@ -115,6 +115,21 @@ def rounds(n_logs: int, count: int, seed: int, per_side: int) -> list[tuple[list
     return out
 
 
+def shuffled_rounds(n_logs: int, count: int, seed: int,
+                    per_side: int) -> list[tuple[list[int], list[int], list[int]]]:
+    """As ``rounds``, but each round's order (B H or H B) is a coin flip: what a pipeline that
+    randomised the order inside a round would measure."""
+    rng = random.Random(seed)
+    out = []
+    for base, head, rest in rounds(n_logs, count, seed, per_side):
+        pairs = [(b, h) if rng.random() < 0.5 else (h, b) for b, h in zip(base, head, strict=True)]
+        out.append(([b for b, _ in pairs], [h for _, h in pairs], rest))
+    return out
+
+
+PICKERS = {"rounds": rounds, "random": draws, "shuffled-rounds": shuffled_rounds}
+
+
 def _again(pairs, pick, n_logs: int, seed: int) -> list[tuple[list[int], list[int]]]:
     """For ``confirm: true``: per draw, a second base/head measurement that shares no run with it."""
     more = iter(pick(n_logs, 50 * len(pairs), seed + 1000, 5))
@@ -187,14 +202,15 @@ def main() -> int:
     ap.add_argument("--only", choices=("own", "shared"))
     ap.add_argument("--json", type=Path)
     ap.add_argument("--new-only", action="store_true", help="skip the old gate (faster, for tuning)")
-    ap.add_argument("--draw", choices=("rounds", "random"), default="rounds",
-                    help="rounds: base and head in adjacent rounds, as measured (default); random: anywhere")
+    ap.add_argument("--draw", choices=tuple(PICKERS), default="rounds",
+                    help="rounds: base and head in adjacent rounds, as measured (default); random: anywhere; "
+                         "shuffled-rounds: adjacent rounds, each round's order a coin flip")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override a perf setting of the new gate, e.g. --set tail=1.5 (for tuning)")
     args = ap.parse_args()
     new = load_policy(args.policy)
     new.perf = dataclasses.replace(new.perf, **dict(_setting(s) for s in args.set))
-    pick = rounds if args.draw == "rounds" else draws
+    pick = PICKERS[args.draw]
     old = None if args.new_only else parse_policy(OLD_POLICY, "<old default>")
     report: dict[str, dict] = {}
     started = time.monotonic()

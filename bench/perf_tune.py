@@ -44,7 +44,7 @@ def main() -> int:
     ap.add_argument("--shared", action="store_true", help="the shared check set (never tune on it)")
     ap.add_argument("--draws", type=int, default=100)
     ap.add_argument("--seed", type=int, default=9)
-    ap.add_argument("--draw", choices=("rounds", "random"), default="rounds")
+    ap.add_argument("--draw", choices=tuple(pg.PICKERS), default="rounds")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--variant")
     args = ap.parse_args()
@@ -58,7 +58,7 @@ def main() -> int:
             splits = itertools.combinations(range(10), 5)
             pairs = [(list(b), [i for i in range(10) if i not in b], []) for b in splits]
         else:
-            pairs = (pg.rounds if args.draw == "rounds" else pg.draws)(len(logs), args.draws, args.seed, 5)
+            pairs = pg.PICKERS[args.draw](len(logs), args.draws, args.seed, 5)
         healthy, worst, one, every = [], [], [], []
         for b, h, rest in pairs:
             base = [RunResult(variant, "userspace", logs=[logs[i] for i in b])]
