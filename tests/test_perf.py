@@ -228,6 +228,7 @@ def test_default_policy_uses_learned_limits() -> None:
 @pytest.mark.parametrize(("text", "problem"), [
     ("perf: {alpha: 1.5}\n", "perf.alpha: must be below 1"),
     ("perf: {reduce: mean}\n", "perf.reduce: must be one of median, best, second"),
+    ("perf: {center: mean}\n", "perf.center: must be one of auto, median, best, second"),
     ("perf: {min_repeats: 0}\n", "perf.min_repeats: must be a positive whole number"),
     ("regressions:\n  - {pattern: '*', max_pct: 5, detect_pct: 9}\n", "only goes with 'limit: learned'"),
     ("regressions:\n  - {pattern: '*', max_pct: 5, limit: guessed}\n", "must be one of fixed, learned"),
@@ -237,6 +238,11 @@ def test_bad_perf_settings_are_named(text: str, problem: str) -> None:
 
     with pytest.raises(PolicyError, match=problem):
         parse_policy(text)
+
+
+def test_the_deviation_centre_is_read_from_the_policy() -> None:
+    assert parse_policy("perf: {center: median}\n").perf.center == "median"
+    assert parse_policy("perf: {alpha: 0.01}\n").perf.center == "auto"
 
 
 def test_history_of_another_machine_is_left_out_with_a_note() -> None:

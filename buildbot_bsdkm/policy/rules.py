@@ -246,7 +246,9 @@ def _read_list(at: At, read: Callable[[At], Any]) -> list:
 
 _PERF_KEYS = {"alpha": float, "tail": float, "min_repeats": int, "min_history": int, "window": int,
               "prior_dof": float, "power": float, "clock_tolerance": float, "reduce": str, "bootstrap": int,
-              "confirm": bool}
+              "confirm": bool, "center": str}
+# The choices of the str keys: how a side is reduced, and what a repeat's deviation is measured from.
+_PERF_CHOICES = {"reduce": ("median", "best", "second"), "center": ("auto", "median", "best", "second")}
 
 
 def _read_perf(at: At, policy: Policy) -> None:
@@ -258,7 +260,7 @@ def _read_perf(at: At, policy: Policy) -> None:
         if kind is bool:
             values[name] = f[name].boolean()
         elif kind is str:
-            values[name] = f[name].choice(("median", "best", "second"))
+            values[name] = f[name].choice(_PERF_CHOICES[name])
         elif kind is int:
             values[name] = f[name].integer(minimum=1)
         else:
