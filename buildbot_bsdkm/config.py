@@ -15,11 +15,10 @@ from typing import Any
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from .resources import default_config_path as packaged_config_path
+from .targets import FREEBSD_NAMES
+from .targets import NAMES as TARGET_NAMES
 from .yaml_reader import At, LocatedDict, LocatedError, compose, opt, read_text
 
-KNOWN_TARGETS = ("userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
-KERNEL_TARGETS = ("linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
-FREEBSD_TARGETS = ("freebsd-kmod", "freebsd-kmod-qemu")
 # The stages a ``timeouts:`` key may name (DEFAULT_TIMEOUTS); pipeline/stages.STAGES are the CLI's.
 TIMEOUT_STAGES = ("fetch", "configure", "build", "load", "selftest", "benchmark", "unload", "collect")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -308,8 +307,8 @@ def _source(at: At, base: Path) -> SourceSpec:
 def _targets(at: At) -> dict[str, TargetConfig]:
     out = {}
     for name, t in at.mapping().items():
-        if name not in KNOWN_TARGETS:
-            raise t.name_error(f"unknown target (known: {', '.join(KNOWN_TARGETS)})")
+        if name not in TARGET_NAMES:
+            raise t.name_error(f"unknown target (known: {', '.join(TARGET_NAMES)})")
         if t.is_null():
             out[name] = TargetConfig(name=name, flags=())
             continue
@@ -339,9 +338,9 @@ def _variants(at: At, targets: dict[str, TargetConfig]) -> dict[str, VariantConf
         for t in vt:
             if t not in targets:
                 raise m["targets"].error(f"target {t!r} is not in 'targets' (have: {', '.join(targets)})")
-        if "--enable-freebsdkm-crypto-register" in flags and set(vt) - set(FREEBSD_TARGETS):
-            raise m["targets"].error("--enable-freebsdkm-crypto-register only works on freebsd-kmod"
-                                      " and freebsd-kmod-qemu")
+        if "--enable-freebsdkm-crypto-register" in flags and set(vt) - set(FREEBSD_NAMES):
+            raise m["targets"].error("--enable-freebsdkm-crypto-register only works on "
+                                     + " and ".join(FREEBSD_NAMES))
         out[name] = VariantConfig(
             name=name,
             flags=flags,

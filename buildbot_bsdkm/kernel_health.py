@@ -35,6 +35,7 @@ from typing import Any
 from yaml.nodes import MappingNode
 
 from .model import KernelEvent, LogResult, RunResult
+from .targets import EMULATED_NAMES
 from .yaml_reader import At
 
 # policy/checks.py's CheckKind.KERNEL; a plain string here because the policy package imports this
@@ -65,7 +66,8 @@ DEFAULT_ACTIONS: dict[str, str] = {
     "oops": "fail", "warning": "fail", "soft_lockup": "auto", "hard_lockup": "auto", "rcu_stall": "auto",
     "hung_task": "auto", "sanitizer": "fail", "locking": "fail", "fpu": "fail",
 }
-DEFAULT_EMULATED = ("linux-kmod-qemu", "freebsd-kmod-qemu")  # both run under QEMU TCG
+# The targets whose row says they run under QEMU TCG (targets.py), unless a policy names others.
+DEFAULT_EMULATED = EMULATED_NAMES
 LABELS: dict[str, str] = {
     "bug": "kernel BUG", "oops": "Oops", "gpf": "general protection fault", "panic": "kernel panic",
     "fatal_trap": "fatal trap", "warning": "kernel WARNING", "backtrace": "KDB backtrace",

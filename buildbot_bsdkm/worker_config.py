@@ -11,8 +11,9 @@ workers:
     tags: [linux-qemu]
 ```
 
-A worker runs ``userspace`` anywhere; ``freebsd-kmod`` needs a ``freebsd-*`` tag,
-``linux-kmod-qemu`` a ``linux-qemu`` tag, unless ``targets:`` lists them explicitly.
+A worker runs ``userspace`` anywhere; ``freebsd-kmod`` needs a ``freebsd-*`` tag, the QEMU targets
+a ``linux-qemu`` tag (each target's ``worker_tag``, ``targets.py``), unless ``targets:`` lists them
+explicitly.
 Pure (the core): the Buildbot shell (``buildbot/workers.py``, ``master_config.py``) turns the specs
 into workers. Errors are ``file:line: workers.<name>...: problem`` when the block came from a file
 (``config.py`` keeps it as a ``LocatedDict``), ``workers.<name>...: problem`` for plain data.
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .targets import FACTS as TARGET_FACTS
 from .yaml_reader import LocatedError, located
 
 WORKER_KEYS = ("password", "tags", "targets", "max_builds", "properties")
@@ -64,11 +66,8 @@ class WorkerSpec:
     def can_run(self, target: str) -> bool:
         if self.targets is not None:
             return target in self.targets
-        if target == "freebsd-kmod":
-            return any(t.startswith("freebsd-") for t in self.tags)
-        if target in ("linux-kmod-qemu", "freebsd-kmod-qemu"):  # both boot QEMU on a Linux worker
-            return "linux-qemu" in self.tags
-        return True
+        facts = TARGET_FACTS.get(target)
+        return facts is None or facts.runs_on(self.tags)  # the tag its row asks for (QEMU, FreeBSD)
 
 
 class _Block:

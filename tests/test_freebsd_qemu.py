@@ -208,7 +208,7 @@ def test_missing_kit_is_target_unavailable(tmp_path: Path) -> None:
 
 
 def test_registry_has_one_entry_per_kernel_target() -> None:
-    from buildbot_bsdkm.config import KERNEL_TARGETS
+    from buildbot_bsdkm.targets import KERNEL_NAMES as KERNEL_TARGETS
 
     assert set(kernel.TARGETS) == set(KERNEL_TARGETS)
     assert kernel.TARGETS["freebsd-kmod-qemu"].log_name == "console.log"

@@ -39,6 +39,7 @@ from ..contract import (
     VERDICT_PROPERTY,
     builder_name,
 )
+from ..targets import USERSPACE
 from .master_config import SETTINGS_FILE
 
 STATE_HOME = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local/state")
@@ -351,7 +352,7 @@ def verdict_lines(rest: Rest, bsid: int) -> tuple[list[str], bool]:
     return lines, ok
 
 
-def default_builders(rest: Rest, config_path: str | None, target: str = "userspace") -> list[str]:
+def default_builders(rest: Rest, config_path: str | None, target: str = USERSPACE.name) -> list[str]:
     """The enabled variants of ``target`` (what the main job runs), as the master names them."""
     known = set(rest.builder_names().values())
     try:

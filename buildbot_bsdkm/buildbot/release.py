@@ -5,9 +5,9 @@
   against ``release.previous`` from bsdkm.yml.
 - ``release-force``: a form with ``candidate`` and ``previous`` (any SOURCE ``bsdkm-ci release``
   accepts).
-- Builders: ``release/linux`` (every target but freebsd-kmod, on a worker that runs them) and one
-  ``release/freebsd-<X.Y>`` per declared FreeBSD release some worker carries the tag of. The
-  report of a release without a worker says "not covered".
+- Builders: ``release/linux`` (every target but those run per FreeBSD release, ``freebsd-kmod``, on a
+  worker that runs them) and one ``release/freebsd-<X.Y>`` per declared FreeBSD release some worker
+  carries the tag of. The report of a release without a worker says "not covered".
 
 The step runs ``bsdkm-ci release`` on the worker and attaches ``release.html`` as an HTML log and
 ``release.md`` as a text log; it decides nothing itself (exit 0 pass, 1 fail, 2 unusable input).
@@ -25,6 +25,8 @@ from buildbot.steps.worker import CompositeStepMixin
 
 from ..config import Config
 from ..contract import PROPERTY_SOURCE, RELEASE_VERDICT_PROPERTY, RUN_KIND_PROPERTY
+from ..targets import FACTS as TARGET_FACTS
+from ..targets import os_release_tag
 from .workers import WorkerSpec
 
 OUT_DIR = "bsdkm-release"
@@ -132,7 +134,9 @@ def release_builders(config: Config, specs: list[WorkerSpec], config_path: Any, 
     """``release/linux`` and one ``release/freebsd-X.Y`` per declared release a worker carries."""
     previous = util.Property(PROP_PREVIOUS, default=config.release.previous or "")
     out = []
-    others = tuple(t for t in config.targets if t != "freebsd-kmod")
+    # Targets run once per FreeBSD release (freebsd-kmod), each on that release's workers; the rest here.
+    per_release = tuple(t for t in config.targets if t in TARGET_FACTS and TARGET_FACTS[t].per_os_release)
+    others = tuple(t for t in config.targets if t not in per_release)
     linux = [s.name for s in specs if others and all(s.can_run(t) for t in others)]
     if linux:
         factory = util.BuildFactory()
@@ -140,15 +144,15 @@ def release_builders(config: Config, specs: list[WorkerSpec], config_path: Any, 
                                          config_path=config_path, targets=others, bsdkm_ci=bsdkm_ci))
         out.append(util.BuilderConfig(name=LINUX_BUILDER, workernames=linux, factory=factory,
                                       tags=["release"], collapseRequests=False))
-    if "freebsd-kmod" in config.targets:
+    if per_release:
         for rel in config.release.freebsd_releases:
-            tag = f"freebsd-{rel}-{config.release.arch}"
+            tag = os_release_tag(rel, config.release.arch)
             names = [s.name for s in specs if tag in s.tags]
             if not names:
                 continue  # the report of every release builder lists it as "not covered"
             factory = util.BuildFactory()
             factory.addStep(ReleaseCandidate(candidate=candidate_source, previous=previous,
-                                             config_path=config_path, targets=("freebsd-kmod",),
+                                             config_path=config_path, targets=per_release,
                                              freebsd_release=rel, bsdkm_ci=bsdkm_ci))
             out.append(util.BuilderConfig(name=f"release/freebsd-{rel}", workernames=names, factory=factory,
                                           tags=["release", tag], collapseRequests=False))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import targets
 from ..classify import Patterns, classify
 from ..config import Config
 from .errors import StageError
@@ -30,8 +31,7 @@ __all__ = [
     "userspace_flags",
 ]
 KERNEL_FLAG_WORDS = ("linuxkm", "freebsdkm", "kernel", "linux-source")
-# The userspace target's name, written once (userspace.UserspaceTarget takes it from here: no cycle).
-USERSPACE = "userspace"
+USERSPACE = targets.USERSPACE.name
 
 
 def userspace_flags(config: Config, variant: str) -> list[str]:

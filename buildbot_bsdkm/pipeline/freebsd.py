@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import targets
 from ..classify import Patterns, classify
 from ..config import Config
 from ..model import LogFormat, LogResult
@@ -290,16 +291,9 @@ def _int_or_none(text: str | None) -> int | None:
 class FreeBSDWorkerTarget(KernelTarget):
     """``freebsd-kmod``: built and kldloaded on a FreeBSD worker by the ``kmod/freebsd`` scripts."""
 
-    name = "freebsd-kmod"
+    facts = targets.FREEBSD_KMOD
     log_format = LogFormat.FREEBSD_KERNEL_LOG
     log_name = "kernel.log"
-    source_dir = "bsdkm"
-    per_os_release = True  # native: a release report covers each declared FreeBSD release's worker
-    # A real FreeBSD machine: the module's benchmark (run by kldload, MOD_LOAD) is its performance on
-    # that CPU, and kldunload + kldload measures it again. The maintainers paste this table.
-    perf_measurement = True
-    bench_repeats = True
-    perf_note = "kldload's benchmark on a real FreeBSD worker; each round is one kldload/kldunload cycle"
 
     def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
               patterns: Patterns | None = None) -> Path:

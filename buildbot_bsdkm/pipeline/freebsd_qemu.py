@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import targets
 from ..classify import Patterns, classify
 from ..config import Config
 from ..model import FailureCategory, LogFormat, LogResult, StageFailure
@@ -48,7 +49,7 @@ from .proc import Watched, run_logged, run_watched
 from .source import cache_root
 from .target import KernelTarget, judge_outcome, parse_kernel_log
 
-TARGET_NAME = "freebsd-kmod-qemu"
+TARGET_NAME = targets.FREEBSD_KMOD_QEMU.name
 FREEBSD_TRIPLE = "x86_64-unknown-freebsd15.0"
 INIT_SOURCE = "kldinit.c"
 OVMF_CODE = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
@@ -742,15 +743,9 @@ def not_covered_failure(notes: Sequence[str], evidence: Path) -> StageFailure:
 
 
 class FreeBSDQemuTarget(KernelTarget):
-    name = TARGET_NAME
+    facts = targets.FREEBSD_KMOD_QEMU
     log_format = LogFormat.FREEBSD_KERNEL_LOG
     log_name = "console.log"
-    source_dir = "bsdkm"
-    # QEMU TCG as for linux-kmod-qemu; and the debug kernel preloads the module before its clock runs,
-    # so only the release boot benchmarks at all. Reported, never regression-gated.
-    perf_measurement = False
-    bench_repeats = False
-    perf_note = "QEMU TCG emulates the CPU: emulator speeds, not the module's performance"
 
     def check_worker(self, config: Config) -> None:
         check_worker(config)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import targets
 from ..classify import Patterns, classify, first_compile_error
 from ..config import Config
 from ..model import LogFormat, LogResult
@@ -555,16 +556,10 @@ def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version
 class LinuxQemuTarget(KernelTarget):
     """``linux-kmod-qemu``: the module built against Debian's headers, loaded once in a QEMU VM."""
 
-    name = "linux-kmod-qemu"
+    facts = targets.LINUX_KMOD_QEMU
     log_format = LogFormat.LINUX_KERNEL_LOG
     log_name = "console.log"
-    source_dir = "linuxkm"
     afalg = True  # lkcapi variants also run the AF_ALG user benchmark in the guest (afalg.py)
-    # QEMU TCG emulates the CPU: timings are the emulator's (~100x slower, host-load dependent), not
-    # the module's; and a round would be another VM boot. Reported, never regression-gated.
-    perf_measurement = False
-    bench_repeats = False
-    perf_note = "QEMU TCG emulates the CPU: emulator speeds, not the module's performance"
 
     def check_worker(self, config: Config) -> None:
         linux_source_dir(config.targets[self.name].options.get("kernel_version"))

@@ -1,7 +1,9 @@
 """Every target the pipeline knows, one entry per target file: the one place a name becomes a target.
 
-Shells and stages ask this registry what a target is (a kernel target, a perf target, one whose
-benchmark repeats) instead of comparing names, so a new target is its own file plus a line here.
+Stages ask this registry what a target is (a kernel target, a perf target, one whose benchmark
+repeats) instead of comparing names; each answer is the target's row in ``buildbot_bsdkm/targets.py``
+(``Target.facts``), which the layers below the pipeline read directly. A new target is its own file,
+its row there and a line here (``tests/test_targets.py``: the rows and this registry agree).
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from typing import Any
 from ..config import Config
 from ..model import RunResult, from_json, run_to_dict
 from ..policy import Policy, Verdict, evaluate, load_policy
-from . import registry
 
 
 class BaselineError(ValueError):
@@ -62,32 +61,7 @@ def gate_runs(inputs: GateInputs, runs: list[RunResult], baseline: list[RunResul
     place of the config's baseline file.
     """
     base = baseline if baseline is not None else inputs.baseline
-    base, history, notes = perf_inputs(runs, base, history)
-    verdict = evaluate(runs, inputs.policy, base, history)
-    verdict.notes[:0] = notes
-    return verdict
-
-
-def perf_inputs(runs: list[RunResult], baseline: list[RunResult] | None, history: list[RunResult] | None
-                ) -> tuple[list[RunResult] | None, list[RunResult] | None, list[str]]:
-    """Baseline and history without the targets whose benchmark is no performance measurement.
-
-    A QEMU TCG target's numbers are the emulator's speed on a shared host: a regression gate on them
-    would fail healthy PRs for a busy neighbour. Their runs keep every other check (self-tests,
-    completeness, required items) and their tables; the notes say why no regression check ran.
-    """
-    # Only targets the registry knows to be unmeasured: a name it does not know is left to the policy.
-    known = {r.target: registry.get(r.target) for r in runs}
-    unmeasured = {name for name, t in known.items() if t is not None and not t.perf_measurement}
-    if not unmeasured:
-        return baseline, history, []
-    notes = [f"{name}: {registry.TARGETS[name].perf_note}: not regression-gated"
-             for name in sorted(unmeasured)]
-
-    def keep(group: list[RunResult] | None) -> list[RunResult] | None:
-        return None if group is None else [r for r in group if r.target not in unmeasured]
-
-    return keep(baseline), keep(history), notes
+    return evaluate(runs, inputs.policy, base, history)
 
 
 def write_run_outputs(run_dir: Path, run: RunResult, verdict: Verdict) -> Path:

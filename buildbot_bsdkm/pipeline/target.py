@@ -1,9 +1,11 @@
 """What a target is to the pipeline: one object per target, registered in ``registry.TARGETS``.
 
-Every target (``userspace`` too) says what its benchmark numbers are (``Target``): whether they
-measure the module's performance on this machine, and whether one run can measure again. A kernel
-target (``KernelTarget``) also says how its module is built, loaded and judged; the stages only
-call these methods, so adding a target is one file with one subclass (and a line in the registry).
+What a target *is* (a kernel target or not, whether its benchmark numbers measure the module's
+performance, whether one run can measure again, its note) is its row in the core's
+``buildbot_bsdkm/targets.py``, which the class names as ``facts``; config, kernel health, the policy
+and the shells read the same row without importing the pipeline. A kernel target
+(``KernelTarget``) also says how its module is built, loaded and judged; the stages only call these
+methods, so adding a target is one file with one subclass (plus its row and a line in the registry).
 The default ``judge`` suits a target with one kernel log per run.
 """
 
@@ -16,38 +18,59 @@ from ..classify import Patterns, classify
 from ..config import Config
 from ..model import LogFormat, LogResult, Problem, StageFailure
 from ..parsers import ParseError, parse_file
+from ..targets import TargetFacts
 from .loading import ModuleLoadOutcome
 
 
 class Target:
-    """What a target's benchmark is; the perf gate and the PR builds' base follow it, never a name."""
+    """What a target's benchmark is; the perf gate and the PR builds' base follow it, never a name.
 
-    name: ClassVar[str]
-    # Kernel targets load a module (``KernelTarget``); userspace runs programs.
-    kernel: ClassVar[bool] = False
-    # The benchmark's numbers are the module's performance on the worker's CPU: a perf target,
-    # regression-gated against a base or history. False where an emulator runs the CPU (QEMU TCG):
-    # its timings are the emulator's, so a slower run says nothing about the module.
-    perf_measurement: ClassVar[bool] = False
-    # One run can measure the benchmark again (rounds of base, head: ``benchmark.repeats``).
-    bench_repeats: ClassVar[bool] = False
-    # Why, for the report and the README (one line).
-    perf_note: ClassVar[str] = ""
-    # Runs on a worker of each FreeBSD release the config declares (``release.freebsd_releases``).
-    per_os_release: ClassVar[bool] = False
+    The facts are read from the row (``targets.TargetFacts``), never restated here.
+    """
 
-    @classmethod
-    def measures_base(cls) -> bool:
+    facts: ClassVar[TargetFacts]
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
+
+    @property
+    def kernel(self) -> bool:
+        return self.facts.kernel
+
+    @property
+    def perf_measurement(self) -> bool:
+        return self.facts.perf_measurement
+
+    @property
+    def bench_repeats(self) -> bool:
+        return self.facts.bench_repeats
+
+    @property
+    def perf_note(self) -> str:
+        return self.facts.perf_note
+
+    @property
+    def per_os_release(self) -> bool:
+        return self.facts.per_os_release
+
+    def measures_base(self) -> bool:
         """Whether a PR build (or ``run --base-*``) builds the base and measures both in rounds."""
-        return cls.perf_measurement and cls.bench_repeats
+        return self.facts.measures_base
 
 
 class KernelTarget(Target):
-    kernel = True
-    source_dir: ClassVar[str]  # the wolfSSL tree's directory the module is built from (bsdkm, linuxkm)
     afalg: ClassVar[bool] = False  # an lkcapi variant's AF_ALG benchmark runs beside the module
     log_format: ClassVar[LogFormat]
     log_name: ClassVar[str]  # what the kernel log is called in the run's directory
+
+    @property
+    def source_dir(self) -> str:
+        """The wolfSSL tree's directory the module is built from (``bsdkm``, ``linuxkm``)."""
+        src = self.facts.source_dir
+        if src is None:
+            raise TypeError(f"{self.name}: a kernel target's row in targets.py names no source_dir")
+        return src
 
     def check_worker(self, config: Config) -> None:
         """Configure stage: raise StageError when this worker cannot run the target at all."""

@@ -5,21 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import targets
 from ..classify import Patterns, classify
 from ..model import LogFormat, LogResult, Problem, StageFailure
 from ..parsers import ParseError, parse_file
-from .build import USERSPACE, CommandResult, run_logged
+from .build import CommandResult, run_logged
 from .target import Target
 
 
 class UserspaceTarget(Target):
     """``userspace``: testwolfcrypt and the benchmark program run natively on the worker."""
 
-    name = USERSPACE
-    # Native code on the worker's own CPU; the benchmark program can simply be run again.
-    perf_measurement = True
-    bench_repeats = True
-    perf_note = "native benchmark program on the worker's CPU, re-run for each round"
+    facts = targets.USERSPACE
 
 
 TARGET = UserspaceTarget()

@@ -22,6 +22,9 @@ A policy file (see ``policies/default.yml`` for the documented default) holds:
                 learned from the measured noise (``buildbot_bsdkm/perf/gate.py``), ``max_pct``
                 being a floor below which a drop never fails, and ``detect_pct`` the change the
                 item must be able to resolve (else it is ``inconclusive``, reported, not failed).
+                Runs of a target whose benchmark is no performance measurement (QEMU TCG:
+                ``perf_measurement`` in ``buildbot_bsdkm/targets.py``) are never regression-gated:
+                ``evaluate`` uses no baseline or history for them and notes why.
 ``perf``        settings of learned limits: ``alpha`` (false alarms per run, all items together),
                 ``tail``, ``min_repeats`` (per side; fewer is ``inconclusive``), ``min_history``,
                 ``window``, ``prior_dof``, ``power``, ``clock_tolerance`` (see ``policies/default.yml``),
@@ -54,7 +57,7 @@ from .checks import (
     CheckKind,
     Verdict,
 )
-from .evaluation import NO_CHECKS, evaluate
+from .evaluation import NO_CHECKS, evaluate, perf_inputs
 from .learned import bench_logs, fingerprint_problem, perf_message, same_machine
 from .measure import crossover_block, display_unit, fmt_num, matches, measure, shown
 from .rules import (
@@ -113,6 +116,7 @@ __all__ = [
     "matches",
     "measure",
     "parse_policy",
+    "perf_inputs",
     "perf_message",
     "same_machine",
     "shown",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..model import RunResult
+from ..targets import FACTS as TARGET_FACTS
+from ..targets import perf_ungated
 from .checks import Check, CheckKind, Verdict
 from .comparisons import crossover, speedup
 from .context import Evaluation
@@ -21,8 +23,13 @@ def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | 
     Runs (and baseline runs) of one (target, variant) are repeats of one measurement, as is every
     benchmark log within a run. ``history``: healthy past runs of the same machine; learned-limit
     rules learn each item's spread from it, and use it as the base when ``baseline`` has no run.
+    A target whose benchmark is no performance measurement is never regression-gated
+    (``perf_inputs``), whichever shell asks.
     """
+    baseline, history, ungated = perf_inputs(runs, baseline, history)
     ev = Evaluation(runs, policy, baseline, history)
+    for text in ungated:
+        ev.note(text)
     note_clocks(ev)
     for run in runs:
         check_run(ev, run)
@@ -38,3 +45,24 @@ def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | 
     if not ev.verdict.checks:  # judging nothing is no evidence of health (an emptied policy)
         ev.verdict.checks.append(Check("*", "*", "checks", CheckKind.REQUIRED, False, NO_CHECKS, error=True))
     return ev.verdict
+
+
+def perf_inputs(runs: list[RunResult], baseline: list[RunResult] | None, history: list[RunResult] | None
+                ) -> tuple[list[RunResult] | None, list[RunResult] | None, list[str]]:
+    """Baseline and history without the targets whose benchmark is no performance measurement.
+
+    A QEMU TCG target's numbers are the emulator's speed on a shared host (its row in ``targets.py``
+    says ``perf_measurement: False``): a regression gate on them would fail healthy PRs for a busy
+    neighbour. Their runs keep every other check (self-tests, completeness, required items) and
+    their tables; the notes say why no regression check ran.
+    """
+    # Only targets known to be unmeasured: a name the table does not know is left to the policy.
+    unmeasured = {r.target for r in runs if perf_ungated(r.target)}
+    if not unmeasured:
+        return baseline, history, []
+    notes = [f"{name}: {TARGET_FACTS[name].perf_note}: not regression-gated" for name in sorted(unmeasured)]
+
+    def keep(group: list[RunResult] | None) -> list[RunResult] | None:
+        return None if group is None else [r for r in group if r.target not in unmeasured]
+
+    return keep(baseline), keep(history), notes
