@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..perf import drift
-from ..perf.store import DirStore, StoreError
-from ..policy import bench_logs
+from ..perf.store import DirStore, StoreError, best_series
 from .compare_cmd import _read_all
 from .errors import UsageError
 from .junit_cmd import write_text
@@ -40,26 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _series(runs: list[tuple[str, Any]]) -> dict[str, list[tuple[str, float]]]:
-    out: dict[str, list[tuple[str, float]]] = {}
-    for commit, run in runs:
-        best: dict[str, float] = {}
-        for log in bench_logs([run]):
-            for b in log.benchmarks:
-                if not b.failed and b.per_second > 0:
-                    best[b.name] = max(best.get(b.name, 0.0), b.per_second)
-        for name, v in best.items():
-            out.setdefault(name, []).append((commit, v))
-    return out
-
-
 def show(store: DirStore, window: int) -> list[dict[str, Any]]:
     rows = []
     for key in sorted(p for p in store.root.glob("*/*/*") if p.is_dir()):
         fp, target, variant = key.relative_to(store.root).parts
         runs = store.window(fp, target, variant, window)
         drifts = {}
-        for name, series in _series(runs).items():
+        for name, series in best_series(runs).items():
             found = drift.detect(series)
             if found:
                 drifts[name] = {"commit": found[-1].commit, "change": round(found[-1].change, 4)}

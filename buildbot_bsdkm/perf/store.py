@@ -129,13 +129,8 @@ class SqlStore:
         self.engine.dispose()
 
 
-def trend(window: list[tuple[str, RunResult]]) -> dict[str, dict[str, Any]]:
-    """Per item, the history as the report's trend panel draws it: every run's best value (oldest
-    first, the newest as the panel's highlighted point) and the drift ``drift.detect`` finds.
-
-    The same shape as the verdict's ``perf[].trend`` (report.trend_svg draws both); here the
-    "verdict" names how many runs the series has, since nothing is judged.
-    """
+def best_series(window: list[tuple[str, RunResult]]) -> dict[str, list[tuple[str, float]]]:
+    """Per item, each run's best throughput (its repeats' highest), oldest first, with its commit."""
     series: dict[str, list[tuple[str, float]]] = {}
     for commit, run in window:
         best: dict[str, float] = {}
@@ -144,9 +139,20 @@ def trend(window: list[tuple[str, RunResult]]) -> dict[str, dict[str, Any]]:
                 if not b.failed and b.per_second > 0:
                     best[b.name] = max(best.get(b.name, 0.0), b.per_second)
         for name, value in best.items():
-            series.setdefault(name, []).append((str(commit)[:12], value))
+            series.setdefault(name, []).append((commit, value))
+    return series
+
+
+def trend(window: list[tuple[str, RunResult]]) -> dict[str, dict[str, Any]]:
+    """Per item, the history as the report's trend panel draws it: every run's best value (oldest
+    first, the newest as the panel's highlighted point) and the drift ``drift.detect`` finds.
+
+    The same shape as the verdict's ``perf[].trend`` (report.trend_svg draws both); here the
+    "verdict" names how many runs the series has, since nothing is judged.
+    """
     out: dict[str, dict[str, Any]] = {}
-    for name, points in series.items():
+    for name, full in best_series(window).items():
+        points = [(str(commit)[:12], value) for commit, value in full]
         if len(points) < 2:
             continue
         found = drift.detect(points)

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..classify import Patterns
 from ..config import Config
+from ..contract import RUNS_AFTER_FAILURE
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, from_json, to_json
 from ..perf.fingerprint import machine_fingerprint
 from . import afalg, kernel, registry, userspace
@@ -137,7 +138,7 @@ def run_stage(job: Job, stage: str) -> StageFailure | None:
         ]
         job.state = {"target": job.target, "variant": job.variant, "stages": {}, "attempts": attempts}
     earlier = job.failure
-    if earlier is not None and stage not in ("collect", "gate"):
+    if earlier is not None and stage not in RUNS_AFTER_FAILURE:
         raise StageSkipped(f"{job.label}: skipped, stage '{earlier.stage}' failed: {earlier.message}")
     job.say(f"{stage} ...")
     begun = time.monotonic()
