@@ -1,12 +1,15 @@
 """How often the perf gate raises false alarms, and how often it catches injected drops.
 
     python bench/perf_gate.py [--draws 300] [--seed 9] [--data bench/data/noise-2026-12-01]
-        [--draw rounds|random] [--set NAME=VALUE ...] [--new-only] [--only own|shared] [--json out.json]
+        [--draw shuffled-rounds|rounds|random] [--set NAME=VALUE ...] [--new-only] [--only own|shared]
+        [--json out.json]
 
 On real repeated runs of one unchanged binary per variant: healthy pairs are 5 base vs 5 head
-repeats drawn without overlap, either as a pipeline measures them (``--draw rounds``: five
-adjacent rounds B H B H ... at a random place of the series, base[i] and head[i] one round) or
-anywhere in the series (``--draw random``); ``--set`` overrides a perf setting of the new gate
+repeats drawn without overlap, either as the pipeline measures them (``--draw shuffled-rounds``,
+the default: five adjacent rounds at a random place of the series, each round's order B H or H B a
+coin flip, as ``benchmark.round_order: shuffled`` does), as strict alternation would (``--draw
+rounds``: B H B H ..., ``round_order: alternate``) or anywhere in the series (``--draw random``);
+``--set`` overrides a perf setting of the new gate
 (tuning, e.g. ``--set tail=1.5``; ``--set center=median --set tail=1.8`` is the previous
 learned default). The new gate learns limits only from other runs (the remaining
 recorded repeats as ``history``; on the shared ten, where no other runs exist, from the ten
@@ -117,8 +120,8 @@ def rounds(n_logs: int, count: int, seed: int, per_side: int) -> list[tuple[list
 
 def shuffled_rounds(n_logs: int, count: int, seed: int,
                     per_side: int) -> list[tuple[list[int], list[int], list[int]]]:
-    """As ``rounds``, but each round's order (B H or H B) is a coin flip: what a pipeline that
-    randomised the order inside a round would measure."""
+    """As ``rounds``, but each round's order (B H or H B) is a coin flip: what the pipeline measures
+    (``benchmark.round_order: shuffled``, pipeline/rounds.py)."""
     rng = random.Random(seed)
     out = []
     for base, head, rest in rounds(n_logs, count, seed, per_side):
@@ -202,9 +205,9 @@ def main() -> int:
     ap.add_argument("--only", choices=("own", "shared"))
     ap.add_argument("--json", type=Path)
     ap.add_argument("--new-only", action="store_true", help="skip the old gate (faster, for tuning)")
-    ap.add_argument("--draw", choices=tuple(PICKERS), default="rounds",
-                    help="rounds: base and head in adjacent rounds, as measured (default); random: anywhere; "
-                         "shuffled-rounds: adjacent rounds, each round's order a coin flip")
+    ap.add_argument("--draw", choices=tuple(PICKERS), default="shuffled-rounds",
+                    help="shuffled-rounds: adjacent rounds, each round's order a coin flip, as the pipeline "
+                         "measures (default); rounds: strict B H alternation; random: anywhere")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override a perf setting of the new gate, e.g. --set tail=1.5 (for tuning)")
     args = ap.parse_args()

@@ -112,6 +112,10 @@ class VariantConfig:
     enabled: bool = True  # False: runs only when asked for by name (--variant)
 
 
+# How each round of an interleaved base/head measurement is ordered (pipeline/rounds.py says why).
+ROUND_ORDERS = ("shuffled", "alternate")
+
+
 @dataclass(frozen=True)
 class BenchmarkConfig:
     min_runtime_s: float | None = 0.01  # BENCH_MIN_RUNTIME_SEC
@@ -122,6 +126,8 @@ class BenchmarkConfig:
     extra_cflags: tuple[str, ...] = ()
     # Rounds of base, head benchmark runs when a base is built next to the head (issue 9).
     repeats: int = 5
+    # Each round's order: a coin flip (shuffled) or always base first (alternate): pipeline/rounds.py.
+    round_order: str = "shuffled"
 
     def cflags(self) -> list[str]:
         out: list[str] = []
@@ -356,7 +362,7 @@ def _variants(at: At, targets: dict[str, TargetConfig]) -> dict[str, VariantConf
 
 def _benchmark(at: At) -> BenchmarkConfig:
     m = at.mapping(("min_runtime_s", "embedded", "ntimes", "agreetimes", "userspace_args", "extra_cflags",
-                    "repeats"))
+                    "repeats", "round_order"))
     d = BenchmarkConfig()
     return BenchmarkConfig(
         min_runtime_s=opt(m, "min_runtime_s", At.number, None if "min_runtime_s" in m else d.min_runtime_s),
@@ -368,6 +374,7 @@ def _benchmark(at: At) -> BenchmarkConfig:
         userspace_args=opt(m, "userspace_args", At.strings, d.userspace_args),
         extra_cflags=opt(m, "extra_cflags", At.strings, ()),
         repeats=opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
+        round_order=opt(m, "round_order", lambda a: a.choice(ROUND_ORDERS), d.round_order),
     )
 
 

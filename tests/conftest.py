@@ -138,3 +138,12 @@ def fresh_venv(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return venv
+
+
+def interleaved_rounds(order: list[str], rounds: int) -> str:
+    """The sides as measured, one round per pair (``B H, H B, ...``: pipeline/rounds.describe), after
+    checking that every round ran exactly one base and one head."""
+    assert len(order) == 2 * rounds, order
+    pairs = [order[i:i + 2] for i in range(0, len(order), 2)]
+    assert all(sorted(p) == ["base", "head"] for p in pairs), order
+    return ", ".join(" ".join(side[0].upper() for side in p) for p in pairs)

@@ -8,9 +8,11 @@ tests/test_pipeline_e2e.py's config, so nothing extra is compiled): what is test
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
+from conftest import interleaved_rounds
 from test_pipeline_e2e import CONFIG
 
 from buildbot_bsdkm.cli import UsageError
@@ -26,18 +28,19 @@ def test_base_and_head_are_measured_interleaved_and_gated_together(tmp_path: Pat
     lines: list[str] = []
     result = run_matrix(config, ["intelasm"], ["userspace"], out, progress=lines.append,
                         base_source=config.source, repeats=3)
-    assert any("round 3 of 3 (base, head)" in ln for ln in lines), lines
+    assert any("intelasm: round 3 of 3 (" in ln for ln in lines), lines
     (head,) = result.runs
     names = [Path(lg.source).name for lg in head.logs]
     assert names == ["test.log", "bench.log", "bench.2.log", "bench.3.log"]
     base_dir, head_dir = out / "base" / "userspace" / "intelasm", out / "userspace" / "intelasm"
     assert (base_dir / "results.json").is_file() and (base_dir / "bench.3.log").is_file()
-    # A B A B: each round's base log is written before the head's, and after the previous head's
+    # Rounds: each round's two logs are written after the previous round's, in the order it drew
     order = sorted([(p.stat().st_mtime_ns, p.parent.parent.parent.name, p.name)
                     for d in (base_dir, head_dir) for p in d.glob("bench*.log")])
-    assert [(side, name) for _, side, name in order] == [
-        ("base", "bench.log"), ("out", "bench.log"), ("base", "bench.2.log"), ("out", "bench.2.log"),
-        ("base", "bench.3.log"), ("out", "bench.3.log")]
+    assert [name for _, _, name in order] == ["bench.log"] * 2 + ["bench.2.log"] * 2 + ["bench.3.log"] * 2
+    sides = [{"base": "base", "out": "head"}[side] for _, side, _ in order]
+    state = json.loads((head_dir / "state.json").read_text())
+    assert interleaved_rounds(sides, 3) == state["round_order"]
     (perf,) = result.verdict.perf
     assert perf["base_from"] == "baseline"
     assert {(i["n_base"], i["n_head"]) for i in perf["items"]} == {(3, 3)}

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, interleaved_rounds
 from test_sec_sources import repo  # noqa: F401 - the fixture: a bare repository with main and a PR head
 
 from buildbot_bsdkm.commands import stage_cmd
@@ -58,7 +58,8 @@ def test_load_and_gate_with_the_base_built_beside_the_head(tmp_path: Path) -> No
     built(out / "base", "base", order)
     p = stage("load", "--out", str(out), "--base-out", str(out / "base"), "--repeats", "3")
     assert p.returncode == 0, p.stdout + p.stderr
-    assert order.read_text().split() == ["base", "head"] * 3  # A B A B A B
+    state = json.loads((out / "userspace/noasm/state.json").read_text())
+    assert interleaved_rounds(order.read_text().split(), 3) == state["round_order"]  # each round: A B or B A
     (head,) = from_json((out / "userspace/noasm/results.json").read_text())
     names = [Path(lg.source).name for lg in head.logs]
     assert names == ["test.log", "bench.log", "bench.2.log", "bench.3.log"]
@@ -134,7 +135,8 @@ def test_confirm_re_measures_base_and_head_interleaved_as_new_runs(tmp_path: Pat
     again = _remeasurer([head], {("userspace", "noasm"): base}, [first_head], [first_base], 3, lambda _: None)
     assert again([("userspace", "intelasm")]) == ([], [])  # only the pairs asked for
     (h,), (b,) = again([("userspace", "noasm")])
-    assert order.read_text().split() == ["base", "head"] * 5  # 2 rounds, then 3 confirm rounds
+    seen = interleaved_rounds(order.read_text().split(), 5)  # 2 rounds, then 3 confirm rounds
+    assert seen == f"{head.state['round_order']}, {head.state['confirm_round_order']}"
     assert [Path(lg.source).name for lg in h.logs] == [f"bench.confirm.{i}.log" for i in (1, 2, 3)]
     assert len(b.logs) == 3 and all(lg.benchmarks for lg in b.logs)
     assert h.metadata == first_head.metadata  # the same fingerprint: comparable with the first runs
@@ -245,7 +247,7 @@ def _gcm(verdict: dict) -> dict:
 def test_stage_gate_confirms_a_regression_by_measuring_base_and_head_again(tmp_path: Path) -> None:
     gate, verdict, order = confirm_case(tmp_path, confirm_slow=True)
     assert gate.returncode == 1, gate.stdout + gate.stderr
-    assert order == ["base", "head"] * 6  # 3 load rounds, then 3 confirm rounds, A B A B on this worker
+    interleaved_rounds(order, 6)  # 3 load rounds, then 3 confirm rounds, on this worker
     check = _gcm(verdict)
     assert not check["passed"] and "confirmed by a re-measurement" in check["message"]
     assert check["detail"]["confirm"]["verdict"] == "regression"
@@ -258,7 +260,7 @@ def test_stage_gate_confirms_a_regression_by_measuring_base_and_head_again(tmp_p
 def test_stage_gate_withdraws_a_regression_the_re_measurement_does_not_see(tmp_path: Path) -> None:
     gate, verdict, order = confirm_case(tmp_path, confirm_slow=False)
     assert gate.returncode == 0, gate.stdout + gate.stderr  # before: exit 1, "nothing can measure again"
-    assert order == ["base", "head"] * 6
+    interleaved_rounds(order, 6)
     check = _gcm(verdict)
     assert check["passed"] and "NOT confirmed by a re-measurement" in check["message"]
     assert check["detail"]["confirm"]["verdict"] != "regression"

@@ -25,6 +25,7 @@ from .errors import StageError
 from .phases import build_phase, concurrency, finish, measure_phase, record_failure, timed
 from .proc import run_logged
 from .report_out import BASE_RUNS_JSON, GateInputs, gate_runs, write_combined, write_run_outputs
+from .rounds import describe, round_plan
 from .source import SourceTree, cache_root, fetch_source
 from .stages import (
     BASE_DIR,
@@ -128,10 +129,12 @@ def _remeasurer(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[
             if pair not in pairs or base is None or not measured_interleaved(head.target):
                 continue
             logs: dict[str, list[LogResult]] = {"base": [], "head": []}
-            for index in range(1, repeats + 1):
-                say(f"{head.label}: confirm round {index} of {repeats} (base, head)")
-                for side, job in (("base", base), ("head", head)):
-                    log = _measure_again(job, f"confirm.{index}")
+            jobs = {"base": base, "head": head}
+            plan = _plan(head, repeats, "confirm_round_order")
+            for index, sides in enumerate(plan, start=1):
+                say(f"{head.label}: confirm round {index} of {repeats} ({', '.join(sides)})")
+                for side in sides:
+                    log = _measure_again(jobs[side], f"confirm.{index}")
                     if log is not None:
                         logs[side].append(log)
             for side, out in (("base", bases_again), ("head", heads_again)):
@@ -149,42 +152,60 @@ def _measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats:
     head_runs, base_runs = [], []
     for head in heads:
         base = bases.get((head.target, head.variant))
-        order = [base, head] if base is not None else [head]
+        order = [head]
+        if base is not None:
+            plan = _plan(head, repeats)
+            order = [base, head] if plan[0][0] == "base" else [head, base]
         for job in order:
             measure_phase(job)
         if base is not None:
-            _more_rounds(head, base, repeats, say)
+            _more_rounds(head, base, plan, say)
         for job in order:
             run = finish(job)
             (base_runs if job is base else head_runs).append(run)
     return head_runs, base_runs
 
 
-def _more_rounds(head: Job, base: Job, repeats: int, say: Progress) -> None:
-    """Rounds 2..N of base, head after the first measurement of each (kernel: kldload base, kldunload,
-    kldload head, kldunload, ...). A side that has failed sits its rounds out."""
+def _plan(head: Job, rounds: int, key: str = "round_order") -> list[tuple[str, str]]:
+    """This pair's round orders (``benchmark.round_order``), kept in the head's state.json."""
+    plan = round_plan(rounds, head.config.benchmark.round_order)
+    head.state[key] = describe(plan)
+    head.save()
+    return plan
+
+
+def _more_rounds(head: Job, base: Job, plan: list[tuple[str, str]], say: Progress) -> None:
+    """Rounds 2..N after the first measurement of each side, each in its planned order (kernel:
+    kldload one side, kldunload, kldload the other, kldunload, ...). A side that has failed sits
+    its rounds out."""
     if not measured_interleaved(head.target):
         return
-    for index in range(2, repeats + 1):
-        say(f"{head.label}: round {index} of {repeats} (base, head)")
-        for job in (base, head):
-            _repeat(job, index)
+    jobs = {"base": base, "head": head}
+    for index, sides in enumerate(plan[1:], start=2):
+        say(f"{head.label}: round {index} of {len(plan)} ({', '.join(sides)})")
+        for side in sides:
+            _repeat(jobs[side], index)
 
 
 def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
-    """``bsdkm-ci stage load --base-out``: the same A B A B rounds as ``run --base-*``, for one pair.
+    """``bsdkm-ci stage load --base-out``: the same rounds as ``run --base-*``, for one pair.
 
-    The base (built by the same stages into a sibling output directory) is measured first, then
-    the head's load stage, then rounds 2..N of both. Returns the head's failure. A base that failed
-    to build leaves the head measured once, as without a base; the gate then uses history and says
-    why.
+    The base (built by the same stages into a sibling output directory) and the head's load stage
+    are round 1, in the order the plan drew; then rounds 2..N of both. Returns the head's failure.
+    A base that failed to build leaves the head measured once, as without a base; the gate then
+    uses history and says why.
     """
     if base.failure is not None:
         return run_stage(head, "load")
-    measure_phase(base)
-    failure = run_stage(head, "load")
+    plan = _plan(head, repeats)
+    if plan[0][0] == "base":
+        measure_phase(base)
+        failure = run_stage(head, "load")
+    else:
+        failure = run_stage(head, "load")
+        measure_phase(base)
     if failure is None and base.failure is None:
-        _more_rounds(head, base, repeats, head.say)
+        _more_rounds(head, base, plan, head.say)
     finish(base)
     if failure is None:
         finish(head)  # every round's log in results.json; a failed repeat fails the run

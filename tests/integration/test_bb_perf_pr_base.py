@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import requests
 import yaml
-from conftest import FIXTURES
+from conftest import FIXTURES, interleaved_rounds
 from github_fake import payloads
 from github_fake.master import Master, deliver, write_config
 from github_fake.server import FakeGitHub
@@ -194,8 +194,8 @@ def test_pr_build_builds_the_base_and_gates_the_head_against_it(setup: Setup) ->
     assert head_state["source"]["path"] != base_state["source"]["path"]
     assert base_state["programs"]["benchmark"] != head_state["programs"]["benchmark"]
 
-    # Both sides measured in alternating rounds, on the worker: A B A B A B.
-    assert order.read_text().split() == ["base", "head"] * REPEATS
+    # Both sides measured in rounds on the worker, one base and one head each (order drawn per round).
+    assert interleaved_rounds(order.read_text().split(), REPEATS) == head_state["round_order"]
     logs = sorted(p.name for p in setup.run_dir().glob("bench*.log"))
     assert logs == ["bench.2.log", "bench.3.log", "bench.log"]
 
@@ -221,7 +221,8 @@ def test_gate_step_confirms_a_regression_by_measuring_again_and_withdraws_a_fluk
                                  order)
     build, steps, props = setup.pr_build(4243, fluke, base)
     assert build["results"] == 0, steps
-    assert order.read_text().split() == ["base2", "fluke"] * 2 * REPEATS  # load's rounds, then confirm's
+    sides = {"base2": "base", "fluke": "head"}
+    interleaved_rounds([sides[s] for s in order.read_text().split()], 2 * REPEATS)  # load's, then confirm's
     verdict = setup.state()["verdict"]
     check = _gcm(verdict)
     assert check["passed"] and "NOT confirmed by a re-measurement" in check["message"], check["message"]
