@@ -25,8 +25,6 @@ __all__ = ["TARGETS", "build_module", "check_worker", "judge_outcome", "load_mod
 
 
 TARGETS: dict[str, KernelTarget] = KERNEL_TARGETS
-# Read by the release pipeline: which targets are kernel targets and what their log is called.
-LOG_NAMES = {name: t.log_name for name, t in TARGETS.items()}
 
 
 def target(name: str, stage: str = "build") -> KernelTarget:

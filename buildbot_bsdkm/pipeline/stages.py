@@ -289,7 +289,7 @@ def judged_cycle(job: Job, outcome: ModuleLoadOutcome, kept: Path) -> tuple[LogR
 
 def repeat_log_path(job: Job, index: int | str) -> Path:
     """``kernel.log`` -> ``kernel.<index>.log``: round ``index``'s kernel log in the run directory."""
-    name = Path(kernel.LOG_NAMES[job.target])
+    name = Path(kernel.target(job.target, "load").log_name)
     return job.dir / f"{name.stem}.{index}{name.suffix}"
 
 
@@ -382,7 +382,7 @@ def _logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
     if own is not None:  # a target with one log per kernel judges its run itself
         return own
     outcome = kernel.outcome_from_record(job.state["outcome"])
-    kept = job.dir / kernel.LOG_NAMES[job.target]
+    kept = job.dir / kernel.target(job.target, "collect").log_name
     log, failure = judged_cycle(job, outcome, kept)
     measured = kernel.target(job.target, "collect").measured_logs(job.state, job.dir, outcome, kept)
     again, again_failure = _repeat_logs(job)  # a failed round fails the run like the first would
