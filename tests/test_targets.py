@@ -126,3 +126,15 @@ def test_the_pr_comment_verdict_leaves_qemu_speeds_ungated() -> None:
     assert verdict.passed and not verdict.regressions, verdict.summary()
     assert f"{QEMU}: {targets.TCG_NOTE}: not regression-gated" in verdict.notes
     assert not PrReport(policy, [_run("userspace", 100.0)]).verdict([_run("userspace", 60.0)]).passed
+
+
+def test_a_qemu_run_says_once_why_it_is_not_regression_gated() -> None:
+    """Before: the learned gate added 'no baseline and no history' after the 'not regression-gated'
+    note of the same target (two notes a QEMU variant in the main job's report)."""
+    from buildbot_bsdkm.policy import evaluate, load_policy
+
+    verdict = evaluate([_run(QEMU, 100.0)], load_policy())
+    about = [n for n in verdict.notes if n.startswith(QEMU)]
+    assert about == [f"{QEMU}: {targets.TCG_NOTE}: not regression-gated"], verdict.notes
+    assert any("userspace/noasm: no baseline and no history" in n
+               for n in evaluate([_run("userspace", 100.0)], load_policy()).notes)

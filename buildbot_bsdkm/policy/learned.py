@@ -15,6 +15,7 @@ from ..perf import clock as perf_clock
 from ..perf import drift as perf_drift
 from ..perf import fingerprint as perf_fingerprint
 from ..perf import gate as perf_gate
+from ..targets import perf_ungated
 from .checks import GEOMEAN_PREFIX, CheckKind
 from .context import Evaluation
 from .measure import (
@@ -170,8 +171,9 @@ class _LearnedGate:
         if base_logs:
             return head_logs, base_logs, hist_logs
         if not hist_logs:
-            self.ev.note(f"{self.label}: no baseline and no history: learned regression gates not "
-                         "evaluated")
+            if not perf_ungated(self.run0.target):  # that target's own note says why already
+                self.ev.note(f"{self.label}: no baseline and no history: learned regression gates not "
+                             "evaluated")
             return None
         window = hist_logs[-self.ev.policy.perf.window:]
         self.ev.note(f"{self.label}: no base build; compared with a window of {len(window)} "
