@@ -37,17 +37,25 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=40, help="runs per variant")
     ap.add_argument("--start", type=int, default=1, help="first repeat number (to extend a series)")
     ap.add_argument("--prefix", default="", help="command prefix, e.g. 'chrt -f 50' (kept in machine.json)")
+    ap.add_argument("--prefix-for", action="append", default=[], metavar="VARIANT=PREFIX",
+                    help="this variant's own prefix instead of --prefix: two worker settings recorded "
+                         "side by side in one series, e.g. one build under two names")
     args = ap.parse_args()
+    prefixes = dict(spec.partition("=")[::2] for spec in args.prefix_for)
     builds = []
     for spec in args.builds:
         variant, _, d = spec.partition("=")
         bench, bench_args, state = _program(Path(d))
         builds.append((variant, bench, bench_args, state))
+    unknown = set(prefixes) - {b[0] for b in builds}
+    if unknown:
+        ap.error(f"--prefix-for names no recorded variant: {', '.join(sorted(unknown))}")
     args.out.mkdir(parents=True, exist_ok=True)
     meta_path = args.out / "machine.json"
     if not meta_path.exists():
         cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
-        meta = {"prefix": args.prefix, "platform": platform.platform(), "nproc": os.cpu_count(),
+        meta = {"prefix": args.prefix, "prefix_for": prefixes,
+                "platform": platform.platform(), "nproc": os.cpu_count(),
                 "cpu": next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")),
                             None),
                 "builds": {v: {"program": str(b), "args": a, "configure_args": s.get("configure_args"),
@@ -59,7 +67,8 @@ def main() -> int:
                 load_before = os.getloadavg()[0]
                 began = time.time()
                 t0 = time.monotonic()
-                proc = subprocess.run([*args.prefix.split(), str(bench), *bench_args],
+                prefix = prefixes.get(variant, args.prefix)
+                proc = subprocess.run([*prefix.split(), str(bench), *bench_args],
                                       cwd=bench.parent.parent.parent, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, check=False)
                 took = time.monotonic() - t0

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from buildbot_bsdkm.pipeline.rounds import describe as describe_rounds
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("BSDKM_SHARED", ROOT.parent / "shared")).resolve()
 FIXTURES = SHARED / "fixtures"
@@ -144,6 +146,6 @@ def interleaved_rounds(order: list[str], rounds: int) -> str:
     """The sides as measured, one round per pair (``B H, H B, ...``: pipeline/rounds.describe), after
     checking that every round ran exactly one base and one head."""
     assert len(order) == 2 * rounds, order
-    pairs = [order[i:i + 2] for i in range(0, len(order), 2)]
+    pairs = [(order[i], order[i + 1]) for i in range(0, len(order), 2)]
     assert all(sorted(p) == ["base", "head"] for p in pairs), order
-    return ", ".join(" ".join(side[0].upper() for side in p) for p in pairs)
+    return describe_rounds(pairs)

@@ -210,8 +210,8 @@ def test_missing_kit_is_target_unavailable(tmp_path: Path) -> None:
 def test_registry_has_one_entry_per_kernel_target() -> None:
     from buildbot_bsdkm.targets import KERNEL_NAMES as KERNEL_TARGETS
 
-    assert set(kernel.TARGETS) == set(KERNEL_TARGETS)
-    assert kernel.TARGETS["freebsd-kmod-qemu"].log_name == "console.log"
+    assert {t.name for t in map(kernel.target, KERNEL_TARGETS)} == set(KERNEL_TARGETS)
+    assert kernel.target("freebsd-kmod-qemu").log_name == "console.log"
 
 
 def test_build_commands_follow_the_kit_and_release(tmp_path: Path) -> None:

@@ -20,19 +20,17 @@ from .registry import KERNEL_TARGETS
 from .target import KernelTarget, judge_outcome, module_flags
 from .target import parse_kernel_log as parse_kernel_file
 
-__all__ = ["TARGETS", "build_module", "check_worker", "judge_outcome", "load_module", "module_flags",
+__all__ = ["build_module", "check_worker", "judge_outcome", "load_module", "module_flags",
            "outcome_from_record", "outcome_record", "parse_kernel_log", "target", "target_logs"]
-
-
-TARGETS: dict[str, KernelTarget] = KERNEL_TARGETS
 
 
 def target(name: str, stage: str = "build") -> KernelTarget:
     try:
-        return TARGETS[name]
+        return KERNEL_TARGETS[name]
     except KeyError:
+        known = ", ".join(KERNEL_TARGETS)
         raise infra_error(stage, "target-unavailable",
-                          f"target not available: {name} (kernel targets: {', '.join(TARGETS)})") from None
+                          f"target not available: {name} (kernel targets: {known})") from None
 
 
 def check_worker(config: Config, name: str) -> None:
