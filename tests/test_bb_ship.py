@@ -4,6 +4,8 @@ step descriptions. Through Buildbot's own TestBuildStepMixin, with real parsed f
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 
 from buildbot.process.results import FAILURE, SUCCESS
 from test_bb_steps import (
@@ -65,7 +67,9 @@ class TestHtmlReportLog(StageStepCase):
 class TestSmallProperties(StageStepCase):
     def test_results_document_is_a_file_on_the_master_and_the_property_its_path(self):
         doc = results_json(PASSING_SELFTEST)
-        self.master.basedir = self.mktemp()
+        # trial's mktemp() is relative to the working directory, which under pytest is the checkout
+        self.master.basedir = tempfile.mkdtemp(prefix="bsdkm-bb-ship-")
+        self.addCleanup(shutil.rmtree, self.master.basedir, ignore_errors=True)
         self.make(steps.CollectResults)
         self.expect_commands(shell("collect").exit(0),
                              upload(f"{RUN_DIR}/results.json").upload_string(doc).exit(0))
