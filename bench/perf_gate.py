@@ -2,7 +2,7 @@
 
     python bench/perf_gate.py [--draws 300] [--seed 9] [--data bench/data/noise-2026-12-01]
         [--draw shuffled-rounds|rounds|random] [--set NAME=VALUE ...] [--new-only] [--only own|shared]
-        [--json out.json]
+        [--max-repeats N] [--variant V ...] [--json out.json]
 
 On real repeated runs of one unchanged binary per variant: healthy pairs are 5 base vs 5 head
 repeats drawn without overlap, either as the pipeline measures them (``--draw shuffled-rounds``,
@@ -18,6 +18,12 @@ healthy pair. Detection: the head repeats with AES-128-GCM-enc slowed by 5/10/12
 items by 2/5/10 %. The old gate (the previous default: fixed 15 % per item / 6 % geomean) is
 run on the same draws: "1v1" (one log a side) and "5v5" (median of 5 base logs, each of the
 5 head logs gated on its own, as it did). Everything goes through ``policy.evaluate``.
+
+The new gate measures as the pipeline does: a window of ``--max-repeats`` rounds (bsdkm.yml's
+``benchmark.max_repeats``, 15) is drawn, the gate looks at its first five, and while
+``perf/extend.undecided`` says an item is too noisy it looks at 10, then 15; the last look's verdict
+counts, and the mean rounds used are printed. ``--max-repeats 5`` is the fixed 5 vs 5 of before. The
+shared check set has ten runs a variant, so there it is always 5 vs 5.
 """
 
 from __future__ import annotations
@@ -34,9 +40,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from buildbot_bsdkm.config import load_config  # noqa: E402
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult  # noqa: E402
 from buildbot_bsdkm.parsers import parse_text  # noqa: E402
 from buildbot_bsdkm.perf import confirm as perf_confirm  # noqa: E402
+from buildbot_bsdkm.perf import extend as perf_extend  # noqa: E402
 from buildbot_bsdkm.perf.gate import Settings  # noqa: E402
 from buildbot_bsdkm.policy import Policy, evaluate, load_policy, parse_policy  # noqa: E402
 
@@ -46,6 +54,7 @@ regressions:
   - {pattern: "*", max_pct: 6, aggregate: geomean}
 """
 SHARED = ROOT.parent / "shared" / "fixtures" / "noise"
+DEFAULT_MAX_REPEATS = load_config(ROOT / "bsdkm.yml").benchmark.max_repeats
 ONE_ITEM = "AES-128-GCM-enc"
 SCENARIOS = [("healthy", None, 1.0)]
 SCENARIOS += [(f"{ONE_ITEM} -{p}%", ONE_ITEM, 1 - p / 100) for p in (5, 10, 12, 15)]
@@ -144,17 +153,35 @@ def _again(pairs, pick, n_logs: int, seed: int) -> list[tuple[list[int], list[in
     return out
 
 
+def _looks(variant: str, base: list[LogResult], head: list[LogResult], hist: list[RunResult], new: Policy,
+           first: int) -> tuple[object, int]:
+    """The gate as the pipeline runs it: ``first`` rounds, then more (up to as many as were drawn:
+    ``--max-repeats``) while an item is still too noisy (perf/extend.py); the verdict of the last
+    look and its rounds a side."""
+    n = min(first, len(base))
+    while True:
+        v = evaluate([RunResult(variant, "userspace", logs=head[:n])], new,
+                     [RunResult(variant, "userspace", logs=base[:n])], hist)
+        more = perf_extend.next_rounds(n, len(base))
+        if more <= n or not perf_extend.undecided(v, new.perf):
+            return v, n
+        n = more
+
+
 def measure(variant: str, logs: list[LogResult], pairs, new: Policy, old: Policy | None,
-            use_history: bool, again: list[tuple[list[int], list[int]]] | None = None) -> dict:
+            use_history: bool, again: list[tuple[list[int], list[int]]] | None = None,
+            first: int = 5) -> dict:
     res: dict[str, dict[str, int]] = {name: {"new": 0, "old1": 0, "old5": 0} for name, _, _ in SCENARIOS}
+    rounds_used: dict[str, int] = {name: 0 for name, _, _ in SCENARIOS}
     inconclusive = 0
     for k, (base_i, head_i, rest) in enumerate(pairs):
         base = [logs[i] for i in base_i]
         hist = [_run(variant, logs[i]) for i in rest] if use_history else []
         for name, item, factor in SCENARIOS:
             head = [inject(logs[i], item, factor) for i in head_i]
-            v = evaluate([RunResult(variant, "userspace", logs=head)], new,
-                         [RunResult(variant, "userspace", logs=base)], hist)
+            v, used = _looks(variant, base, head, hist, new, first)
+            rounds_used[name] += used
+            head = head[:first]  # the old gate sees the first rounds only
             if again is not None:  # the pipeline's re-measurement: the same change, measured again
                 b2, h2 = again[k]
 
@@ -170,15 +197,16 @@ def measure(variant: str, logs: list[LogResult], pairs, new: Policy, old: Policy
                 continue
             res[name]["old1"] += failed(evaluate([_run(variant, head[0])], old, [_run(variant, base[0])]))
             res[name]["old5"] += failed(evaluate([RunResult(variant, "userspace", logs=head)], old,
-                                                 [RunResult(variant, "userspace", logs=base)]))
+                                                 [RunResult(variant, "userspace", logs=base[:first])]))
     n = len(pairs)
     return {"pairs": n, "healthy_runs_with_inconclusive_items": inconclusive,
+            "mean_rounds": {name: round(r / n, 2) for name, r in rounds_used.items()} if n else {},
             "rates": {name: {k: round(100.0 * v / n, 1) for k, v in r.items()} for name, r in res.items()}}
 
 
-def table(title: str, results: dict[str, dict]) -> str:
+def table(title: str, results: dict[str, dict], new: str = "new 5v5") -> str:
     lines = [f"### {title}", "", "| scenario | " + " | ".join(
-        f"{v}: old 1v1 | {v}: old 5v5 | {v}: new 5v5" for v in results) + " |",
+        f"{v}: old 1v1 | {v}: old 5v5 | {v}: {new}" for v in results) + " |",
         "|---" * (1 + 3 * len(results)) + "|"]
     for name, _, _ in SCENARIOS:
         cells = []
@@ -210,6 +238,10 @@ def main() -> int:
                          "measures (default); rounds: strict B H alternation; random: anywhere")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override a perf setting of the new gate, e.g. --set tail=1.5 (for tuning)")
+    ap.add_argument("--variant", action="append", default=[], help="only these variants of --data")
+    ap.add_argument("--max-repeats", type=int, default=DEFAULT_MAX_REPEATS,
+                    help="rounds a side at most while too noisy to decide (bsdkm.yml benchmark.max_repeats, "
+                         f"{DEFAULT_MAX_REPEATS}; 5: never more than the first five)")
     args = ap.parse_args()
     new = load_policy(args.policy)
     new.perf = dataclasses.replace(new.perf, **dict(_setting(s) for s in args.set))
@@ -220,14 +252,25 @@ def main() -> int:
     if args.only != "shared":
         own = load_own(args.data)
         report["own"] = {}
+        own = {v: logs for v, logs in own.items() if not args.variant or v in args.variant}
+        # Windows of max_repeats rounds are drawn; the first look sees their first five.
+        per_side = max(5, args.max_repeats)
         for v, logs in own.items():
-            pairs = pick(len(logs), args.draws, args.seed, 5)
+            pairs = pick(len(logs), args.draws, args.seed, per_side)
             again = _again(pairs, pick, len(logs), args.seed) if new.perf.confirm else None
             report["own"][v] = measure(v, logs, pairs, new, old, True, again)
         counts = ", ".join(f"{v} {len(x)}" for v, x in own.items())
+        extended = (f", more rounds while too noisy up to {per_side} a side (resolve_pct "
+                    f"{new.perf.resolve_pct:g})" if per_side > 5 else "")
         print(table(f"Own recorded repeats ({args.data.name}; {counts} runs; {args.draws} draws of 5 vs 5 "
                     f"({args.draw}), seed {args.seed}, history = the other runs"
-                    + (", confirm: true" if new.perf.confirm else "") + ")", report["own"]))
+                    + (", confirm: true" if new.perf.confirm else "") + extended + ")", report["own"],
+                    f"new 5v5 → ≤{per_side}" if per_side > 5 else "new 5v5"))
+        if per_side > 5:
+            print("\nmean rounds a side: " + "; ".join(
+                f"{v}: healthy {r['mean_rounds']['healthy']}, {ONE_ITEM} -12% "
+                f"{r['mean_rounds'][f'{ONE_ITEM} -12%']}, all -5% {r['mean_rounds']['all -5%']}"
+                for v, r in report["own"].items()))
     if args.only != "own":
         shared = load_shared()
         pairs = []

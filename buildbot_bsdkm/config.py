@@ -128,6 +128,9 @@ class BenchmarkConfig:
     repeats: int = 5
     # Each round's order: a coin flip (shuffled) or always base first (alternate): pipeline/rounds.py.
     round_order: str = "shuffled"
+    # Rounds a side at most when the gate finds the first ``repeats`` too noisy to decide (the
+    # policy's ``perf.resolve_pct``; perf/extend.py): as many again each time. ``repeats``: never.
+    max_repeats: int = 15
 
     def cflags(self) -> list[str]:
         out: list[str] = []
@@ -362,7 +365,7 @@ def _variants(at: At, targets: dict[str, TargetConfig]) -> dict[str, VariantConf
 
 def _benchmark(at: At) -> BenchmarkConfig:
     m = at.mapping(("min_runtime_s", "embedded", "ntimes", "agreetimes", "userspace_args", "extra_cflags",
-                    "repeats", "round_order"))
+                    "repeats", "round_order", "max_repeats"))
     d = BenchmarkConfig()
     return BenchmarkConfig(
         min_runtime_s=opt(m, "min_runtime_s", At.number, None if "min_runtime_s" in m else d.min_runtime_s),
@@ -375,6 +378,7 @@ def _benchmark(at: At) -> BenchmarkConfig:
         extra_cflags=opt(m, "extra_cflags", At.strings, ()),
         repeats=opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
         round_order=opt(m, "round_order", lambda a: a.choice(ROUND_ORDERS), d.round_order),
+        max_repeats=opt(m, "max_repeats", lambda a: a.integer(minimum=1), d.max_repeats),
     )
 
 

@@ -8,11 +8,12 @@ tests/test_pipeline_e2e.py's config, so nothing extra is compiled): what is test
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
-from conftest import interleaved_rounds
+from conftest import ROOT, interleaved_rounds
 from test_pipeline_e2e import CONFIG
 
 from buildbot_bsdkm.cli import UsageError
@@ -24,6 +25,8 @@ from buildbot_bsdkm.pipeline.run import run_matrix
 @pytest.mark.slow
 def test_base_and_head_are_measured_interleaved_and_gated_together(tmp_path: Path) -> None:
     config = parse_config(CONFIG, str(tmp_path / "bsdkm.yml"), tmp_path)
+    # the plumbing of the first rounds; more rounds while too noisy: the next test
+    config = dataclasses.replace(config, benchmark=dataclasses.replace(config.benchmark, max_repeats=3))
     out = tmp_path / "out"
     lines: list[str] = []
     result = run_matrix(config, ["intelasm"], ["userspace"], out, progress=lines.append,
@@ -46,6 +49,39 @@ def test_base_and_head_are_measured_interleaved_and_gated_together(tmp_path: Pat
     assert {(i["n_base"], i["n_head"]) for i in perf["items"]} == {(3, 3)}
     assert "interleaved, 3 round(s)" in result.verdict.notes[0]
     assert head.metadata["fingerprint"]["id"]
+
+
+@pytest.mark.slow
+def test_run_measures_more_rounds_while_too_noisy_and_judges_all_of_them(tmp_path: Path) -> None:
+    """``benchmark.max_repeats``: a pair whose items cannot resolve ``perf.resolve_pct`` gets as many
+    rounds again, real benchmark runs of base and head interleaved, and one verdict on all of them."""
+    policy = tmp_path / "policy.yml"
+    shipped = (ROOT / "policies" / "default.yml").read_text()
+    assert "  resolve_pct: 10 " in shipped
+    policy.write_text(shipped.replace("  resolve_pct: 10 ", "  resolve_pct: 0.01 "))  # never resolved
+    text = CONFIG.replace(str(ROOT / "policies" / "default.yml"), str(policy))
+    config = parse_config(text, str(tmp_path / "bsdkm.yml"), tmp_path)
+    config = dataclasses.replace(config, benchmark=dataclasses.replace(config.benchmark, max_repeats=5))
+    out = tmp_path / "out"
+    lines: list[str] = []
+    result = run_matrix(config, ["intelasm"], ["userspace"], out, progress=lines.append,
+                        base_source=config.source, repeats=2)
+    more = [ln for ln in lines if ln.endswith("): too noisy to decide yet")]
+    assert [ln.split("intelasm: ", 1)[1][:13] for ln in more] == ["round 3 of 4 ", "round 4 of 4 ",
+                                                                   "round 5 of 5 "], lines
+    head_dir = out / "userspace" / "intelasm"
+    state = json.loads((head_dir / "state.json").read_text())
+    assert state["extended_rounds"] == [2, 5]
+    (head,) = result.runs
+    assert [Path(lg.source).name for lg in head.logs if lg.benchmarks] == [
+        "bench.log", *(f"bench.{i}.log" for i in range(2, 6))]
+    assert (out / "base" / "userspace" / "intelasm" / "bench.5.log").is_file()
+    (perf,) = result.verdict.perf
+    assert {(i["n_base"], i["n_head"]) for i in perf["items"]} == {(5, 5)}
+    first, grown = result.verdict.notes[:2]
+    assert first.endswith(" measured next to the head, interleaved, 2 round(s) (userspace/intelasm)")
+    assert grown == ("extend: too noisy to resolve a small drop in the first rounds, measured more rounds "
+                     "(base and head interleaved) and judged on all of them: userspace/intelasm 2 -> 5")
 
 
 def test_base_source_arguments() -> None:

@@ -64,14 +64,17 @@ def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FreeBSDDouble:
     return double
 
 
-def _config(tmp_path: Path):  # noqa: ANN202
+def _config(tmp_path: Path, max_repeats: int):  # noqa: ANN202
+    """The config, with at most ``max_repeats`` rounds a side (the double's simulated variation is
+    often too noisy to decide: more rounds would follow up to the default 15)."""
     head = _tree(tmp_path / "head-src")
-    return parse_config(CONFIG.format(head=head), str(tmp_path / "bsdkm.yml"), tmp_path)
+    config = parse_config(CONFIG.format(head=head), str(tmp_path / "bsdkm.yml"), tmp_path)
+    return replace(config, benchmark=replace(config.benchmark, max_repeats=max_repeats))
 
 
-def _stage_pair(tmp_path: Path) -> tuple[Job, Job]:
+def _stage_pair(tmp_path: Path, max_repeats: int = 2) -> tuple[Job, Job]:
     """Head and base built by their stages as the Buildbot steps do (``--side base``: out/base)."""
-    config = _config(tmp_path)
+    config = _config(tmp_path, max_repeats)
     base_config = replace(config, source=LocalSource(_tree(tmp_path / "base-src")))
     head = Job(config, "freebsd-kmod", "intelasm", tmp_path / "out", progress=lambda m: None)
     base = Job(base_config, "freebsd-kmod", "intelasm", tmp_path / "out" / "base", progress=lambda m: None)
@@ -106,7 +109,7 @@ def test_which_targets_measure_a_base_is_the_targets_own_property() -> None:
 
 
 def test_freebsd_kmod_base_and_head_are_kldloaded_in_rounds(tmp_path: Path, worker: FreeBSDDouble) -> None:
-    config = _config(tmp_path)
+    config = _config(tmp_path, 3)
     base = _tree(tmp_path / "base-src")
     out = tmp_path / "out"
     lines: list[str] = []
@@ -135,7 +138,7 @@ def test_freebsd_kmod_base_and_head_are_kldloaded_in_rounds(tmp_path: Path, work
 
 
 def test_a_base_that_fails_to_build_never_fails_the_head(tmp_path: Path, worker: FreeBSDDouble) -> None:
-    config = _config(tmp_path)
+    config = _config(tmp_path, 3)
     base = _tree(tmp_path / "base-src")
     (base / "BROKEN").write_text("")
     result = run_matrix(config, None, None, tmp_path / "out", progress=lambda m: None,
@@ -161,7 +164,7 @@ def test_a_base_round_that_cannot_run_stops_the_base_only(tmp_path: Path, worker
         return real(self, config, ko, work)
 
     monkeypatch.setattr(freebsd.FreeBSDWorkerTarget, "repeat_load", repeat_load)
-    config = _config(tmp_path)
+    config = _config(tmp_path, 3)
     result = run_matrix(config, None, None, tmp_path / "out", progress=lambda m: None,
                         base_source=LocalSource(_tree(tmp_path / "base-src")), repeats=3)
     (head,) = result.runs
@@ -203,6 +206,28 @@ def test_stage_load_with_base_out_measures_rounds(tmp_path: Path, worker: FreeBS
     head.state.pop("verdict")
     assert run_stage(head, "load") is None  # the load again (a retried step): its rounds start over
     assert "repeats" not in head.state and len(read_run(head).logs) == 1
+
+
+def test_kldload_rounds_go_on_while_too_noisy_to_decide(tmp_path: Path, worker: FreeBSDDouble) -> None:
+    """``benchmark.max_repeats`` on a kernel target: more kldload cycles of base and head, each unloaded
+    before the next; the gate judges them all and says how the rounds grew. A load run again starts
+    over."""
+    head, base = _stage_pair(tmp_path, max_repeats=4)
+    assert load_interleaved(head, base, 2) is None
+    assert head.state["extended_rounds"] == [2, 4]
+    cycles = _cycles(worker)
+    assert cycles[1::2] == ["unload"] * 8
+    loads = [c.removeprefix("load ") for c in cycles[0::2]]
+    assert interleaved_rounds(loads, 4) == head.state["round_order"]
+    assert [Path(lg.source).name for lg in read_run(head).logs] == [
+        "kernel.log", "kernel.2.log", "kernel.3.log", "kernel.4.log"]
+    head.base_out = tmp_path / "out" / "base"
+    assert run_stage(head, "unload") is None
+    run_stage(head, "gate")
+    assert ("base measured next to the head, interleaved, 4 round(s) (the first 2, then more while too "
+            "noisy to decide)") in head.state["verdict"]["notes"]
+    assert run_stage(head, "load") is None
+    assert "extended_rounds" not in head.state
 
 
 def test_qemu_targets_are_not_regression_gated(tmp_path: Path) -> None:

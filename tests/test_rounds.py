@@ -76,6 +76,8 @@ def test_alternate_keeps_base_first(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(rounds, "_RNG", _HeadFirst())
     text = (ROOT / "bsdkm.yml").read_text()
     text = text.replace("  round_order: shuffled", "  round_order: alternate", 1)
+    text = text.replace("policy: policies/default.yml", f"policy: {ROOT / 'policies/default.yml'}")
+    text = text.replace("  max_repeats: 15 ", "  max_repeats: 2 ")  # below min_repeats: it would add more
     head, base, order = _pair(tmp_path, text)
     assert load_interleaved(head, base, 2) is None
     assert interleaved_rounds(order.read_text().split(), 2) == "B H, B H" == head.state["round_order"]

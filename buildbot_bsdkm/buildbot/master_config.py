@@ -100,9 +100,11 @@ def stage_time_limit(config: Config, stage: str) -> float:
         # rounds of base and head as load did; the master does not read the policy, so always room.
         return GATE_TIMEOUT_S + 2 * config.benchmark.repeats * config.timeout("benchmark")
     if stage == "load":
-        # A PR build's load measures its base too, benchmark.repeats rounds of base and head.
+        # A PR build's load measures its base too, benchmark.repeats rounds of base and head, and
+        # more up to benchmark.max_repeats while the rounds are too noisy to decide.
         once = config.timeout("load") + config.timeout("selftest")
-        return 2 * once + 2 * config.benchmark.repeats * config.timeout("benchmark")
+        rounds = max(config.benchmark.repeats, config.benchmark.max_repeats)
+        return 2 * once + 2 * rounds * config.timeout("benchmark")
     return config.timeout(stage)
 
 

@@ -12,13 +12,16 @@ emulator speeds: they build no base and are not regression-gated (the policy's `
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import Config, SourceSpec
 from ..model import LogResult, RunResult, StageFailure, to_json
+from ..perf import extend as perf_extend
 from ..perf.confirm import Remeasure, confirm, to_confirm
+from ..perf.gate import Settings
 from ..policy import Verdict
 from . import registry
 from .errors import StageError
@@ -29,6 +32,7 @@ from .rounds import describe, round_plan
 from .source import SourceTree, cache_root, fetch_source
 from .stages import (
     BASE_DIR,
+    EXTENDED_KEY,
     MEASURE_LOCK,
     Job,
     Progress,
@@ -187,6 +191,73 @@ def _more_rounds(head: Job, base: Job, plan: list[tuple[str, str]], say: Progres
             _repeat(jobs[side], index)
 
 
+def _extra_rounds(head: Job, base: Job, done: int, more: int, say: Progress) -> None:
+    """Rounds ``done+1``..``more`` of a pair (perf/extend.py), each round's order drawn like the first
+    ones'; the plan grows in the head's state.json."""
+    plan = round_plan(more - done, head.config.benchmark.round_order)
+    head.state["round_order"] = ", ".join(p for p in (head.state.get("round_order"), describe(plan)) if p)
+    head.save()
+    jobs = {"base": base, "head": head}
+    for index, sides in enumerate(plan, start=done + 1):
+        say(f"{head.label}: round {index} of {more} ({', '.join(sides)}): too noisy to decide yet")
+        for side in sides:
+            _repeat(jobs[side], index)
+
+
+Judge = Callable[[list[RunResult], list[RunResult]], Verdict]  # (head runs, base runs) -> verdict
+
+
+@dataclass
+class Extended:
+    """The last look of ``extend_while_undecided``: its verdict, the runs it judged, what grew."""
+
+    verdict: Verdict
+    runs: list[RunResult]
+    base_runs: list[RunResult]
+    rounds: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # pair: (before, after)
+
+
+def extend_while_undecided(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[RunResult],
+                           base_runs: list[RunResult], repeats: int, settings: Settings, judge: Judge,
+                           say: Progress) -> Extended:
+    """While a pair measured against its base has an item too noisy to resolve the policy's
+    ``perf.resolve_pct``, measure as many rounds again (up to ``benchmark.max_repeats`` a side) and
+    judge all of them.
+
+    ``runs`` are the heads' runs (in ``heads`` order), ``base_runs`` the bases'; an extended pair's
+    runs are collected again with every round. A note in the last verdict says what grew.
+    """
+    last = Extended(judge(runs, base_runs), list(runs), list(base_runs))
+    done = repeats
+    max_repeats = heads[0].config.benchmark.max_repeats if heads else done
+    while (more := perf_extend.next_rounds(done, max_repeats)) > done:
+        wanted = set(perf_extend.undecided(last.verdict, settings))
+        live = [h for h in heads if (h.target, h.variant) in wanted and _can_repeat(h, bases)]
+        if not live:
+            break
+        for head in live:
+            pair = (head.target, head.variant)
+            _extra_rounds(head, bases[pair], done, more, say)
+            last.rounds[pair] = (last.rounds.get(pair, (done, done))[0], more)
+        grown = {(h.target, h.variant) for h in live}
+        last.runs = [finish(job) if (job.target, job.variant) in grown else run
+                     for job, run in zip(heads, last.runs, strict=True)]
+        last.base_runs = [finish(bases[(r.target, r.variant)]) if (r.target, r.variant) in grown else r
+                          for r in last.base_runs]
+        done = more
+        last.verdict = judge(last.runs, last.base_runs)
+    text = perf_extend.note(last.rounds)
+    if text:
+        last.verdict.notes.insert(0, text)
+    return last
+
+
+def _can_repeat(head: Job, bases: dict[tuple[str, str], Job]) -> bool:
+    base = bases.get((head.target, head.variant))
+    return (base is not None and head.failure is None and base.failure is None
+            and measured_interleaved(head.target))
+
+
 def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
     """``bsdkm-ci stage load --base-out``: the same rounds as ``run --base-*``, for one pair.
 
@@ -206,10 +277,29 @@ def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
         measure_phase(base)
     if failure is None and base.failure is None:
         _more_rounds(head, base, plan, head.say)
+        _extend_at_load(head, base, repeats)
     finish(base)
     if failure is None:
         finish(head)  # every round's log in results.json; a failed repeat fails the run
     return head.failure
+
+
+def _extend_at_load(head: Job, base: Job, repeats: int) -> None:
+    """More rounds while too noisy (``benchmark.max_repeats``), decided where the rounds are measured.
+
+    The load stage has no history yet (the master hands it to the gate), so the noise is learned
+    from the rounds alone; the gate stage then judges every round once, with history.
+    """
+    if head.config.benchmark.max_repeats <= repeats:
+        return
+    gate = GateInputs.load(head.config, read_baseline=False)
+    last = extend_while_undecided([head], {(head.target, head.variant): base}, [finish(head)],
+                                  [finish(base)], repeats, gate.policy.perf,
+                                  lambda heads, bases: gate_runs(gate, heads, bases), head.say)
+    grown = last.rounds.get((head.target, head.variant))
+    if grown is not None:
+        head.state[EXTENDED_KEY] = list(grown)
+        head.save()
 
 
 def gate_against_base(head: Job, base: Job) -> StageFailure | None:
@@ -302,12 +392,24 @@ def run_matrix(
     if base_jobs:
         bases = {(j.target, j.variant): j for j in base_jobs}
         runs, base_runs = _measure_pairs(jobs_list, bases, max(1, repeats), say)
-        # A base side that failed (fetch, build, any round) is no base: its pair is gated against history.
-        verdict = gate_runs(gate, runs, [r for r in base_runs if r.failure is None], history)
+
+        def judge(heads: list[RunResult], bases_now: list[RunResult]) -> Verdict:
+            # A base side that failed (fetch, build, any round) is no base: its pair is gated against history.
+            return gate_runs(gate, heads, [r for r in bases_now if r.failure is None], history)
+
+        last = extend_while_undecided(jobs_list, bases, runs, base_runs, max(1, repeats), gate.policy.perf,
+                                      judge, say)
+        verdict, runs, base_runs = last.verdict, last.runs, last.base_runs
+        for job in jobs_list:
+            if (job.target, job.variant) in last.rounds:
+                job.state[EXTENDED_KEY] = list(last.rounds[(job.target, job.variant)])
+                job.save()
         policy = gate.policy
         if policy.perf.confirm and to_confirm(verdict):
             say(f"confirm: {len(to_confirm(verdict))} regression(s) found: measuring their pairs again")
-            again = _remeasurer(jobs_list, bases, runs, base_runs, max(1, repeats), say)
+            # as many rounds as the first measurement ended with (more when it was extended)
+            rounds = max([max(1, repeats), *(after for _, after in last.rounds.values())])
+            again = _remeasurer(jobs_list, bases, runs, base_runs, rounds, say)
             confirm(verdict, policy, again, history)
         verdict.notes[:0] = _base_notes(base_tree.origin if base_tree else str(base_source), bases,
                                         max(1, repeats))

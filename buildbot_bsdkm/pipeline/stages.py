@@ -227,6 +227,7 @@ def _timeouts(job: Job) -> dict[str, float]:
 
 
 def stage_load(job: Job) -> None:
+    job.state.pop(EXTENDED_KEY, None)  # a load run again starts its rounds again
     with MEASURE_LOCK:
         if not job.kernel:
             programs = {k: Path(v) for k, v in job.need("programs", "build").items()}
@@ -263,6 +264,7 @@ def stage_collect(job: Job) -> None:
 
 # A kernel target's rounds after the first: ``state["repeats"]``, one load cycle each, in ``vm.<i>``.
 REPEATS_KEY = "repeats"
+EXTENDED_KEY = "extended_rounds"  # [rounds first measured, rounds in the end]: perf: {extend_to} grew them
 
 
 def load_cycle(job: Job, work: Path) -> ModuleLoadOutcome:
@@ -337,7 +339,10 @@ def _base_run(job: Job) -> tuple[RunResult | None, str | None]:
         why = base.failure.message if base.failure is not None else "no benchmark results"
         return None, f"base build unusable ({why}): gated against history"
     rounds = sum(1 for log in base.logs if log.benchmarks)
-    return base, f"base measured next to the head, interleaved, {rounds} round(s)"
+    grown = job.state.get(EXTENDED_KEY)
+    more = (f" (the first {grown[0]}, then more while too noisy to decide)"
+            if isinstance(grown, list) and len(grown) == 2 else "")
+    return base, f"base measured next to the head, interleaved, {rounds} round(s){more}"
 
 
 # Perf history the Buildbot master puts next to the run before the gate (buildbot/perf_history.py).

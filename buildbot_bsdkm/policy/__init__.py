@@ -28,7 +28,9 @@ A policy file (see ``policies/default.yml`` for the documented default) holds:
 ``perf``        settings of learned limits: ``alpha`` (false alarms per run, all items together),
                 ``tail``, ``min_repeats`` (per side; fewer is ``inconclusive``), ``min_history``,
                 ``window``, ``prior_dof``, ``power``, ``clock_tolerance`` (see ``policies/default.yml``),
-                ``confirm`` (re-measure a regression's base and head before failing, ``perf/confirm.py``).
+                ``confirm`` (re-measure a regression's base and head before failing, ``perf/confirm.py``),
+                ``resolve_pct`` (measure more rounds, up to the config's ``benchmark.max_repeats``,
+                while an item cannot resolve a drop this big, ``perf/extend.py``), ``reduce``, ``center``.
 ``speedups``    minimum ratio accelerated / software variant on the same target.
 ``crossovers``  offload-vs-software comparison across block sizes; reports the crossover block
                 size and can require it to be at most ``max_block`` bytes. With ``paths: true`` it

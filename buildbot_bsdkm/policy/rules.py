@@ -246,7 +246,7 @@ def _read_list(at: At, read: Callable[[At], Any]) -> list:
 
 _PERF_KEYS = {"alpha": float, "tail": float, "min_repeats": int, "min_history": int, "window": int,
               "prior_dof": float, "power": float, "clock_tolerance": float, "reduce": str, "bootstrap": int,
-              "confirm": bool, "center": str}
+              "confirm": bool, "center": str, "resolve_pct": float}
 # The choices of the str keys: how a side is reduced, and what a repeat's deviation is measured from.
 _PERF_CHOICES = {"reduce": ("median", "best", "second"), "center": ("auto", "median", "best", "second")}
 
