@@ -95,15 +95,15 @@ def worker_specs(config: Config, settings: MasterSettings) -> list[WorkerSpec]:
 
 def stage_time_limit(config: Config, stage: str) -> float:
     """Seconds a stage may take on the worker; load covers the self-test and the benchmark too."""
+    # A PR build's load measures its base too, benchmark.repeats rounds of base and head, and more up
+    # to benchmark.max_repeats while the rounds are too noisy to decide.
+    rounds = max(config.benchmark.repeats, config.benchmark.max_repeats)
     if stage == "gate":
         # A PR build's gate may measure a regressed pair again (policy perf.confirm: true), as many
         # rounds of base and head as load did; the master does not read the policy, so always room.
-        return GATE_TIMEOUT_S + 2 * config.benchmark.repeats * config.timeout("benchmark")
+        return GATE_TIMEOUT_S + 2 * rounds * config.timeout("benchmark")
     if stage == "load":
-        # A PR build's load measures its base too, benchmark.repeats rounds of base and head, and
-        # more up to benchmark.max_repeats while the rounds are too noisy to decide.
         once = config.timeout("load") + config.timeout("selftest")
-        rounds = max(config.benchmark.repeats, config.benchmark.max_repeats)
         return 2 * once + 2 * rounds * config.timeout("benchmark")
     return config.timeout(stage)
 
