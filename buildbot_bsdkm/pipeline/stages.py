@@ -264,7 +264,8 @@ def stage_collect(job: Job) -> None:
 
 # A kernel target's rounds after the first: ``state["repeats"]``, one load cycle each, in ``vm.<i>``.
 REPEATS_KEY = "repeats"
-EXTENDED_KEY = "extended_rounds"  # [rounds first measured, rounds in the end] when benchmark.max_repeats grew them
+# [rounds first measured, rounds in the end] when benchmark.max_repeats grew them (run.extend_while_undecided)
+EXTENDED_KEY = "extended_rounds"
 
 
 def load_cycle(job: Job, work: Path) -> ModuleLoadOutcome:
