@@ -19,18 +19,26 @@ from test_pipeline_e2e import CONFIG
 from buildbot_bsdkm.cli import UsageError
 from buildbot_bsdkm.commands.run_cmd import base_override
 from buildbot_bsdkm.config import LocalSource, parse_config
-from buildbot_bsdkm.pipeline.run import run_matrix
+from buildbot_bsdkm.pipeline.run import MatrixResult, run_matrix
+
+
+def run_with_base(tmp_path: Path, text: str, repeats: int,
+                  max_repeats: int) -> tuple[MatrixResult, list[str]]:
+    """``run`` of userspace/intelasm with the same source as its base, into ``tmp_path/out``."""
+    config = parse_config(text, str(tmp_path / "bsdkm.yml"), tmp_path)
+    config = dataclasses.replace(config, benchmark=dataclasses.replace(config.benchmark,
+                                                                       max_repeats=max_repeats))
+    lines: list[str] = []
+    result = run_matrix(config, ["intelasm"], ["userspace"], tmp_path / "out", progress=lines.append,
+                        base_source=config.source, repeats=repeats)
+    return result, lines
 
 
 @pytest.mark.slow
 def test_base_and_head_are_measured_interleaved_and_gated_together(tmp_path: Path) -> None:
-    config = parse_config(CONFIG, str(tmp_path / "bsdkm.yml"), tmp_path)
     # the plumbing of the first rounds; more rounds while too noisy: the next test
-    config = dataclasses.replace(config, benchmark=dataclasses.replace(config.benchmark, max_repeats=3))
+    result, lines = run_with_base(tmp_path, CONFIG, 3, 3)
     out = tmp_path / "out"
-    lines: list[str] = []
-    result = run_matrix(config, ["intelasm"], ["userspace"], out, progress=lines.append,
-                        base_source=config.source, repeats=3)
     assert any("intelasm: round 3 of 3 (" in ln for ln in lines), lines
     (head,) = result.runs
     names = [Path(lg.source).name for lg in head.logs]
@@ -60,12 +68,8 @@ def test_run_measures_more_rounds_while_too_noisy_and_judges_all_of_them(tmp_pat
     assert "  resolve_pct: 10 " in shipped
     policy.write_text(shipped.replace("  resolve_pct: 10 ", "  resolve_pct: 0.01 "))  # never resolved
     text = CONFIG.replace(str(ROOT / "policies" / "default.yml"), str(policy))
-    config = parse_config(text, str(tmp_path / "bsdkm.yml"), tmp_path)
-    config = dataclasses.replace(config, benchmark=dataclasses.replace(config.benchmark, max_repeats=5))
+    result, lines = run_with_base(tmp_path, text, 2, 5)
     out = tmp_path / "out"
-    lines: list[str] = []
-    result = run_matrix(config, ["intelasm"], ["userspace"], out, progress=lines.append,
-                        base_source=config.source, repeats=2)
     more = [ln for ln in lines if ln.endswith("): too noisy to decide yet")]
     assert [ln.split("intelasm: ", 1)[1][:13] for ln in more] == ["round 3 of 4 ", "round 4 of 4 ",
                                                                    "round 5 of 5 "], lines
