@@ -1,17 +1,18 @@
 """More rounds while the noise is too large to decide (policy ``perf.resolve_pct``, config
 ``benchmark.max_repeats``).
 
-Five rounds a side resolve a ~5 % drop on a quiet worker, but on a worker whose neighbours are busy
-the best of five scatters three to five times as widely, and most items then end ``inconclusive``:
-honest, but no use to a PR (README, "Performance gate"). More rounds narrow the best-of-N, so a pair
-that was measured against a built base and still has an item unable to resolve a drop of
-``resolve_pct`` is measured again, as many rounds as it has, until no such item is left or
-``max_repeats`` rounds a side are done.
+Five rounds a side resolve a ~5 % drop on a quiet worker, but in a noisy hour of the shared worker
+the best of five scattered three to five times as widely, and most items ended ``inconclusive`` or
+unable to see a 12 % drop: honest, but no use to a PR (README, "Performance gate"). More rounds
+narrow the best-of-N, so a pair that was measured against a built base and still has an item
+unable to resolve a drop of ``resolve_pct`` is measured again, as many rounds as it has, until no
+such item is left or ``max_repeats`` rounds a side are done.
 
 Only the last look decides: when a pair is extended, its first verdict (a regression included) is
 discarded and the gate judges all rounds together. Stopping early on a regression seen at the first
-look would test twice and double the false-alarm budget; extending depends on how noisy the rounds
-were, not on which way the change went, so the last look keeps the gate's ``alpha``.
+look would test twice and double the false-alarm budget. Whether a pair is extended depends on how
+noisy its rounds were, hardly on which way the change went (the bench's mean rounds are the same
+for healthy and slowed heads), so the last look keeps the gate's ``alpha`` (bench/perf_gate.py).
 """
 
 from __future__ import annotations
