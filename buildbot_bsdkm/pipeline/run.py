@@ -182,26 +182,29 @@ def _more_rounds(head: Job, base: Job, plan: list[tuple[str, str]], say: Progres
     """Rounds 2..N after the first measurement of each side, each in its planned order (kernel:
     kldload one side, kldunload, kldload the other, kldunload, ...). A side that has failed sits
     its rounds out."""
-    if not measured_interleaved(head.target):
-        return
+    if measured_interleaved(head.target):
+        _measure_rounds(head, base, plan[1:], 2, len(plan), say)
+
+
+def _measure_rounds(head: Job, base: Job, plan: list[tuple[str, str]], first: int, total: int,
+                    say: Progress, why: str = "") -> None:
+    """Rounds ``first``.. of ``total``, one per entry of ``plan``, each side in the entry's order."""
     jobs = {"base": base, "head": head}
-    for index, sides in enumerate(plan[1:], start=2):
-        say(f"{head.label}: round {index} of {len(plan)} ({', '.join(sides)})")
+    for index, sides in enumerate(plan, start=first):
+        say(f"{head.label}: round {index} of {total} ({', '.join(sides)}){why}")
         for side in sides:
             _repeat(jobs[side], index)
 
 
 def _extra_rounds(head: Job, base: Job, done: int, more: int, say: Progress) -> None:
     """Rounds ``done+1``..``more`` of a pair (perf/extend.py), each round's order drawn like the first
-    ones'; the plan grows in the head's state.json."""
+    ones'; the plan and the growth (``EXTENDED_KEY``: first and last round count) go in the head's
+    state.json."""
     plan = round_plan(more - done, head.config.benchmark.round_order)
     head.state["round_order"] = ", ".join(p for p in (head.state.get("round_order"), describe(plan)) if p)
+    head.state[EXTENDED_KEY] = [head.state.get(EXTENDED_KEY, [done])[0], more]
     head.save()
-    jobs = {"base": base, "head": head}
-    for index, sides in enumerate(plan, start=done + 1):
-        say(f"{head.label}: round {index} of {more} ({', '.join(sides)}): too noisy to decide yet")
-        for side in sides:
-            _repeat(jobs[side], index)
+    _measure_rounds(head, base, plan, done + 1, more, say, ": too noisy to decide yet")
 
 
 Judge = Callable[[list[RunResult], list[RunResult]], Verdict]  # (head runs, base runs) -> verdict
@@ -238,7 +241,8 @@ def extend_while_undecided(heads: list[Job], bases: dict[tuple[str, str], Job], 
         for head in live:
             pair = (head.target, head.variant)
             _extra_rounds(head, bases[pair], done, more, say)
-            last.rounds[pair] = (last.rounds.get(pair, (done, done))[0], more)
+            first, _ = head.state[EXTENDED_KEY]
+            last.rounds[pair] = (first, more)
         grown = {(h.target, h.variant) for h in live}
         last.runs = [finish(job) if (job.target, job.variant) in grown else run
                      for job, run in zip(heads, last.runs, strict=True)]
@@ -293,13 +297,9 @@ def _extend_at_load(head: Job, base: Job, repeats: int) -> None:
     if head.config.benchmark.max_repeats <= repeats:
         return
     gate = GateInputs.load(head.config, read_baseline=False)
-    last = extend_while_undecided([head], {(head.target, head.variant): base}, [finish(head)],
-                                  [finish(base)], repeats, gate.policy.perf,
-                                  lambda heads, bases: gate_runs(gate, heads, bases), head.say)
-    grown = last.rounds.get((head.target, head.variant))
-    if grown is not None:
-        head.state[EXTENDED_KEY] = list(grown)
-        head.save()
+    extend_while_undecided([head], {(head.target, head.variant): base}, [finish(head)], [finish(base)],
+                           repeats, gate.policy.perf, lambda heads, bases: gate_runs(gate, heads, bases),
+                           head.say)
 
 
 def gate_against_base(head: Job, base: Job) -> StageFailure | None:
@@ -400,10 +400,6 @@ def run_matrix(
         last = extend_while_undecided(jobs_list, bases, runs, base_runs, max(1, repeats), gate.policy.perf,
                                       judge, say)
         verdict, runs, base_runs = last.verdict, last.runs, last.base_runs
-        for job in jobs_list:
-            if (job.target, job.variant) in last.rounds:
-                job.state[EXTENDED_KEY] = list(last.rounds[(job.target, job.variant)])
-                job.save()
         policy = gate.policy
         if policy.perf.confirm and to_confirm(verdict):
             say(f"confirm: {len(to_confirm(verdict))} regression(s) found: measuring their pairs again")
