@@ -30,6 +30,19 @@ class StoreError(ValueError):
     """A run that cannot be stored (no fingerprint), or a store that cannot be read."""
 
 
+# A fingerprint id, target or variant becomes a directory name: only plain names, so a run
+# (whose metadata a PR's worker wrote) cannot name a path outside the store.
+_SAFE_NAME = re.compile(r"[0-9A-Za-z_+-][0-9A-Za-z._+-]{0,127}")
+
+
+def safe_name(kind: str, name: object) -> str:
+    """``name`` if it is a plain file name (letters, digits, ``._+-``, not starting with a dot)."""
+    if not isinstance(name, str) or not _SAFE_NAME.fullmatch(name):
+        raise StoreError(f"{kind} {name!r} is not a plain name (letters, digits, '._+-', "
+                         "not starting with '.'): refused as a history path")
+    return name
+
+
 def _key(run: RunResult) -> str:
     fp = fingerprint.of_run(run.metadata)
     if fp is None:
@@ -47,7 +60,13 @@ class DirStore:
         self.root = Path(root)
 
     def _dir(self, fp: str, target: str, variant: str) -> Path:
-        return self.root / fp / target / variant
+        d = (self.root / safe_name("fingerprint id", fp) / safe_name("target", target)
+             / safe_name("variant", variant))
+        # Belt and braces beside safe_name: a symlink inside the store must not lead out of it.
+        root = self.root.resolve()
+        if not d.resolve().is_relative_to(root):
+            raise StoreError(f"{d} resolves outside the history store {root}: refused")
+        return d
 
     def add(self, run: RunResult, commit: str | None = None) -> Path:
         d = self._dir(_key(run), run.target, run.variant)
@@ -75,7 +94,11 @@ class SqlStore:
     """History in a SQL database (the Buildbot master's), one row per stored run."""
 
     def __init__(self, db_url: str) -> None:
-        import sqlalchemy as sa
+        try:
+            import sqlalchemy as sa
+        except ImportError:
+            raise StoreError("a database history needs SQLAlchemy, which the Buildbot extra brings: "
+                             "pip install 'buildbot-bsdkm[buildbot]'") from None
 
         self._sa = sa
         self.engine = sa.create_engine(db_url, future=True)
