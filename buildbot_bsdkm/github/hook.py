@@ -9,6 +9,7 @@ delivery and the reason, never the secret.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,17 @@ def _repository(payload: dict[str, Any]) -> str:
     repo = payload.get("repository")
     name = repo.get("full_name") if isinstance(repo, dict) else None
     return name if isinstance(name, str) else ""
+
+
+def _once_keys(event: str, delivery: str, body: bytes) -> list[str]:
+    """What marks this delivery as handled: its id, whatever the event (GitHub re-sends a delivery
+    with the same id on a timeout). A push is also known by its body: the signature covers only
+    the body, so a replay under a new id is still that push (each real push has its own
+    ``pushed_at`` and ``after``), and base-branch pushes build and record history."""
+    keys = [delivery] if delivery != "?" else []
+    if event == "push":
+        keys.append("push-sha256:" + hashlib.sha256(body).hexdigest())
+    return keys
 
 
 class BsdkmGitHubEventHandler(GitHubEventHandler):
@@ -104,10 +116,11 @@ class BsdkmGitHubEventHandler(GitHubEventHandler):
             self.refused += 1
             log.msg(f"bsdkm github: refused delivery {delivery} ({event}): repository {repo!r} is not served")
             raise WebhookRefused(f"refused: repository {repo!r} is not one this CI serves")
-        if delivery != "?" and event in ("pull_request", "issue_comment"):
-            first = yield defer.ensureDeferred(self.controller.first_delivery(delivery))
+        for key in _once_keys(event, delivery, body):
+            first = yield defer.ensureDeferred(self.controller.first_delivery(key))
             if not first:
-                log.msg(f"bsdkm github: delivery {delivery} ({event}) was handled before: ignored")
+                log.msg(f"bsdkm github: delivery {delivery} ({event or 'no event'}) was handled before: "
+                        "ignored")
                 return [], "git"
         result = yield defer.ensureDeferred(self._dispatch(event, delivery, payload, received))
         return result
