@@ -1,0 +1,197 @@
+"""The bisection's search logic against a fake runner: good/bad/skip per commit, flaky, verification."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from buildbot_bsdkm.pipeline.bisect import (
+    BisectSettings,
+    Commit,
+    Outcome,
+    Probe,
+    Purpose,
+    bisect,
+    build_limit,
+    next_index,
+)
+
+
+def history(n: int) -> list[Commit]:
+    """The good end and ``n`` commits after it."""
+    return [Commit(f"{i:040x}", f"change {i}", "A U Thor <a@example.org>", "2026-12-01")
+            for i in range(n + 1)]
+
+
+class Fake:
+    """Commit ``culprit`` and every later one fail; ``skip`` do not build; ``fail_rate`` < 1: flaky."""
+
+    def __init__(self, commits: list[Commit], culprit: int, skip: frozenset[int] = frozenset(),
+                 fail_rate: float = 1.0, seed: int = 1, bad_from_start: bool = False) -> None:
+        self.index = {c.sha: i for i, c in enumerate(commits)}
+        self.culprit = culprit
+        self.skip = skip
+        self.fail_rate = fail_rate
+        self.rng = random.Random(seed)
+        self.built: set[int] = set()
+        self.calls: list[tuple[int, Purpose]] = []
+        self.bad_from_start = bad_from_start
+
+    def __call__(self, commit: Commit, purpose: Purpose) -> Probe:
+        i = self.index[commit.sha]
+        self.calls.append((i, purpose))
+        built = i not in self.built
+        self.built.add(i)
+        if i in self.skip:
+            return Probe(Outcome.SKIP, "does not build: error: expected ';'", built=built)
+        broken = self.bad_from_start or i >= self.culprit
+        if broken and self.rng.random() < self.fail_rate:
+            return Probe(Outcome.BAD, "SHA-256: self-test failed", built=built)
+        return Probe(Outcome.GOOD, built=built)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 32, 33, 64])
+def test_every_culprit_is_named_within_the_limit(n: int) -> None:
+    commits = history(n)
+    for culprit in range(1, n + 1):
+        fake = Fake(commits, culprit)
+        result = bisect(commits, fake)
+        assert result.decided, result.why
+        assert result.culprit == commits[culprit]
+        assert result.parent == commits[culprit - 1]
+        assert result.builds <= build_limit(n), (culprit, result.builds)
+        assert result.confidence == "high"
+        verify = result.verification
+        assert [s.index for s in verify] == [culprit, culprit - 1]
+        # verification runs reuse the builds; only the good end may be built for it (never tested before)
+        assert [s.index for s in verify if s.probe.built] == ([0] if culprit == 1 else [])
+
+
+def test_limit_is_log2_plus_three() -> None:
+    assert build_limit(32) == 5 + 3
+    assert build_limit(64) == 6 + 3
+    assert build_limit(33) == 6 + 3
+
+
+def test_the_bad_end_is_tested_first_and_a_range_without_the_failure_is_not_searched() -> None:
+    commits = history(16)
+    fake = Fake(commits, culprit=99)  # never fails
+    result = bisect(commits, fake)
+    assert not result.decided
+    assert result.status == "could not decide"
+    assert "does not show it" in result.why
+    assert fake.calls == [(16, Purpose.END)]
+    assert result.remaining == commits[1:]
+    assert result.confidence == "none"
+
+
+def test_a_skipped_commit_is_neither_good_nor_bad() -> None:
+    commits = history(16)
+    # 8 is the first midpoint: skipped, the search asks a neighbour instead and still finds 11
+    fake = Fake(commits, culprit=11, skip=frozenset({8}))
+    result = bisect(commits, fake)
+    assert result.decided and result.culprit == commits[11]
+    assert (8, Purpose.SEARCH) in fake.calls
+    assert [s.probe.outcome for s in result.steps if s.index == 8] == [Outcome.SKIP]
+    assert result.builds <= build_limit(16)
+
+
+def test_skipped_parent_leaves_the_culprit_among_the_skipped() -> None:
+    commits = history(16)
+    fake = Fake(commits, culprit=6, skip=frozenset({4, 5}))
+    result = bisect(commits, fake)
+    assert not result.decided
+    assert result.remaining == [commits[4], commits[5], commits[6]]
+    assert "one of 3 commits" in result.why
+    assert "does not build" in result.why
+    assert result.culprit is None
+
+
+def test_next_index_goes_around_skips() -> None:
+    assert next_index(0, 16, set()) == 8
+    assert next_index(0, 16, {8}) == 7
+    assert next_index(0, 16, {8, 7}) == 9
+    assert next_index(3, 4, set()) is None
+    assert next_index(3, 6, {4, 5}) is None
+
+
+def test_verification_failure_is_could_not_decide() -> None:
+    """A failure that does not reproduce at the culprit names no commit."""
+    commits = history(8)
+
+    class OnceOnly(Fake):
+        def __call__(self, commit: Commit, purpose: Purpose) -> Probe:
+            probe = super().__call__(commit, purpose)
+            return Probe(Outcome.GOOD, built=probe.built) if purpose == Purpose.VERIFY else probe
+
+    result = bisect(commits, OnceOnly(commits, culprit=5))
+    assert not result.decided
+    assert result.culprit is None
+    assert "verification failed" in result.why
+    assert "flaky?" in result.why
+    assert result.remaining == [commits[4], commits[5]]
+
+
+def test_the_good_end_failing_too_is_could_not_decide() -> None:
+    commits = history(8)
+    result = bisect(commits, Fake(commits, culprit=1, bad_from_start=True))
+    assert not result.decided
+    assert "its parent" in result.why and commits[0].short in result.why
+
+
+def test_flaky_failure_needs_k_passes_for_good_and_verifies_k_times() -> None:
+    commits = history(32)
+    settings = BisectSettings(flaky=True)
+    named = wrong = 0
+    for seed in range(20):
+        fake = Fake(commits, culprit=19, fail_rate=0.7, seed=seed)
+        result = bisect(commits, fake, settings)
+        if result.decided:
+            assert result.confidence in ("high", "medium")
+            if result.culprit == commits[19]:
+                named += 1
+            else:
+                wrong += 1
+            runs_parent = [s for s in result.verification if s.index == 18]
+            assert len(runs_parent) == 3
+    assert wrong == 0
+    assert named >= 15
+
+
+def test_flaky_without_the_flaky_setting_never_names_a_wrong_commit_silently() -> None:
+    """Bisecting a flaky failure as deterministic can end at a later commit; verification catches
+    a parent that fails, and what it names is never a commit before the real culprit."""
+    commits = history(32)
+    for seed in range(30):
+        result = bisect(commits, Fake(commits, culprit=19, fail_rate=0.6, seed=seed))
+        if result.decided:
+            assert result.culprit is not None
+            assert commits.index(result.culprit) >= 19
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="bisect.k"):
+        BisectSettings(k=0)
+    with pytest.raises(ValueError, match="good and a bad"):
+        bisect(history(0), Fake(history(0), 1))
+
+
+def test_max_steps_stops_with_could_not_decide() -> None:
+    commits = history(64)
+    result = bisect(commits, Fake(commits, culprit=40), BisectSettings(max_steps=3))
+    assert not result.decided and "max_steps" in result.why
+
+
+def test_result_json_names_culprit_and_steps() -> None:
+    commits = history(8)
+    result = bisect(commits, Fake(commits, culprit=3))
+    d = result.to_dict()
+    assert d["status"] == "culprit"
+    assert d["culprit"]["sha"] == commits[3].sha
+    assert d["culprit"]["subject"] == "change 3"
+    assert d["builds"] == result.builds
+    assert d["build_limit"] == build_limit(8)
+    assert d["steps"][0]["purpose"] == "end"
+    assert {s["outcome"] for s in d["steps"]} <= {"good", "bad", "skip"}
+    assert Commit.from_dict(d["culprit"]) == commits[3]
