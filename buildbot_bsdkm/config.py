@@ -152,8 +152,9 @@ class FreeBSDConfig:
     kit: Path | None = None  # None: ../shared/freebsd beside the checkout
     # Or a release's distribution sets (kernel.txz, base.txz, src.txz + MANIFEST) from a mirror.
     release: str | None = None  # "15.0-RELEASE"
-    mirror: str | None = None  # default https://download.freebsd.org/releases; a URL or a directory
+    mirror: str | None = None  # default https://download.freebsd.org/releases; https:// or a directory
     arch: str = "amd64"
+    manifest_sha256: str | None = None  # the release's MANIFEST, pinned (the mirror's is unsigned)
 
 
 @dataclass(frozen=True)
@@ -433,11 +434,19 @@ def _release(at: At) -> ReleaseConfig:
     )
 
 
+def release_mirror_problem(mirror: str) -> str | None:
+    """Why ``mirror`` cannot serve FreeBSD release sets (None: it can): over plain http anyone on
+    the path can hand out their own sets with a MANIFEST that vouches for them."""
+    if "://" not in mirror or mirror.startswith(("https://", "file://")):
+        return None
+    return f"{mirror!r} is not an https:// URL or a local directory (the sets' MANIFEST is unsigned)"
+
+
 RELEASE_NAME = r"\d+\.\d+-(?:RELEASE|BETA\d*|RC\d*|STABLE|CURRENT)"
 
 
 def _freebsd(at: At, base: Path) -> FreeBSDConfig:
-    m = at.mapping(("kit", "release", "mirror", "arch"))
+    m = at.mapping(("kit", "release", "mirror", "arch", "manifest_sha256"))
     kit = opt(m, "kit", lambda a: _resolve(base, a.string()), None)
     if kit is not None and not kit.is_dir():
         raise m["kit"].error(f"{kit} is not a directory")
@@ -447,9 +456,18 @@ def _freebsd(at: At, base: Path) -> FreeBSDConfig:
     if release is not None and kit is not None:
         raise m["release"].error("give either kit or release, not both")
     mirror = opt(m, "mirror", At.string, None)
+    if mirror is not None and release_mirror_problem(mirror):
+        raise m["mirror"].error(str(release_mirror_problem(mirror)))
     if mirror is not None and "://" not in mirror:
         mirror = str(_resolve(base, mirror))
-    return FreeBSDConfig(kit=kit, release=release, mirror=mirror, arch=opt(m, "arch", At.string, "amd64"))
+    pin = opt(m, "manifest_sha256", At.string, None)
+    if pin is not None and not re.fullmatch(r"[0-9a-f]{64}", pin):
+        raise m["manifest_sha256"].error(f"must be the MANIFEST's SHA-256 (64 lowercase hex digits), "
+                                         f"not {pin!r}")
+    if pin is not None and release is None:
+        raise m["manifest_sha256"].error("pins a release's MANIFEST: give freebsd.release too")
+    return FreeBSDConfig(kit=kit, release=release, mirror=mirror, arch=opt(m, "arch", At.string, "amd64"),
+                         manifest_sha256=pin)
 
 
 TOP_KEYS = (

@@ -122,7 +122,7 @@ def kit_dir(config: Config) -> Path:
     """The kit directory; for ``freebsd: {release: ...}`` the release sets, fetched and unpacked once."""
     fb = config.freebsd
     if fb.release:
-        spec = ReleaseSpec(fb.release, fb.mirror or ReleaseSpec.mirror, fb.arch)
+        spec = ReleaseSpec(fb.release, fb.mirror or ReleaseSpec.mirror, fb.arch, fb.manifest_sha256)
         return release_kit(spec, cache_root(config), timeout_s=config.timeout("fetch"))
     return fb.kit or default_kit_dir()
 

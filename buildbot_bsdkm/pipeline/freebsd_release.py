@@ -6,6 +6,11 @@ GENERIC kernel: ``device crypto``, MSDOSFS, so the module is kldloaded from a FA
 x86 intrinsic headers) from ``<mirror>/<arch>/<release>/``, each checked against the release's
 ``MANIFEST`` before anything is unpacked, and unpacked once into the cache in the kit's layout.
 A release has no INVARIANTS/WITNESS kernel, so its ``debug`` kind is reported as not covered.
+
+The MANIFEST comes unsigned from the same mirror as the sets, so on its own the check catches
+corruption, not a lying mirror: the mirror must be ``https://`` (or a local directory), and
+``freebsd.manifest_sha256`` pins the MANIFEST a release is known to have. Only the members named
+in ``UNPACK`` are taken (files by their exact name, trees by their directory), each at most once.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..config import release_mirror_problem as mirror_problem
 from .errors import infra_error, real_error
 from .locks import exclusive
 
@@ -35,6 +41,7 @@ UNPACK: dict[str, tuple[tuple[str, str], ...]] = {
         (f"usr/src/{CLANG_HEADERS}/", f"sysroot/{CLANG_HEADERS}/"),
     ),
 }
+SHA256 = re.compile(r"[0-9a-f]{64}")
 MANIFEST_LINE = re.compile(r"^(?P<name>[\w.-]+\.txz)\t(?P<sha256>[0-9a-f]{64})\t(?P<files>\d+)\t")
 STAMP = ".bsdkm-release-kit"
 
@@ -42,8 +49,9 @@ STAMP = ".bsdkm-release-kit"
 @dataclass(frozen=True)
 class ReleaseSpec:
     release: str  # "15.0-RELEASE"
-    mirror: str = DEFAULT_MIRROR  # URL (http, https, file) or a directory
+    mirror: str = DEFAULT_MIRROR  # an https:// URL or a local directory (a path or file://)
     arch: str = "amd64"
+    manifest_sha256: str | None = None  # the MANIFEST's own digest, pinned in the config
 
     def url(self, name: str) -> str:
         base = self.mirror.rstrip("/")
@@ -90,39 +98,70 @@ def _safe_member(name: str) -> str | None:
     return "/".join(parts)
 
 
+def _place(name: str, rules: tuple[tuple[str, str], ...]) -> str | None:
+    """Where member ``name`` goes in the kit: a rule without a trailing ``/`` is one file, matched
+    exactly (``boot/kernel/kernel``, never ``boot/kernel/kernel.symbols``); one with it, a tree."""
+    for rule, place in rules:
+        if not rule.endswith("/"):
+            if name == rule:
+                return place
+        elif name == rule.rstrip("/"):
+            return place.rstrip("/")
+        elif name.startswith(rule):
+            return place + name[len(rule):]
+    return None
+
+
 def _unpack(archive: Path, rules: tuple[tuple[str, str], ...], kit: Path) -> int:
-    count = 0
+    written: set[str] = set()
     with tarfile.open(archive, "r:xz") as tar:
         for member in tar:
             name = _safe_member(member.name)
             if name is None or not (member.isfile() or member.isdir()):
                 continue
-            for prefix, place in rules:
-                if name == prefix.rstrip("/") or name.startswith(prefix):
-                    target = kit / (place + name[len(prefix):] if prefix.endswith("/") else place)
-                    if member.isdir():
-                        target.mkdir(parents=True, exist_ok=True)
-                        break
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    src = tar.extractfile(member)
-                    assert src is not None
-                    with src, open(target, "wb") as out:
-                        shutil.copyfileobj(src, out, 1 << 20)
-                    count += 1
-                    break
-    return count
+            place = _place(name, rules)
+            if place is None:
+                continue
+            target = kit / place
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            if place in written:
+                # A later member of the same name would replace what was checked as the first.
+                raise real_error("fetch", "integrity", f"{archive.name}: member {name} appears twice")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            src = tar.extractfile(member)
+            assert src is not None
+            with src, open(target, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+            written.add(place)
+    return len(written)
 
 
 def release_kit(spec: ReleaseSpec, cache: Path, *, timeout_s: float = 900.0) -> Path:
     """The kit directory for ``spec`` in ``cache``: fetched, checked against MANIFEST and unpacked once."""
+    problem = mirror_problem(spec.mirror)
+    if problem:
+        raise real_error("fetch", "config", f"freebsd.mirror: {problem}")
+    if spec.manifest_sha256 is not None and not SHA256.fullmatch(spec.manifest_sha256):
+        raise real_error("fetch", "config", f"freebsd.manifest_sha256: {spec.manifest_sha256!r} is not "
+                         "64 lowercase hex digits")
     home = cache / "freebsd-release" / f"{spec.release}-{spec.arch}"
     kit = home / "kit"
+    manifest = home / "MANIFEST"
     with exclusive(cache / "locks" / f"freebsd-release-{spec.release}-{spec.arch}.lock"):
-        if (kit / STAMP).is_file():
+        if (kit / STAMP).is_file() and (
+                spec.manifest_sha256 is None
+                or (manifest.is_file() and _sha256(manifest) == spec.manifest_sha256)):
             return kit
         home.mkdir(parents=True, exist_ok=True)
-        manifest = home / "MANIFEST"
         _download(spec.url("MANIFEST"), manifest, timeout_s)
+        if spec.manifest_sha256 is not None:
+            got = _sha256(manifest)
+            if got != spec.manifest_sha256:
+                manifest.unlink(missing_ok=True)
+                raise real_error("fetch", "integrity", f"{spec.url('MANIFEST')} has sha256 {got}, "
+                                 f"freebsd.manifest_sha256 pins {spec.manifest_sha256}")
         sums = parse_manifest(manifest.read_text(encoding="utf-8", errors="replace"), spec.url("MANIFEST"))
         for name in SETS:
             archive = home / name
