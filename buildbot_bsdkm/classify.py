@@ -18,12 +18,14 @@ from .model import FailureCategory, LogResult, StageFailure
 INFRA = FailureCategory.INFRASTRUCTURE
 REAL = FailureCategory.REAL
 
-# (regex, reason): the first match wins. Kept narrow: each must be something a
-# wolfSSL change cannot print on its own.
+# (regex, reason): the first match wins. These are searched only in text the PR cannot write
+# (``classify``'s ``harness`` text and the tool lines of a stage that runs no PR code, see
+# ``trusted_text``): a configure script, a compiler, the module and the test programs can print
+# any of these strings, so their output is never read for them.
 DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
     (
-        r"Could not resolve host|Temporary failure in name resolution|Name or service not known|"
-        r"could not resolve host|nodename nor servname",
+        r"Could not resolve host|Temporary failure in name resolution|Temporary failure resolving|"
+        r"Name or service not known|could not resolve host|nodename nor servname",
         "network",
     ),
     (
@@ -47,6 +49,28 @@ DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
     # the worker broke before the module ran, so it cannot be the module's fault.
     (r"the initramfs /init never ran", "worker-setup"),
 )
+
+# Stages whose output the PR writes: configure scripts and Makefiles, compilers echoing source
+# lines, the module's console, the test programs. None of it is evidence of infrastructure.
+PR_OUTPUT_STAGES = frozenset({"configure", "build", "load", "selftest", "benchmark", "unload", "collect"})
+
+# The line shapes of the tools a stage without PR code runs (curl, wget, git, apt, pip, ssh, QEMU,
+# Python and Buildbot on the CI side): only such lines of its output are read for infrastructure.
+TOOL_LINE_RE = re.compile(
+    r"^(?:curl: \(\d+\) |wget: |fatal: |error: |remote: |E: |W: |Err:\d+ |Ign:\d+ |ERROR: |WARNING: |"
+    r"ssh: |rsync: |qemu-system-[\w-]+: |git: |Traceback \(most recent call last\)|FATAL: |"
+    r"Exception in thread |[\w.]+(?:Error|Exception|Lost|Done)\b|\s+at |bsdkm-ci[\w -]*: )"
+)
+
+
+def trusted_text(stage: str, output: str, harness: str = "") -> str:
+    """What infrastructure patterns may read: the harness's own lines, and the tool lines of a stage
+    that runs no PR code."""
+    if stage in PR_OUTPUT_STAGES or not output:
+        return harness
+    tools = "\n".join(line for line in output.splitlines() if TOOL_LINE_RE.match(line))
+    return f"{harness}\n{tools}" if harness else tools
+
 
 DEFAULT_REAL_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"Kernel panic|panic: |BUG: unable to handle|general protection fault|Oops:", "panic"),
@@ -149,11 +173,15 @@ def classify(
     patterns: Patterns | None = None,
     evidence: Sequence[str] = (),
     program: str | None = None,
+    harness: str = "",
 ) -> StageFailure:
     """Name the failure of ``stage`` from its exit status, output and parsed logs.
 
     ``output`` is what the stage printed (the build log, the console); ``log_results``
-    what the parsers made of the program's logs. Call only when the stage did fail.
+    what the parsers made of the program's logs; ``harness`` what the harness itself wrote
+    (its notes on a load, QEMU's own error): only that, and a non-PR stage's tool lines, can
+    show infrastructure. A real-failure pattern anywhere beats an infrastructure one. Call only
+    when the stage did fail.
     """
     pats = patterns or DEFAULT_PATTERNS
     ev = list(evidence)
@@ -170,7 +198,9 @@ def classify(
     if timed_out:
         return _timeout(stage, logs, timeout_s, ev, program)
 
-    infra = pats.search(pats.infra, output)
+    both = f"{output}\n{harness}" if harness else output
+    real = pats.search(pats.real, both)
+    infra = None if real else pats.search(pats.infra, trusted_text(stage, output, harness))
     if infra and not (infra[0] == "worker-lost" and stage == "load"):
         reason, line = infra
         return StageFailure(stage, f"{stage} failed ({reason}): {line}", INFRA, reason, ev)
@@ -180,7 +210,6 @@ def classify(
     if stage in ("configure", "build"):
         return _build_failure(stage, exit_code, output, pats, ev)
 
-    real = pats.search(pats.real, output)
     if real:
         return StageFailure(stage, f"{stage} failed: {real[1]}", REAL, real[0], ev)
     if stage in ("load", "selftest", "benchmark"):

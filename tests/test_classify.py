@@ -77,15 +77,67 @@ def test_hang_part_way_is_real(tmp_path: Path) -> None:
 
 
 def test_ci_side_exception_and_lost_worker() -> None:
+    # What the CI itself said (the harness's text) is infrastructure; the same words in a build log are
+    # the PR's to print, so they are not.
     trace = 'Exception in thread "main" java.lang.NullPointerException\n\tat hudson.Launcher.launch'
-    f = classify("build", exit_code=1, output=trace)
+    f = classify("build", exit_code=1, harness=trace)
     assert (f.category, f.reason) == (INFRA, "ci-exception")
     assert "java.lang.NullPointerException" in f.message
+    assert classify("build", exit_code=1, output=trace).category == REAL
     lost = "remote: slave lost\nprogram finished with exit code -1"
-    assert classify("build", exit_code=None, output=lost).category == INFRA
+    assert classify("build", exit_code=None, harness=lost).category == INFRA
+    assert classify("fetch", exit_code=None, output=lost).category == INFRA
     # Losing the worker while the module loads is the module's doing (panic, hang), not the network's.
-    during_load = classify("load", exit_code=None, output=lost)
+    during_load = classify("load", exit_code=None, harness=lost)
     assert (during_load.category, during_load.reason) == (REAL, "panic")
+
+
+# A source line the compiler echoes with its error: the PR wrote every word of it.
+ECHOED_SOURCE = """\
+  CC       wolfcrypt/src/libwolfssl_la-hash.lo
+wolfcrypt/src/hash.c:42:2: error: #error "Connection refused: no route to host"
+   42 | #error "Connection refused: no route to host"
+      |  ^~~~~
+make[2]: *** [Makefile:1234: wolfcrypt/src/libwolfssl_la-hash.lo] Error 1
+"""
+
+
+def test_a_compile_error_that_echoes_network_words_is_real() -> None:
+    f = classify("build", exit_code=2, output=ECHOED_SOURCE)
+    assert (f.category, f.reason) == (REAL, "compile")
+    assert f.message.startswith("compile failed: wolfcrypt/src/hash.c:42:2: error:")
+    # Even a line shaped like curl's, printed by the PR's Makefile, is the PR's.
+    made_up = "curl: (7) Failed to connect to deb.debian.org port 80: Connection refused\n"
+    assert classify("build", exit_code=2, output=made_up).category == REAL
+    assert classify("configure", exit_code=1, output=made_up).category == REAL
+
+
+def test_a_module_printing_connection_timed_out_before_a_failed_load_is_real() -> None:
+    console = ("[    2.113] bsdkm_net: Connection timed out\nConnection timed out\n"
+               "bsdkm-modload: load /lib/modules/bsdkm/bsdkm_net.ko: failed errno=22 (Invalid argument)\n")
+    note = "finit_module failed: errno 22 (Invalid argument)"
+    f = classify("load", exit_code=1, output=console, harness=note)
+    assert f.category == REAL
+    # The harness's own note still says when the VM never reached the module.
+    g = classify("load", exit_code=None, output=console,
+                 harness="no bsdkm-ci marker on the console: the initramfs /init never ran")
+    assert (g.category, g.reason) == (INFRA, "worker-setup")
+
+
+def test_a_real_failure_pattern_beats_an_infrastructure_one_in_the_same_output() -> None:
+    out = ("fatal: unable to access 'https://example.invalid/x.git/': Connection reset by peer\n"
+           "checksum mismatch for wolfssl_5.9.2.orig.tar.gz\n")
+    f = classify("fetch", exit_code=1, output=out)
+    assert (f.category, f.reason) == (REAL, "integrity")
+    # A fetch's own tool lines are trusted: curl, git, apt.
+    for line in ("curl: (7) Failed to connect to deb.debian.org port 80: Connection refused",
+                 "fatal: unable to access 'https://github.com/x/y.git/': Could not resolve host: github.com",
+                 "Err:1 http://deb.debian.org/debian sid InRelease "
+                 "Temporary failure resolving 'deb.debian.org'"):
+        g = classify("fetch", exit_code=1, output=f"some progress\n{line}\n")
+        assert (g.category, g.reason) == (INFRA, "network"), line
+    # ... but not the same words in a line no tool prints that way.
+    assert classify("fetch", exit_code=1, output="note: Connection refused\n").category == REAL
 
 
 def test_panic_in_a_console_beats_everything_else() -> None:
@@ -104,8 +156,11 @@ retry:
   real_patterns: ["AddressSanitizer"]
 """)
     pats = Patterns.with_extra(cfg.retry.infra_patterns, cfg.retry.real_patterns)
-    f = classify("build", exit_code=2, output="the runner ci-7 was evicted\n", patterns=pats)
+    f = classify("build", exit_code=2, harness="the runner ci-7 was evicted\n", patterns=pats)
     assert (f.category, f.reason) == (INFRA, "infra-pattern")
+    # The config's own infrastructure patterns never read what the PR's build printed either.
+    pr_said = classify("build", exit_code=2, output="the runner ci-7 was evicted\n", patterns=pats)
+    assert pr_said.category == REAL
     g = classify("benchmark", exit_code=1, output="==1==ERROR: AddressSanitizer: heap-use-after-free\n",
                  patterns=pats)
     assert (g.category, g.reason) == (REAL, "real-pattern")

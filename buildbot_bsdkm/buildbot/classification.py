@@ -23,6 +23,12 @@ def _log_results(output: str, stage: str) -> list[LogResult]:
         return []
 
 
+def _own_lines(output: str) -> str:
+    """The stage command's own lines: its progress and the CI's errors, without the ``FAILED`` line
+    and evidence that quote what the PR's code printed (a compiler's line, the module's console)."""
+    return "\n".join(line for line in output.splitlines() if not line.startswith(("FAILED ", "  evidence: ")))
+
+
 def patterns_of(retry_config: Any) -> Patterns:
     """``bsdkm.yml``'s retry patterns (a ``config.RetryConfig``) as classify's ``Patterns``."""
     if retry_config is None:
@@ -42,6 +48,7 @@ def classify_stage(
         stage,
         exit_code=exit_code,
         output=output,
+        harness=_own_lines(output),
         log_results=_log_results(output, stage),
         timed_out=timed_out,
         timeout_s=timeout_s,

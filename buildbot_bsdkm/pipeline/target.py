@@ -125,12 +125,13 @@ def judge_outcome(
 ) -> StageFailure | None:
     """The load's failure, classified (self-test names and codes come from the parsed log)."""
     text = outcome.kernel_log.read_text(errors="replace") if outcome.kernel_log.is_file() else ""
-    text += "\n" + "\n".join(outcome.notes)
+    # The console is the module's to write; only the loader's notes are the harness's own words.
+    notes = "\n".join(outcome.notes)
     ev = [str(outcome.kernel_log)]
 
     def judged(stage: str, exit_code: int | None, program: str = "the module", **extra: Any) -> StageFailure:
         return classify(stage, exit_code=exit_code, output=text, log_results=[log], patterns=patterns,
-                        evidence=ev, program=program, **extra)
+                        evidence=ev, program=program, harness=notes, **extra)
 
     if outcome.timed_out:
         stage = outcome.timed_out_stage if outcome.timed_out_stage in ("load", "unload") else "load"
