@@ -77,6 +77,8 @@ LABELS: dict[str, str] = {
     "sleeping_thread_lock": "sleeping thread owns a non-sleepable lock",
     "sleep_with_lock": "sleeping with a lock held", "fpu": "FPU context",
 }
+# The record's words that name the bug (not its numbers): the failure signature's title.
+_TITLE_KEYS = ("reason", "bug", "oops", "lockdep", "trap_message", "check", "lock", "wmesg", "file", "why")
 MAX_CHECKS_PER_RUN = 40  # a storm of repeats is one line per record up to here, then one summary
 
 
@@ -181,6 +183,9 @@ def checks(run: RunResult, rules: KernelRules) -> list[dict[str, Any]]:
                 "group": GROUPS.get(ev.kind, "warning"), "function": ev.function,
                 "module_frames": ev.module_frames[:5], "process": ev.process, "cpu": ev.cpu,
                 "source": log.source, "lines": [ev.line, ev.end_line],
+                # what triage's signature reads when only the check, not its run, is at hand
+                "title": {k: ev.detail[k] for k in _TITLE_KEYS if k in ev.detail},
+                "frames": ev.frames[:8],
             },
         })
     if skipped:

@@ -37,6 +37,12 @@ KIND_SPEEDUP = CheckKind.SPEEDUP
 KIND_REQUIRED = CheckKind.REQUIRED
 KIND_CROSSOVER = CheckKind.CROSSOVER
 
+# The overall verdict words (``Verdict.status``): the one rule every shell shows and exits by.
+STATUS_PASS = "pass"
+STATUS_FAIL = "fail"
+STATUS_INCONCLUSIVE = "inconclusive"
+STATUS_MARKS = {STATUS_PASS: "✅", STATUS_FAIL: "❌", STATUS_INCONCLUSIVE: "⚠️"}
+
 GEOMEAN_PREFIX = "geomean:"  # a regression gate over the geometric mean: "geomean:<pattern>"
 COMPLETE_PREFIX = "complete:"  # a log's completeness: "complete:<log source>"
 
@@ -60,6 +66,13 @@ class Check:
     metric: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
     item: int | None = None  # index into the run's ``benchmarks`` when the check is about one item
+    # Triage of a failed check (buildbot_bsdkm/triage): its stable signature, its word (new,
+    # pre-existing, known, flaky, fixed), the why ("since 5.9.2, first seen ..."), and whether the
+    # triage policy lets it fail the verdict.
+    signature: str | None = None
+    triage: str | None = None
+    triage_note: str | None = None
+    blocking: bool = True
 
     def __post_init__(self) -> None:
         self.kind = CheckKind(self.kind)  # ValueError for a kind no gate makes
@@ -102,10 +115,22 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     policy_source: str = "<default>"
     perf: list[dict[str, Any]] = field(default_factory=list)  # learned-limit gate, one entry per run
+    # The policy's ``perf.inconclusive: fail``: unjudged gated items make the verdict unacceptable.
+    inconclusive_fails: bool = False
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
+        """No failure that blocks: a failure the triage policy only warns about does not fail."""
+        return not self.blocking_failures
+
+    @property
+    def blocking_failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed and c.blocking]
+
+    @property
+    def non_blocking_failures(self) -> list[Check]:
+        """Failed checks that triage let pass (known, pre-existing, flaky by policy)."""
+        return [c for c in self.checks if not c.passed and not c.blocking]
 
     @property
     def failures(self) -> list[Check]:
@@ -122,15 +147,66 @@ class Verdict:
     def of_kind(self, kind: CheckKind | str) -> list[Check]:
         return [c for c in self.checks if c.kind == kind]
 
+    @property
+    def inconclusive(self) -> list[Check]:
+        """Gated items the gate could not judge (too few repeats, no spread, missing on a side):
+        neither passed nor failed, whatever their check's ``passed`` says."""
+        return [c for c in self.checks if c.passed and c.kind == CheckKind.REGRESSION
+                and isinstance(c.detail, Mapping) and c.detail.get("verdict") == STATUS_INCONCLUSIVE]
+
+    @property
+    def status(self) -> str:
+        """The overall verdict word: ``fail`` (a blocking failure, ``passed`` is False), else
+        ``inconclusive`` (a gated item went unjudged), else ``pass``. Every shell shows this one."""
+        if not self.passed:
+            return STATUS_FAIL
+        return STATUS_INCONCLUSIVE if self.inconclusive else STATUS_PASS
+
+    @property
+    def accepted(self) -> bool:
+        """What the exit status and a commit status follow: no blocking failure, and no unjudged
+        item when the policy says ``perf.inconclusive: fail``."""
+        return self.passed and not (self.inconclusive_fails and self.inconclusive)
+
+    @property
+    def mark(self) -> str:
+        return STATUS_MARKS[self.status]
+
+    def headline(self) -> str:
+        """The mark and the summary: what a console, report or comment opens with."""
+        return f"{self.mark} {self.summary()}"
+
+    def _inconclusive_summary(self) -> str:
+        unjudged = len(self.inconclusive)
+        judged = len(self.checks) - unjudged
+        waived = self.non_blocking_failures
+        text = (f"INCONCLUSIVE: {unjudged} gated item(s) not judged, {judged - len(waived)} of "
+                f"{len(self.checks)} checks passed")
+        if waived:
+            text += f", {len(waived)} failed but do not block"
+        return text + ("; the policy fails unjudged items" if self.inconclusive_fails else "")
+
     def summary(self) -> str:
+        if self.passed and self.inconclusive:  # never a PASS over items that went unjudged
+            return self._inconclusive_summary()
+        waived = self.non_blocking_failures
         if self.passed:
+            if waived:
+                words = sorted({c.triage or "waived" for c in waived})
+                return (f"PASS: {len(self.checks) - len(waived)} of {len(self.checks)} checks passed, "
+                        f"{len(waived)} failed but do not block ({', '.join(words)})")
             return f"PASS: {len(self.checks)} checks passed"
-        kinds = sorted({c.kind for c in self.failures})
-        return f"FAIL: {len(self.failures)} of {len(self.checks)} checks failed ({', '.join(kinds)})"
+        blocking = self.blocking_failures
+        kinds = sorted({c.kind for c in blocking})
+        text = f"FAIL: {len(blocking)} of {len(self.checks)} checks failed ({', '.join(kinds)})"
+        return text + (f"; {len(waived)} more do not block" if waived else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
+            "verdict": self.status,
+            "inconclusive": len(self.inconclusive),
+            "inconclusive_fails": self.inconclusive_fails,
             "summary": self.summary(),
             "policy": self.policy_source,
             "notes": list(self.notes),
@@ -151,4 +227,5 @@ class Verdict:
             notes=[str(n) for n in d.get("notes") or []],
             policy_source=str(d.get("policy", "<default>")),
             perf=[dict(p) for p in perf if isinstance(p, Mapping)],
+            inconclusive_fails=d.get("inconclusive_fails") is True,
         )

@@ -1,0 +1,214 @@
+"""Stable failure signatures: a failure's kind plus a normalised title.
+
+Two boots of one bug (other addresses, CPUs, pids, timestamps, temporary directories, source line
+numbers) give one signature; two different functions or two different self-test algorithms never
+do, so names are kept verbatim and only the numbers that vary from boot to boot are taken out.
+
+    panic: malloc: called with spinlock or critical section held | AES_set_decrypt_key_AESNI
+    selftest: AES-GCM (-216)
+    kernel BUG: kernel NULL pointer dereference | wc_AesGcmEncrypt
+    regression: AES-128-GCM-enc
+    build: src/aes.c: error: use of undeclared identifier 'x'
+    load: module load failed (exit status <n>)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..model import KernelEvent, RunResult
+
+# Kernel record kind -> the signature's kind word.
+_KERNEL_LABELS: dict[str, str] = {
+    "panic": "panic", "bug": "kernel BUG", "oops": "Oops", "gpf": "general protection fault",
+    "warning": "WARNING", "fatal_trap": "fatal trap", "backtrace": "KDB backtrace",
+    "soft_lockup": "soft lockup", "hard_lockup": "hard lockup", "spin_lock_held": "spin lock held too long",
+    "rcu_stall": "RCU stall", "hung_task": "hung task", "kasan": "KASAN", "ubsan": "UBSAN",
+    "kmemleak": "kmemleak", "lockdep": "lockdep", "lock_order_reversal": "lock order reversal",
+    "sleeping_thread_lock": "sleeping thread owns a non-sleepable lock",
+    "sleep_with_lock": "sleeping with a lock held", "fpu": "FPU context",
+}
+# Frames of the panic/trace machinery itself: never "the" function of a splat.
+_MACHINERY = frozenset({
+    "db_trace_self_wrapper", "db_trace_self", "kdb_backtrace", "vpanic", "panic", "kassert_panic",
+    "malloc_dbg", "malloc", "uma_zalloc_arg", "uma_zalloc_debug", "witness_warn", "witness_checkorder",
+    "__mtx_lock_flags", "_sleep", "trap_fatal", "trap_pfault", "trap", "calltrap", "kdb_enter",
+    "dump_stack", "dump_stack_lvl", "__warn", "warn_slowpath_fmt", "report_bug", "handle_bug",
+    "exc_invalid_op", "asm_exc_invalid_op", "die", "do_trap", "show_stack", "__schedule_bug",
+})
+MAX_TITLE = 200
+
+_RX_SUBS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, f), r) for p, r, f in (
+    (r"^\s*\[\s*\d+\.\d+\]\s*", "", 0),  # printk stamp
+    (r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?", "<time>", 0),
+    (r"\b\d\d:\d\d:\d\d(\.\d+)?\b", "<time>", 0),
+    # a source file where it was built (build directories differ per machine): its last two parts
+    (r"(?<![\w<])\S*?([\w.+-]+/)?([\w.+-]+\.(?:c|h|S|s|cc|cpp|asm|mk|i))(?::\d+(?::\d+)?)?\b", r"\1\2", 0),
+    (r"(?:/private)?(?:/var)?/tmp/\S*", "<tmp>", 0),
+    (r"\b0x[0-9a-f]+\b", "<addr>", re.I),
+    (r"\b[0-9a-f]{8,}\b", "<addr>", re.I),
+    (r"\bCPU#?\s*:?\s*\d+", "CPU", re.I),
+    (r"\bcpuid\s*=\s*\d+", "cpuid", 0),
+    (r"\b(pid|tid|PID|TID)(\s*[:=]?\s*)\d+", r"\1", 0),
+    (r"\[([^\]:\s]+):\d+\]", r"[\1]", 0),  # [comm:pid]
+    (r"\b(time|uptime)\s*=\s*\d+", r"\1", re.I),
+    (r"\bL=\d+\s*", "", 0),  # wolfCrypt's source line in "error L=34448 code=-125"
+    (r"\bline\s+\d+", "line", re.I),
+    (r"\b\d+(?:\.\d+)?\s*(s|ms|us|secs?|seconds?)\b", r"<n> \1", 0),
+    (r"\s+", " ", 0),
+))
+
+
+def normalise(text: str) -> str:
+    """``text`` without what differs between two boots of one bug (addresses, CPUs, pids, times, ...)."""
+    out = text.strip()
+    for rx, repl in _RX_SUBS:
+        out = rx.sub(repl, out)
+    return out.strip()[:MAX_TITLE]
+
+
+def function_name(text: str | None) -> str | None:
+    """``AES_set_decrypt_key_AESNI+0x47/0x90 [libwolfssl]`` -> ``AES_set_decrypt_key_AESNI``."""
+    if not text:
+        return None
+    name = text.strip().split()[0]
+    name = re.sub(r"\+0x[0-9a-f]+(/0x[0-9a-f]+)?$", "", name, flags=re.I).removesuffix("()")
+    # compiler clones of one function (.isra.0, .constprop.3, .part.1, .cold) are that function
+    name = re.sub(r"(\.(isra|constprop|part|cold|lto_priv|llvm)(\.\d+)?)+$", "", name)
+    return name or None
+
+
+def event_signature(ev: KernelEvent) -> str:
+    """The signature of one kernel-trouble record."""
+    label = _KERNEL_LABELS.get(ev.kind, ev.kind)
+    title = normalise(_event_title(ev))
+    fn = function_name(ev.function) or _first_meaningful(ev.frames)
+    text = f"{label}: {title}" if title else label
+    return f"{text} | {fn}" if fn else text
+
+
+def _event_title(ev: KernelEvent) -> str:
+    d = ev.detail or {}
+    for key in ("reason", "bug", "oops", "lockdep", "trap_message", "check", "lock", "wmesg"):
+        value = d.get(key)
+        if isinstance(value, str) and value.strip():
+            if key == "bug" and ev.kind == "kasan":
+                return value
+            # "NULL pointer dereference, address: 0000000000000008": the address is per boot
+            return re.sub(r",?\s*address:\s*\S+$", "", value.strip())
+    if ev.kind == "bug" and d.get("file"):
+        return f"at {d['file']}"
+    if ev.kind == "gpf":
+        return str(d.get("why") or "")
+    return ""  # the header holds only numbers (CPU, seconds, pid): the function says which bug
+
+
+def _first_meaningful(frames: list[str]) -> str | None:
+    for f in frames:
+        name = function_name(f)
+        if name and name not in _MACHINERY:
+            return name
+    return None
+
+
+def _field(check: Any, name: str, default: Any = None) -> Any:
+    if isinstance(check, Mapping):
+        return check.get(name, default)
+    return getattr(check, name, default)
+
+
+def signature(check: Any, run: RunResult | None = None) -> str:
+    """The stable signature of a failed ``check`` (a ``Check`` or its ``to_dict``); ``run`` (the
+    check's run) gives kernel records and stage failures their full evidence."""
+    known = _field(check, "signature")
+    if isinstance(known, str) and known:
+        return known
+    kind = str(_field(check, "kind", ""))
+    name = str(_field(check, "name", ""))
+    message = str(_field(check, "message", "") or "")
+    detail = _field(check, "detail") or {}
+    if kind == "kernel":
+        return _kernel_signature(name, message, detail, run)
+    if kind == "selftest":
+        if name.startswith("summary:"):
+            return "selftest: failed without naming an algorithm"
+        value = _field(check, "value")
+        code = int(value) if isinstance(value, int | float) else _code(message)
+        return f"selftest: {name} ({code})" if code is not None else f"selftest: {name}"
+    if kind == "complete":
+        return _complete_signature(name, message, run)
+    if kind == "benchmark":
+        code = _code(message)
+        return f"benchmark: {name} ({code})" if code is not None else f"benchmark: {name}"
+    block = detail.get("block") if isinstance(detail, Mapping) else None
+    at = f" @{block}" if block not in (None, "") and f"@{block}" not in name else ""
+    return f"{kind}: {name}{at}"
+
+
+def _code(text: str) -> int | None:
+    m = re.search(r"(?:code[=: ]\s*|failed:\s*|error\s+)(-\d+)\b", text) or re.search(r"\((-\d+)\)", text)
+    return int(m.group(1)) if m else None
+
+
+def _kernel_signature(name: str, message: str, detail: Mapping[str, Any], run: RunResult | None) -> str:
+    if name == "kernel:more":
+        return "kernel: more records"
+    ev = _find_event(run, detail) if run is not None else None
+    if ev is not None:
+        return event_signature(ev)
+    # No run at hand: what the check itself recorded.
+    record_kind = str(detail.get("record_kind") or name.removeprefix("kernel:").split("@")[0])
+    title = detail.get("title")
+    if not isinstance(title, Mapping):  # older documents: the message ends "(reason) — classification"
+        m = re.search(r"\(([^()]*)\) — ", message)
+        title = {"reason": m.group(1)} if m else {}
+    frames = detail.get("frames")
+    ev = KernelEvent(record_kind, "", function=detail.get("function"), detail=dict(title),
+                     frames=[str(f) for f in frames] if isinstance(frames, list) else [])
+    return event_signature(ev)
+
+
+def _find_event(run: RunResult, detail: Mapping[str, Any]) -> KernelEvent | None:
+    lines = detail.get("lines") or [None]
+    source, first = detail.get("source"), lines[0] if isinstance(lines, list) and lines else None
+    for log in run.logs:
+        if source is not None and log.source != source:
+            continue
+        for ev in log.kernel:
+            if ev.line == first and (detail.get("record_kind") in (None, ev.kind)):
+                return ev
+    return None
+
+
+def _complete_signature(name: str, message: str, run: RunResult | None) -> str:
+    if name.startswith("stage:"):
+        stage = name.removeprefix("stage:")
+        failure = run.failure if run is not None and run.failure and run.failure.stage == stage else None
+        text = failure.message if failure else message.split("): ", 1)[-1]
+        reason = failure.reason if failure else None
+        if reason == "panic" or text.startswith("kernel "):
+            first = _first_kernel_event(run)
+            if first is not None:
+                return event_signature(first)
+            text = re.sub(r"^kernel (panic|oops|bug|gpf|fatal_trap)[^:]*: ", "", text)
+            return normalise(text) if text.startswith("panic: ") else f"panic: {normalise(text)}"
+        for prefix in ("compile failed: ", "configure failed: "):
+            if text.startswith(prefix):
+                return f"build: {normalise(text.removeprefix(prefix))}"
+        return f"{stage}: {normalise(text)}"
+    if name == "logs":
+        return "complete: no logs were collected"
+    reason = message.split(" is incomplete: ", 1)[-1] if " is incomplete: " in message else message
+    return f"incomplete: {normalise(reason)}"
+
+
+def _first_kernel_event(run: RunResult | None) -> KernelEvent | None:
+    if run is None:
+        return None
+    for log in run.logs:
+        for ev in log.kernel:
+            if ev.kind not in ("backtrace", "warning"):
+                return ev
+    return None
