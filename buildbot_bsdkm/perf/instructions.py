@@ -1,0 +1,341 @@
+"""Instruction counts of a fixed workload: the records, the parsers and the 1-vs-1 comparison.
+
+The fixed-work driver (``_data/workload/instr_driver.c``) runs every benchmark item the policy
+names a fixed number of times; Callgrind counts the instructions inside its ``bsdkm_measure()``
+only and writes one profile part per item (``--dump-after``). This module is the pure side:
+
+- ``parse_driver_output``: the driver's own lines (which items ran, how much work, which not);
+- ``parse_callgrind``: one profile part -> its total and each function's own (self) count;
+- ``InstructionCounts`` / ``ItemCount``: what a run measured, kept in ``RunResult.metadata``
+  under ``METADATA_KEY`` so base runs, baselines and history carry it like any other result;
+- ``compare_counts``: base against head, per item, with the functions that changed most.
+
+The same binary counts the same instructions every run (bench/instructions.py measured it), so
+a change of the count is a change of the code's work: no repeats, no history, one run a side.
+Running anything (the build, Valgrind) is ``pipeline/instructions.py``'s job.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+METADATA_KEY = "instructions"  # RunResult.metadata[...]: InstructionCounts.to_dict()
+MEASURED = "measured"
+UNMEASURABLE = "unmeasurable"  # the driver could not run it (Valgrind: unhandled instruction, ...)
+MISSING = "missing"  # the build has no such item, or its set-up failed
+OTHER_FUNCTIONS = "(other functions)"
+KEEP_FUNCTIONS = 40  # per item: the biggest functions by own count; the rest summed as one
+
+
+class InstructionsError(ValueError):
+    """A driver output or profile that cannot be read; the message names the problem."""
+
+
+@dataclass
+class ItemCount:
+    """One item: the instructions its fixed work executed, per function and in total."""
+
+    name: str
+    kind: str = "sym"  # sym: per byte; asym: per operation
+    amount: int = 0  # bytes or operations processed
+    instructions: int | None = None  # in bsdkm_measure() and everything it called
+    status: str = MEASURED
+    reason: str | None = None  # why not measured
+    functions: dict[str, int] = field(default_factory=dict)  # own instructions of each function
+
+    @property
+    def unit(self) -> str:
+        return "instructions/op" if self.kind == "asym" else "instructions/byte"
+
+    @property
+    def per_unit(self) -> float | None:
+        if self.status != MEASURED or self.instructions is None or self.amount <= 0:
+            return None
+        return self.instructions / self.amount
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "amount": self.amount,
+                "instructions": self.instructions, "status": self.status, "reason": self.reason,
+                "per_unit": self.per_unit, "unit": self.unit, "functions": dict(self.functions)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ItemCount:
+        if not isinstance(d, Mapping) or not isinstance(d.get("name"), str):
+            raise InstructionsError("an instruction-count item needs a 'name' string")
+        functions = d.get("functions") or {}
+        if not isinstance(functions, Mapping):
+            raise InstructionsError(f"{d['name']}: 'functions' is not a mapping")
+        count = d.get("instructions")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            raise InstructionsError(f"{d['name']}: 'instructions' is not an integer: {count!r}")
+        return cls(name=d["name"], kind=str(d.get("kind", "sym")), amount=int(d.get("amount") or 0),
+                   instructions=count, status=str(d.get("status", MEASURED)),
+                   reason=None if d.get("reason") is None else str(d["reason"]),
+                   functions={str(k): int(v) for k, v in functions.items()})
+
+
+@dataclass
+class InstructionCounts:
+    """What one build's fixed workload counted: every item the policy named, measured or not."""
+
+    items: list[ItemCount] = field(default_factory=list)
+    tool: str = "callgrind"
+    valgrind: str | None = None  # "valgrind-3.19.0"
+    seconds: float = 0.0  # wall-clock of the counting (all Valgrind runs)
+    program: str | None = None  # the driver that ran
+    notes: list[str] = field(default_factory=list)  # proxy flags not carried, and the like
+
+    def item(self, name: str) -> ItemCount | None:
+        return next((i for i in self.items if i.name == name), None)
+
+    @property
+    def measured(self) -> list[ItemCount]:
+        return [i for i in self.items if i.status == MEASURED]
+
+    @property
+    def not_measured(self) -> list[ItemCount]:
+        return [i for i in self.items if i.status != MEASURED]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": self.tool, "valgrind": self.valgrind, "seconds": round(self.seconds, 3),
+                "program": self.program, "notes": list(self.notes),
+                "items": [i.to_dict() for i in self.items]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> InstructionCounts:
+        if not isinstance(d, Mapping) or not isinstance(d.get("items"), list):
+            raise InstructionsError("not an instruction-count record (no 'items' list)")
+        return cls(items=[ItemCount.from_dict(i) for i in d["items"]], tool=str(d.get("tool", "callgrind")),
+                   valgrind=None if d.get("valgrind") is None else str(d["valgrind"]),
+                   seconds=float(d.get("seconds") or 0.0),
+                   program=None if d.get("program") is None else str(d["program"]),
+                   notes=[str(n) for n in d.get("notes") or []])
+
+
+def counts_of(metadata: Mapping[str, Any] | None) -> InstructionCounts | None:
+    """A run's counts from its metadata; None when it has none (or an unreadable record)."""
+    rec = (metadata or {}).get(METADATA_KEY)
+    if not rec:
+        return None
+    try:
+        return InstructionCounts.from_dict(rec)
+    except (InstructionsError, TypeError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------- the driver's lines
+
+_ITEM = re.compile(r"^bsdkm-instr item (\d+) (.+?) kind=(sym|asym) amount=(\d+) block=(\d+) calls=(\d+)"
+                   r" rc=(-?\d+)\s*$")
+_SKIP = re.compile(r"^bsdkm-instr skip (\d+) (.+?) reason=(\S+)\s*$")
+
+
+@dataclass
+class DriverLine:
+    index: int  # the item's argument position (1-based)
+    name: str
+    ran: bool  # an item line (a profile part was dumped for it), not a skip line
+    kind: str = "sym"
+    amount: int = 0
+    rc: int = 0
+    reason: str | None = None
+
+
+@dataclass
+class DriverOutput:
+    lines: list[DriverLine]
+    begun: bool
+    ended: bool
+
+
+def parse_driver_output(text: str) -> DriverOutput:
+    """The driver's ``bsdkm-instr`` lines (anything else it or Valgrind printed is ignored)."""
+    lines: list[DriverLine] = []
+    begun = ended = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("bsdkm-instr begin"):
+            begun = True
+        elif line == "bsdkm-instr end":
+            ended = True
+        elif m := _ITEM.match(line):
+            lines.append(DriverLine(int(m[1]), m[2], True, m[3], int(m[4]), int(m[7])))
+        elif m := _SKIP.match(line):
+            lines.append(DriverLine(int(m[1]), m[2], False, reason=m[3].replace("-", " ")))
+    return DriverOutput(lines, begun, ended)
+
+
+# --------------------------------------------------------------------------- Callgrind profiles
+
+_RECURSION = re.compile(r"'\d+$")  # Callgrind's name for the n-th recursion level of a function
+
+
+@dataclass
+class Profile:
+    total: int
+    functions: dict[str, int]  # own (self) instructions
+
+
+def parse_callgrind(text: str, source: str = "<callgrind>") -> Profile:
+    """One Callgrind profile part: ``summary:`` and each function's own instructions (event ``Ir``).
+
+    Written with ``--compress-strings=no --compress-pos=no`` (names in full, absolute positions);
+    the cost line after ``calls=`` is the call's inclusive cost and belongs to the callee, so it
+    is not added to the caller's own count.
+    """
+    events: list[str] | None = None
+    positions = 1
+    total: int | None = None
+    functions: dict[str, int] = {}
+    fn: str | None = None
+    skip_next = False
+    for n, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        head = line[0]
+        if head.isdigit() or head in "+-*":
+            if skip_next:
+                skip_next = False
+                continue
+            if fn is None or events is None:
+                raise InstructionsError(f"{source}:{n}: a cost line before 'events:' and 'fn='")
+            fields = line.split()
+            try:
+                cost = int(fields[positions + events.index("Ir")]) if len(fields) > positions else 0
+            except (ValueError, IndexError):
+                raise InstructionsError(f"{source}:{n}: unreadable cost line {line!r}") from None
+            functions[fn] = functions.get(fn, 0) + cost
+            continue
+        key, _, value = line.partition("=") if "=" in line.split(":", 1)[0] else line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "events":
+            events = value.split()
+            if "Ir" not in events:
+                raise InstructionsError(f"{source}:{n}: no Ir event in {value!r}")
+        elif key == "positions":
+            positions = len(value.split())
+        elif key in ("summary", "totals"):
+            total = int(value.split()[0]) if value else 0
+        elif key == "fn":
+            fn = _RECURSION.sub("", value.split(") ", 1)[-1] if value.startswith("(") else value)
+        elif key == "calls":
+            skip_next = True
+    if total is None:
+        if events is None:
+            raise InstructionsError(f"{source}: not a Callgrind profile (no 'events:' line)")
+        total = sum(functions.values())
+    return Profile(total, {k: v for k, v in functions.items() if v})
+
+
+def kept_functions(functions: Mapping[str, int], keep: int = KEEP_FUNCTIONS) -> dict[str, int]:
+    """The ``keep`` biggest functions by own count, the rest summed as ``OTHER_FUNCTIONS``."""
+    ranked = sorted(functions.items(), key=lambda kv: (-kv[1], kv[0]))
+    out = dict(ranked[:keep])
+    rest = sum(v for _, v in ranked[keep:])
+    if rest:
+        out[OTHER_FUNCTIONS] = out.get(OTHER_FUNCTIONS, 0) + rest
+    return out
+
+
+# --------------------------------------------------------------------------- comparison, 1 vs 1
+
+
+@dataclass
+class FunctionChange:
+    name: str
+    base: float  # own instructions per byte/op of the item (so differently sized runs compare)
+    head: float
+    change_pct: float | None  # None: the function is new (no base count)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "base": self.base, "head": self.head, "change_pct": self.change_pct}
+
+
+@dataclass
+class ItemChange:
+    """One item of base against head: per-unit counts, their change, and why not when not."""
+
+    name: str
+    unit: str
+    base: float | None
+    head: float | None
+    change_pct: float | None
+    regressed: bool = False
+    reason: str | None = None  # when not compared: which side could not be counted, and why
+    functions: list[FunctionChange] = field(default_factory=list)  # the biggest changes first
+
+    @property
+    def compared(self) -> bool:
+        return self.change_pct is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "unit": self.unit, "base": self.base, "head": self.head,
+                "change_pct": self.change_pct, "regressed": self.regressed, "reason": self.reason,
+                "functions": [f.to_dict() for f in self.functions]}
+
+
+def function_changes(base: ItemCount, head: ItemCount, top: int = 5) -> list[FunctionChange]:
+    """The ``top`` functions whose own count per byte/op moved most (by absolute change)."""
+    if not base.amount or not head.amount:
+        return []
+    names = set(base.functions) | set(head.functions)
+    rows = []
+    for name in names:
+        b = base.functions.get(name, 0) / base.amount
+        h = head.functions.get(name, 0) / head.amount
+        if b == h:
+            continue
+        pct = (h - b) / b * 100.0 if b else None
+        rows.append(FunctionChange(name, b, h, pct))
+    rows.sort(key=lambda r: (-abs(r.head - r.base), r.name))
+    return rows[:top]
+
+
+def compare_item(base: ItemCount | None, head: ItemCount | None, limit_pct: float, *, name: str = "",
+                 top: int = 5) -> ItemChange:
+    """One item, base against head: a regression when the head's count per unit grew beyond the limit."""
+    label = (head or base).name if (head or base) else name
+    unit = (head or base).unit if (head or base) else "instructions/byte"
+    for side, count in (("base", base), ("head", head)):
+        if count is None:
+            return ItemChange(label, unit, None, None, None, reason=f"not counted in the {side}")
+        if count.per_unit is None:
+            why = count.reason or count.status
+            return ItemChange(label, unit, base.per_unit if base else None, head.per_unit if head else None,
+                              None, reason=f"{side}: {why}")
+    assert base is not None and head is not None and base.per_unit and head.per_unit is not None
+    change = (head.per_unit - base.per_unit) / base.per_unit * 100.0
+    return ItemChange(label, unit, base.per_unit, head.per_unit, change, regressed=change > limit_pct,
+                      functions=function_changes(base, head, top))
+
+
+def compare_counts(base: InstructionCounts, head: InstructionCounts, limit_pct: float = 0.5,
+                   *, top: int = 5) -> list[ItemChange]:
+    """Every item of either side, base against head (the head's order, then the base's extra items)."""
+    names = [i.name for i in head.items] + [i.name for i in base.items if head.item(i.name) is None]
+    return [compare_item(base.item(n), head.item(n), limit_pct, name=n, top=top) for n in names]
+
+
+def geomean_change(changes: list[ItemChange]) -> float | None:
+    """The geometric mean of the compared items' count ratios, as a change in percent."""
+    logs = [math.log(c.head / c.base) for c in changes if c.compared and c.base and c.head]
+    if not logs:
+        return None
+    return (math.exp(sum(logs) / len(logs)) - 1.0) * 100.0
+
+
+def regressed(changes: list[ItemChange]) -> list[ItemChange]:
+    return [c for c in changes if c.regressed]
+
+
+def fmt_change(pct: float | None) -> str:
+    """``+1.03 %`` / ``−0.00 %`` (a true minus sign, as the PR comment shows it)."""
+    if pct is None:
+        return "n/a"
+    sign = "+" if pct > 0 else "\u2212"
+    return f"{sign}{abs(pct):.2f} %"

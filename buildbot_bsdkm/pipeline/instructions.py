@@ -1,0 +1,266 @@
+"""Instruction counts of a build: the fixed-work driver built against it, run under Callgrind.
+
+``count_instructions(build, items, settings)`` is the one entry: ``build`` is a userspace build
+directory (``pipeline/build.py``'s, or any configured-and-made wolfSSL tree) or a static
+``libwolfssl.a`` inside one. The driver (``kmod/workload/instr_driver.c``) is compiled with the
+build's ``wolfssl/options.h`` and linked statically against an archive of the build's own
+objects, so it runs exactly the code the variant's benchmark runs (a shared-only build still
+has every object, position-independent, under ``.libs/``). Nothing is rebuilt: the archive and
+the driver are cached under ``<cache>/instructions/<key>/`` by the objects' identity and the
+driver's source.
+
+Valgrind runs the driver once for all items; an item it cannot run (an instruction Valgrind does
+not know: SIGILL, "unhandled instruction") ends that process, is recorded as unmeasurable with
+Valgrind's words, and the items after it are run again in a new process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..perf.instructions import (
+    MEASURED,
+    MISSING,
+    UNMEASURABLE,
+    InstructionCounts,
+    InstructionsError,
+    ItemCount,
+    kept_functions,
+    parse_callgrind,
+    parse_driver_output,
+)
+from ..resources import data_path
+from .errors import real_error
+from .locks import exclusive
+from .proc import run_logged
+
+PROGRAM = "bsdkm-instr"
+MEASURED_FUNCTION = "bsdkm_measure"
+OBJECT_GLOB = "src_libwolfssl_la-*.o"  # automake's per-target object names (libtool: under .libs/)
+DEFAULT_BLOCK = 16384
+
+
+def driver_source() -> Path:
+    return data_path("kmod", "workload", "instr_driver.c")
+
+
+def valgrind_version() -> str | None:
+    exe = shutil.which("valgrind")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+@dataclass(frozen=True)
+class BuiltTree:
+    """A made wolfSSL build directory: its objects and the source it was configured from."""
+
+    build_dir: Path
+    source: Path
+    objects: tuple[Path, ...]
+
+    @classmethod
+    def find(cls, build: Path, source: Path | None = None) -> BuiltTree:
+        build = Path(build)
+        if build.is_file() and build.suffix == ".a":  # <build>/src/.libs/libwolfssl.a
+            build = build.parent.parent.parent
+        if not (build / "wolfssl" / "options.h").is_file():
+            raise real_error("build", "instructions", f"{build}: no wolfssl/options.h (not a configured "
+                             "wolfSSL build directory)", [str(build)])
+        objects = _objects(build)
+        if not objects:
+            raise real_error("build", "instructions", f"{build}: no library objects ({OBJECT_GLOB}): "
+                             "run make there first", [str(build)])
+        return cls(build, source or _srcdir(build), tuple(objects))
+
+    def identity(self) -> str:
+        """Changes whenever an object is rebuilt (or the driver's source changes)."""
+        h = hashlib.sha256(driver_source().read_bytes())
+        for obj in self.objects:
+            st = obj.stat()
+            h.update(f"{obj}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        h.update((self.build_dir / "wolfssl" / "options.h").read_bytes())
+        return h.hexdigest()[:20]
+
+
+def _objects(build: Path) -> list[Path]:
+    """The library's objects, PIC (``.libs/``) ones preferred: one per source file."""
+    pic = sorted(p for p in build.rglob(OBJECT_GLOB) if p.parent.name == ".libs")
+    if pic:
+        return pic
+    return sorted(p for p in build.rglob(OBJECT_GLOB) if p.parent.name != ".libs")
+
+
+def _srcdir(build: Path) -> Path:
+    """The source tree of an out-of-tree build (automake's ``abs_top_srcdir``), else the build itself."""
+    makefile = build / "Makefile"
+    if makefile.is_file():
+        m = re.search(r"^abs_top_srcdir = (.+)$", makefile.read_text(errors="replace"), re.M)
+        if m:
+            return Path(m[1].strip())
+    return build
+
+
+def build_driver(tree: BuiltTree, cache: Path, log: Path | None = None) -> Path:
+    """The static driver for ``tree``, built at most once per object set (cached)."""
+    key = tree.identity()
+    home = cache / "instructions" / key
+    program = home / PROGRAM
+    with exclusive(cache / "locks" / f"instructions-{key}.lock"):
+        if program.is_file():
+            return program
+        home.mkdir(parents=True, exist_ok=True)
+        blog = home / "build.log"
+        blog.write_bytes(b"")
+        archive = home / "libwolfssl-objects.a"
+        archive.unlink(missing_ok=True)
+        steps = [
+            ["ar", "rcs", str(archive), *map(str, tree.objects)],
+            ["gcc", "-static", "-O2", "-Wall", f"-I{tree.build_dir}", f"-I{tree.source}", "-o",
+             str(program) + ".tmp", str(driver_source()), str(archive), "-lm", "-lpthread"],
+        ]
+        for argv in steps:
+            res = run_logged(argv, cwd=home, log=blog, timeout_s=600)
+            if res.exit_code != 0:
+                text = blog.read_text(errors="replace")[-2000:]
+                if log is not None:
+                    with open(log, "a", encoding="utf-8") as out:
+                        out.write(text)
+                raise real_error("build", "instructions", f"{PROGRAM} did not build against {tree.build_dir} "
+                                 f"(see {blog})", [str(blog)])
+        Path(str(program) + ".tmp").replace(program)
+        archive.unlink(missing_ok=True)  # the program is static: the archive is not needed again
+        (home / "build.json").write_text(json.dumps({"build_dir": str(tree.build_dir),
+                                                     "source": str(tree.source)}))
+    return program
+
+
+def item_args(items: Mapping[str, int], block: int = DEFAULT_BLOCK) -> list[str]:
+    return [f"{name}={int(amount)}@{int(block)}" for name, amount in items.items()]
+
+
+_VALGRIND_TROUBLE = (
+    (re.compile(r"unhandled instruction bytes: ([0-9A-Fa-fx ]+)"), "Valgrind cannot run an instruction of "
+     "this code (unhandled instruction bytes {0})"),
+    (re.compile(r"signal 4 \(SIGILL\)"), "Valgrind cannot run this code (SIGILL)"),
+    (re.compile(r"Process terminating with default action of signal (\d+) \((\w+)\)"),
+     "the driver died under Valgrind (signal {0} {1})"),
+)
+
+
+def valgrind_trouble(text: str) -> str | None:
+    """Why Valgrind stopped the driver, in words, or None."""
+    for pattern, words in _VALGRIND_TROUBLE:
+        m = pattern.search(text)
+        if m:
+            return words.format(*(g.strip() for g in m.groups()))
+    return None
+
+
+def count_instructions(build: Path, items: Mapping[str, int], *, block: int = DEFAULT_BLOCK,
+                       keep_functions: int = 40, source: Path | None = None, cache: Path | None = None,
+                       work: Path | None = None, timeout_s: float = 600.0,
+                       log: Path | None = None) -> InstructionCounts:
+    """Count the instructions of each item's fixed work in ``build`` (a build dir or its libwolfssl.a).
+
+    ``items``: benchmark item name -> bytes (symmetric) or operations (asymmetric). Every item
+    named comes back, measured or with the reason it was not (Valgrind missing: every item).
+    StageError when the driver cannot be built.
+    """
+    from .source import cache_root
+
+    started = time.monotonic()
+    version = valgrind_version()
+    if version is None:  # the worker's lack, not the code's: every item says so, none passes
+        why = "valgrind is not installed on this worker (scripts/bootstrap.sh installs it)"
+        return InstructionCounts([ItemCount(n, status=UNMEASURABLE, reason=why) for n in items],
+                                 seconds=time.monotonic() - started)
+    tree = BuiltTree.find(build, source)
+    cache = cache or cache_root()
+    program = build_driver(tree, cache, log)
+    work = work or cache / "instructions" / "runs" / f"{tree.identity()}-{time.time_ns()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    names = list(items)
+    results: dict[str, ItemCount] = {}
+    todo = list(range(len(names)))
+    attempt = 0
+    while todo:
+        attempt += 1
+        args = item_args({names[i]: items[names[i]] for i in todo}, block)
+        measured, dead = _one_process(program, args, work / f"run{attempt}", timeout_s, keep_functions)
+        for pos, count in measured.items():
+            results[names[todo[pos]]] = count
+        if dead is None:
+            break
+        pos, why = dead
+        crashed = names[todo[pos]]
+        results[crashed] = ItemCount(crashed, status=UNMEASURABLE, reason=why)
+        todo = todo[pos + 1:]
+    out = [results.get(n) or ItemCount(n, status=MISSING, reason="the driver printed nothing for it")
+           for n in names]
+    counts = InstructionCounts(out, valgrind=version, seconds=time.monotonic() - started,
+                               program=str(program))
+    if log is not None:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"# {PROGRAM}: {program} against {tree.build_dir}: {len(counts.measured)} of {len(out)} "
+                    f"item(s) counted in {counts.seconds:.1f} s ({version})\n")
+    return counts
+
+
+def _one_process(program: Path, args: list[str], work: Path, timeout_s: float, keep: int
+                 ) -> tuple[dict[int, ItemCount], tuple[int, str] | None]:
+    """One Valgrind process over ``args``: counts by argument position, and where it died (if it did)."""
+    work.mkdir(parents=True, exist_ok=True)
+    out_file = work / "callgrind.out"
+    vlog = work / "valgrind.log"
+    stdout = work / "driver.log"
+    argv = ["valgrind", "--tool=callgrind", f"--toggle-collect={MEASURED_FUNCTION}",
+            f"--dump-after={MEASURED_FUNCTION}", "--compress-strings=no", "--compress-pos=no",
+            f"--callgrind-out-file={out_file}", f"--log-file={vlog}", str(program), *args]
+    res = run_logged(argv, cwd=work, log=stdout, timeout_s=timeout_s, header=False)
+    lines = parse_driver_output(stdout.read_text(errors="replace")).lines
+    counts: dict[int, ItemCount] = {}
+    part = 0
+    for line in lines:
+        pos = line.index - 1
+        if not line.ran:
+            counts[pos] = ItemCount(line.name, status=MISSING, reason=line.reason)
+            continue
+        part += 1
+        path = Path(f"{out_file}.{part}")
+        if line.rc != 0:
+            counts[pos] = ItemCount(line.name, line.kind, line.amount, status=MISSING,
+                                    reason=f"the operation failed (wolfCrypt error {line.rc})")
+            continue
+        try:
+            profile = parse_callgrind(path.read_text(errors="replace"), str(path))
+        except (OSError, InstructionsError) as e:
+            counts[pos] = ItemCount(line.name, line.kind, line.amount, status=MISSING,
+                                    reason=f"no profile: {e}")
+            continue
+        counts[pos] = ItemCount(line.name, line.kind, line.amount, profile.total, MEASURED,
+                                functions=kept_functions(profile.functions, keep))
+    if res.timed_out:
+        why = f"timed out after {timeout_s:g} s under Valgrind"
+    elif res.exit_code != 0 or len(counts) < len(args):
+        why = valgrind_trouble(vlog.read_text(errors="replace") if vlog.is_file() else "") or (
+            f"the driver exited {res.exit_code} under Valgrind (see {vlog})")
+    else:
+        return counts, None
+    died_at = next((i for i in range(len(args)) if i not in counts), None)
+    if died_at is None:  # every item printed, the exit afterwards failed: the counts stand
+        return counts, None
+    return counts, (died_at, why)
