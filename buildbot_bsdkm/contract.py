@@ -32,6 +32,15 @@ BENCHMARKS_PROPERTY = "bsdkm_benchmarks"  # how many benchmark items the run pri
 # a file and the property names that file; a build may carry the document itself instead.
 RESULTS_PATH_PROPERTY = "bsdkm_results_path"
 RESULTS_PROPERTY = "bsdkm_results"  # model.to_json document of the build's runs
+# The gate's triage of the failed checks: {"counts": {"new": 1, "pre-existing": 2}, "blocking": 1,
+# "since": "5.9.2"} (buildbot/summaries.triage_property), read by the commit-status description.
+TRIAGE_PROPERTY = "bsdkm_triage"
+# A PR build of a target that measures no base, with no base outcome recorded yet: it builds and
+# loads the PR's base too, for correctness only (set by FetchSource).
+BASE_CORRECTNESS_PROPERTY = "bsdkm_base_correctness"
+# The base's recorded outcomes, written next to a PR build's run before ``stage gate`` reads them
+# (``{"base_outcomes": [BaseOutcome.to_dict(), ...]}``, oldest first).
+BASE_OUTCOMES_FILE = "base-outcomes.json"
 
 # Set by the bounded-retry build (buildbot/retrying_build.py).
 ATTEMPT_PROPERTY = "bsdkm_attempt_record"  # this build's own attempt (retry_rules.Attempt.to_dict())

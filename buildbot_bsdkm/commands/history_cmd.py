@@ -1,12 +1,16 @@
 """``bsdkm-ci history``: the perf gate's base-branch history in a directory (the CLI's and Action's).
 
-    bsdkm-ci history add --store DIR RESULTS.json [...]   # after a healthy base-branch run
+    bsdkm-ci history add --store DIR RESULTS.json [...]   # after a base-branch run
     bsdkm-ci history show --store DIR [--json FILE]       # runs per fingerprint, drift per item
+    bsdkm-ci history outcomes --store DIR [--json FILE]   # the base's verdicts and failure signatures
 
 ``add`` stores each run under its machine fingerprint (a run without one is refused: history
-must never mix machines). ``compare --history DIR`` reads the same directory. ``show`` lists
-every (fingerprint, target, variant) with its run count and each item's drift (the commit where
-a new level began). Exit 0, 2 unusable input.
+must never mix machines), and records the base outcome of each (target, variant, kernel kind):
+its verdict and the signatures of its failures, judged by the document's own verdict
+(``summary.json``) or else by the default policy, under ``DIR/outcomes/``. ``compare --history DIR``
+reads the same directory. ``show`` lists every (fingerprint, target, variant) with its run count
+and each item's drift (the commit where a new level began), then the base outcomes; ``outcomes``
+lists only those (``--json``: every record, oldest first). Exit 0, 2 unusable input.
 """
 
 from __future__ import annotations
@@ -16,8 +20,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..model import ModelError, RunResult, from_json
+from ..outcome_store import OUTCOMES_DIR, OutcomeDirStore, describe
 from ..perf import drift
 from ..perf.store import DirStore, StoreError, best_series
+from ..policy import PolicyError, Verdict, evaluate, load_policy
+from ..triage.outcomes import outcomes_of
 from .compare_cmd import _read_all
 from .errors import UsageError
 from .junit_cmd import write_text
@@ -36,6 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--store", required=True, metavar="DIR")
     show.add_argument("--window", type=int, default=30, metavar="N", help="newest N runs (default 30)")
     show.add_argument("--json", metavar="FILE", help="also write it as JSON")
+    outs = act.add_parser("outcomes", help="the base branch's verdicts and failure signatures")
+    outs.add_argument("--store", required=True, metavar="DIR")
+    outs.add_argument("--window", type=int, default=10, metavar="N",
+                      help="newest N base builds per kernel kind (default 10)")
+    outs.add_argument("--json", metavar="FILE", help="also write the records as JSON")
     p.set_defaults(func=run)
 
 
@@ -43,6 +56,8 @@ def show(store: DirStore, window: int) -> list[dict[str, Any]]:
     rows = []
     for key in sorted(p for p in store.root.glob("*/*/*") if p.is_dir()):
         fp, target, variant = key.relative_to(store.root).parts
+        if fp == OUTCOMES_DIR:
+            continue
         runs = store.window(fp, target, variant, window)
         drifts = {}
         for name, series in best_series(runs).items():
@@ -54,18 +69,70 @@ def show(store: DirStore, window: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _document_verdict(path: str, runs: list[RunResult]) -> Verdict:
+    """The verdict a results document carries (``summary.json``), else the default policy's."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("verdict"), dict):
+        try:
+            return Verdict.from_dict(doc["verdict"])
+        except ValueError as e:
+            raise UsageError(f"{path}: verdict: {e}") from None
+    try:
+        return evaluate(runs, load_policy(None))
+    except PolicyError as e:
+        raise UsageError(f"default policy: {e}") from None
+
+
+def _read_one(path: str) -> list[RunResult]:
+    try:
+        return from_json(Path(path).read_text(encoding="utf-8"), path)
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot be read: {e}") from None
+    except ModelError as e:
+        raise UsageError(str(e)) from None
+
+
+def outcomes(store: OutcomeDirStore, window: int) -> list[dict[str, Any]]:
+    return [rec for target, variant in store.pairs() for rec in store.window(target, variant, window)]
+
+
+def _print_outcomes(records: list[dict[str, Any]]) -> None:
+    if not records:
+        print("base outcomes: none recorded")
+        return
+    for line in describe(records):
+        print(f"base outcome {line}")
+
+
 def run(args: argparse.Namespace) -> int:
     store = DirStore(Path(args.store))
+    outcome_store = OutcomeDirStore(Path(args.store))
     if args.action == "add":
         runs = _read_all(list(args.results))
         try:
             for r in runs:
                 print(store.add(r, args.commit))
+            for path in args.results:
+                one = _read_one(path)
+                for rec in outcomes_of(one, _document_verdict(path, one), commit=args.commit):
+                    print(outcome_store.add(rec.to_dict()))
         except StoreError as e:
             raise UsageError(str(e)) from None
         return 0
     if args.window < 1:
         raise UsageError(f"--window must be at least 1, got {args.window}")
+    if args.action == "outcomes":
+        try:
+            records = outcomes(outcome_store, args.window)
+        except StoreError as e:
+            raise UsageError(str(e)) from None
+        _print_outcomes(records)
+        if args.json:
+            write_text(args.json, json.dumps(records, indent=2) + "\n")
+        return 0
     try:
         rows = show(store, args.window)
     except StoreError as e:
@@ -74,6 +141,11 @@ def run(args: argparse.Namespace) -> int:
         said = "; ".join(f"{n} {d['change'] * 100:+.1f}% from {d['commit']}" for n, d in r["drift"].items())
         print(f"{r['fingerprint']} {r['target']}/{r['variant']}: {r['runs']} run(s)"
               + (f"; drift: {said}" if said else "; no drift"))
+    try:
+        records = outcomes(outcome_store, 10)
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    _print_outcomes(records)
     if args.json:
         write_text(args.json, json.dumps(rows, indent=2) + "\n")
     return 0
