@@ -254,3 +254,25 @@ def test_client_error_carries_status(github: FakeGitHub) -> None:
     with pytest.raises(GitHubError, match="404") as info:
         reactor_thread.run(lambda: client.get_pull(REPO, 99))
     assert info.value.status == 404 and not info.value.transient
+
+
+def test_comment_arrives_from_a_server_that_closes_every_connection(tmp_path: Path) -> None:
+    # HTTP/1.0, the first two calls 502: the connection a pooled POST would reuse is already closed.
+    fake = FakeGitHub(close_after_answer=True).start()
+    try:
+        fake.fail_next(Fault(502), Fault(502))
+        pub = _publisher(fake, tmp_path)
+        assert reactor_thread.run(lambda: pub.post_status(REPO, SHA, "bsdkm/a/b", "success", "ok"))
+        for n in range(3):
+            assert reactor_thread.run(lambda n=n: pub.upsert_report(REPO, 4, f"report v{n}"), timeout=60)
+        comments = fake.comments_on(4)
+        assert len(comments) == 1 and comments[0]["body"] == f"{REPORT_MARKER}\nreport v2"
+        # Thirty creates in a row, each on a connection the server closes after answering.
+        client = GitHubClient(fake.url, fake.token, policy=FAST)
+        for i in range(30):
+            made = reactor_thread.run(lambda i=i: client.create_comment(REPO, 5, f"n{i}", idempotent=False))
+            assert made.status == 201
+        assert len(fake.comments_on(5)) == 30
+        assert fake.invalid == [] and fake.invalid_responses == []
+    finally:
+        fake.stop()

@@ -16,6 +16,7 @@ import treq
 from twisted.internet import defer, task
 from twisted.internet.interfaces import IReactorTime
 from twisted.python import log
+from twisted.web.client import HTTPConnectionPool
 
 from .backoff import Advice, RetryPolicy, advise
 
@@ -91,6 +92,23 @@ class GitHubClient:
         self.timeout = timeout
         self._clock = clock
         self.sleeps: list[float] = []  # waits taken, for measurements and tests
+        self._pool: HTTPConnectionPool | None = None  # kept-alive connections, for repeatable calls only
+
+    def _pool_for(self, idempotent: bool) -> HTTPConnectionPool:
+        """A request that must not run twice gets a connection of its own: a kept-alive one the
+        server has meanwhile closed fails it after sending, and Twisted re-sends only repeatable
+        methods on a new connection. Repeatable calls share this client's pool."""
+        if not idempotent:
+            return HTTPConnectionPool(self._reactor, persistent=False)
+        if self._pool is None:
+            self._pool = HTTPConnectionPool(self._reactor, persistent=True)
+        return self._pool
+
+    async def _forget_connections(self) -> None:
+        """After a connection-level failure no kept-alive connection is trusted again."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.closeCachedConnections()
 
     @property
     def reactor(self) -> IReactorTime:
@@ -138,6 +156,7 @@ class GitHubClient:
                     headers=self._headers(),
                     timeout=self.timeout,
                     reactor=self._reactor,
+                    pool=self._pool_for(idempotent),
                 )
                 raw = await response.content()
                 status = response.code
@@ -146,6 +165,8 @@ class GitHubClient:
                 error = f"timed out after {self.timeout:.0f} s"
             except Exception as e:  # connection refused/reset, DNS, TLS: all "no response"
                 error = type(e).__name__
+            if status is None:
+                await self._forget_connections()
             advice = advise(self.policy, attempt, status, headers, self._clock(), error)
             if status is not None and 200 <= status < 300:
                 return ApiResponse(status, json.loads(raw) if raw else None, headers)

@@ -75,9 +75,12 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
 
 
 class FakeGitHub:
-    def __init__(self, token: str = "ghp_fake_token_for_tests", validate_responses: bool = True) -> None:
+    def __init__(self, token: str = "ghp_fake_token_for_tests", validate_responses: bool = True,
+                 close_after_answer: bool = False) -> None:
         self.token = token
         self.validate_responses = validate_responses
+        # HTTP/1.0: the connection is closed after every answer, as a server ending idle keep-alives does.
+        self.close_after_answer = close_after_answer
         self.openapi = OpenAPI.from_dict(served_spec())
         self.lock = threading.Lock()
         self.requests: list[Recorded] = []
@@ -98,6 +101,7 @@ class FakeGitHub:
 
         class Handler(_Handler):
             github = fake
+            protocol_version = "HTTP/1.0" if fake.close_after_answer else "HTTP/1.1"
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
