@@ -38,7 +38,7 @@ def _status(passed: bool) -> str:
 
 
 def _verdict_line(verdict: Verdict) -> str:
-    return f"{'✅' if verdict.passed else '❌'} {verdict.summary()}"
+    return verdict.headline()  # the policy's one verdict rule: pass, fail or inconclusive
 
 
 def _failures_block(verdict: Verdict) -> list[Block]:

@@ -39,7 +39,7 @@ def test_junit_on_a_text_log(tmp_path: Path) -> None:
     p = cli("junit", FIXTURES / "noise/accel_r05.txt", "--variant", "aesni-avx", "--target", "userspace",
             "-o", out, "--markdown", md)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("PASS: 4 checks passed")  # complete + 3 required items
+    assert p.stdout.startswith("✅ PASS: 4 checks passed")  # complete + 3 required items
     suites = {s.name: s for s in junitparser.JUnitXml.fromfile(str(out))}
     assert suites["bsdkm.userspace.aesni-avx.benchmark"].tests == 27 + 3
     # accel_r05.txt: "AES-128-GCM-enc  5015 MiB took 1.001 seconds, 5010.149 MiB/s Cycles per byte = 0.49"

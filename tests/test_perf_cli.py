@@ -40,7 +40,7 @@ def test_repeats_of_both_sides_are_judged_together_and_written_as_json(tmp_path:
     p = cli("compare", "--base", *base, "--head", *head, "--json", out)
     assert p.returncode == 1, p.stdout + p.stderr
     doc = json.loads(out.read_text())
-    assert doc["verdict"] == "regression"
+    assert (doc["verdict"], doc["regression"]) == ("fail", True)  # the policy's one word, Verdict.status
     items = {i["name"]: i for i in doc["items"]}
     assert set(items["SHA-256"]) >= FIELDS
     sha = items["SHA-256"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..model import RunResult
 from ..perf import gab
-from ..policy import CheckKind, Verdict, evaluate, fingerprint_problem
+from ..policy import Verdict, evaluate, fingerprint_problem
 from ..report import delta_report
 from .errors import UsageError
 from .junit_cmd import exit_status, read_policy, read_results, write_text
@@ -118,15 +118,8 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
         items += run["items"]
         if run.get("geomean"):
             items.append(run["geomean"])
-    if any(c.kind == CheckKind.REGRESSION and not c.passed for c in verdict.checks):
-        overall = "regression"
-    elif not verdict.passed:
-        overall = "fail"
-    elif any(i["verdict"] == "inconclusive" for i in items):
-        overall = "inconclusive"
-    else:
-        overall = "pass"
-    return {"schema": 1, "verdict": overall, "passed": verdict.passed, "summary": verdict.summary(),
+    return {"schema": 1, "verdict": verdict.status, "regression": bool(verdict.regressions),
+            "inconclusive": len(verdict.inconclusive), "passed": verdict.passed, "summary": verdict.summary(),
             "items": items, "runs": [{k: v for k, v in r.items() if k not in ("items", "geomean")}
                                      for r in verdict.perf],
             "notes": list(verdict.notes)}

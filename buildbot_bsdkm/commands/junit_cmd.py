@@ -5,7 +5,8 @@ Text LOGs are parsed and form one run (``--variant`` on ``--target``). A LOG end
 its own runs with their own variant and target names, so several variants can be gated
 together, e.g. for the speedup gates: ``bsdkm-ci junit aesni.json noasm.json -o junit.xml``.
 
-Exit 0 every check passed, 1 a test or threshold failed, 2 unusable input.
+Exit 0 every check passed (the verdict may be INCONCLUSIVE: gated items went unjudged), 1 a test
+or threshold failed (or items went unjudged under ``perf.inconclusive: fail``), 2 unusable input.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def write_text(path: str, text: str) -> None:
 
 
 def print_verdict(verdict: Verdict) -> None:
-    print(verdict.summary())
+    print(verdict.headline())
     for note in verdict.notes:
         print(f"  note: {note}")
     for c in verdict.failures:
@@ -104,4 +105,5 @@ def print_verdict(verdict: Verdict) -> None:
 
 
 def exit_status(verdict: Verdict) -> int:
-    return EXIT_OK if verdict.passed else EXIT_FAILED
+    """0 unless a check failed, or the policy fails unjudged items (``Verdict.accepted``)."""
+    return EXIT_OK if verdict.accepted else EXIT_FAILED

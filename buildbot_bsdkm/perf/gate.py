@@ -50,6 +50,9 @@ VERDICTS = (REGRESSION, IMPROVEMENT, UNCHANGED, INCONCLUSIVE)
 
 GEOMEAN = "geomean"
 
+# bench/gross_bound.py on the learning recordings (policies/default.yml, "gross_ratio").
+GROSS_RATIO = 13.5
+
 
 class PerfInputError(ValueError):
     """Numbers the gate cannot use (non-finite, zero or negative); the message names the item."""
@@ -83,6 +86,10 @@ class Settings:
     # (the config's ``benchmark.max_repeats`` at most). The verdict is the last look's, on every
     # round; items still unable to resolve ``detect_pct`` stay inconclusive.
     resolve_pct: float = 10.0
+    # The gross bound: a ratio between the sides beyond any two healthy runs of one item ever recorded
+    # here (with a margin) is a regression or an improvement at any repeat count, 1 vs 1 included.
+    # Learned by bench/gross_bound.py (policies/default.yml states the value and its source); None: off.
+    gross_ratio: float | None = GROSS_RATIO
 
 
 @dataclass(frozen=True)
@@ -268,12 +275,13 @@ def _judge(s: _Sample, settings: Settings, z: float, prior: tuple[float, float] 
     d = (mh - mb) - (s.bias_head - s.bias_base)
     res.change = math.expm1(d)
     res.base_median, res.head_median = math.exp(mb), math.exp(mh)
+    gross = math.log(settings.gross_ratio) if settings.gross_ratio else math.inf
     if min(nb, nh) < settings.min_repeats:
         res.reason = f"{nb} base / {nh} head repeat(s): fewer than the {settings.min_repeats} required"
-        return res
+        return _gross(res, d, gross, settings)
     if not s.se_base or not s.se_head:
         res.reason = "no spread known: give more repeats or --history"
-        return res
+        return _gross(res, d, gross, settings)
     dof = max(0, len(s.pool) - 2)
     se_b, se_h = s.se_base, s.se_head
     if prior is not None:
@@ -282,7 +290,8 @@ def _judge(s: _Sample, settings: Settings, z: float, prior: tuple[float, float] 
     se = math.sqrt(se_b * se_b + se_h * se_h)
     res.se = se
     floor = -math.log1p(-s.rule.floor_pct / 100.0) if s.rule.floor_pct < 100 else math.inf
-    limit = max(z * settings.tail * se, floor)
+    # However noisy the item, a change beyond anything noise has produced is not noise.
+    limit = min(max(z * settings.tail * se, floor), gross)
     mdc = max(limit + stats.z_one_sided(settings.power) * se, floor)
     res.limit = -math.expm1(-limit)
     res.min_detectable = -math.expm1(-mdc)
@@ -296,6 +305,18 @@ def _judge(s: _Sample, settings: Settings, z: float, prior: tuple[float, float] 
                       f"above the {s.rule.detect_pct:g}% it must resolve")
     else:
         res.verdict = UNCHANGED
+    return res
+
+
+def _gross(res: ItemResult, d: float, gross: float, settings: Settings) -> ItemResult:
+    """An item too thinly measured for a learned limit: judged by the gross bound alone."""
+    if abs(d) <= gross:
+        return res
+    res.verdict = REGRESSION if d < 0 else IMPROVEMENT
+    res.limit = -math.expm1(-gross)
+    res.reason = (f"{math.exp(abs(d)):.1f}x {'slower' if d < 0 else 'faster'}: beyond the gross bound "
+                  f"{settings.gross_ratio:g}x (no two healthy runs were ever this far apart), "
+                  "at any repeat count")
     return res
 
 

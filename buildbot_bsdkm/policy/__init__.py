@@ -30,7 +30,11 @@ A policy file (see ``policies/default.yml`` for the documented default) holds:
                 ``window``, ``prior_dof``, ``power``, ``clock_tolerance`` (see ``policies/default.yml``),
                 ``confirm`` (re-measure a regression's base and head before failing, ``perf/confirm.py``),
                 ``resolve_pct`` (measure more rounds, up to the config's ``benchmark.max_repeats``,
-                while an item cannot resolve a drop this big, ``perf/extend.py``), ``reduce``, ``center``.
+                while an item cannot resolve a drop this big, ``perf/extend.py``), ``reduce``, ``center``,
+                ``gross_ratio`` (a change beyond this ratio fails at any repeat count, 1 vs 1 included:
+                the widest healthy ratio recorded, with a margin, ``bench/gross_bound.py``) and
+                ``inconclusive`` (``pass``: unjudged gated items make the verdict INCONCLUSIVE with
+                exit status 0; ``fail``: exit status 1).
 ``speedups``    minimum ratio accelerated / software variant on the same target.
 ``crossovers``  offload-vs-software comparison across block sizes; reports the crossover block
                 size and can require it to be at most ``max_block`` bytes. With ``paths: true`` it

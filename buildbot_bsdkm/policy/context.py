@@ -18,7 +18,7 @@ class Evaluation:
         self.policy = policy
         self.baseline = baseline
         self.history = history or []
-        self.verdict = Verdict(policy_source=policy.source)
+        self.verdict = Verdict(policy_source=policy.source, inconclusive_fails=policy.inconclusive == "fail")
 
     def add(self, run: RunResult, name: str, kind: CheckKind | str, passed: bool, message: str,
             **kw: Any) -> None:

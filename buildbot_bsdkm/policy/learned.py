@@ -275,7 +275,7 @@ def perf_message(name: str, r: perf_gate.ItemResult, metric: str) -> str:
     what = " (cycles)" if metric == CYCLES else ""
     if r.change is None:
         return f"{name}: {r.verdict}: {r.reason}"
-    if r.limit is None:
+    if r.limit is None or r.min_detectable is None:  # no learned limit (the gross bound, or none)
         return (f"{name}{what}: {_pct(r.change)} over {r.n_base} vs {r.n_head} repeats: "
                 f"{r.verdict}: {r.reason}")
     text = (f"{name}{what}: {_pct(r.change)} (interval {_pct(r.ci_low)} .. {_pct(r.ci_high)}; "

@@ -113,6 +113,7 @@ class Policy:
     kernel: kernel_health.KernelRules = field(default_factory=kernel_health.KernelRules)
     perf: perf_gate.Settings = field(default_factory=perf_gate.Settings)
     clock_tolerance: float = perf_clock.TOLERANCE
+    inconclusive: str = "pass"  # perf.inconclusive: "fail" makes unjudged gated items fail the exit status
 
 # ---------------------------------------------------------------------------
 # Loading
@@ -246,9 +247,11 @@ def _read_list(at: At, read: Callable[[At], Any]) -> list:
 
 _PERF_KEYS = {"alpha": float, "tail": float, "min_repeats": int, "min_history": int, "window": int,
               "prior_dof": float, "power": float, "clock_tolerance": float, "reduce": str, "bootstrap": int,
-              "confirm": bool, "center": str, "resolve_pct": float}
+              "confirm": bool, "center": str, "resolve_pct": float,
+              "gross_ratio": float, "inconclusive": str}
 # The choices of the str keys: how a side is reduced, and what a repeat's deviation is measured from.
-_PERF_CHOICES = {"reduce": ("median", "best", "second"), "center": ("auto", "median", "best", "second")}
+_PERF_CHOICES = {"reduce": ("median", "best", "second"), "center": ("auto", "median", "best", "second"),
+                 "inconclusive": ("pass", "fail")}
 
 
 def _read_perf(at: At, policy: Policy) -> None:
@@ -268,6 +271,10 @@ def _read_perf(at: At, policy: Policy) -> None:
             if name in ("alpha", "power") and not v < 1:
                 raise f[name].error(f"must be below 1, not {v:g}")
             values[name] = v
+    if "gross_ratio" in values and not values["gross_ratio"] > 1:
+        raise f["gross_ratio"].error(
+            f"must be above 1 (a ratio between two runs), not {values['gross_ratio']:g}")
+    policy.inconclusive = values.pop("inconclusive", policy.inconclusive)
     tolerance = values.pop("clock_tolerance", None)
     if tolerance is not None:
         policy.clock_tolerance = tolerance
