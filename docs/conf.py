@@ -1,0 +1,23 @@
+"""Sphinx configuration of the bsdkm-ci docs (MyST Markdown, Buildbot's toolchain)."""
+
+import sys
+from pathlib import Path
+
+here = Path(__file__).resolve().parent
+sys.path[:0] = [str(here / "_ext"), str(here.parent)]
+
+project = "bsdkm-ci"
+author = "wolfSSL"
+copyright = "wolfSSL Inc."  # noqa: A001 (Sphinx's own name)
+
+extensions = ["myst_parser", "cli_reference"]
+source_suffix = {".md": "markdown"}
+myst_enable_extensions = ["deflist", "colon_fence"]
+# Anchors for headings down to ####, so a page can link to another page's section.
+myst_heading_anchors = 4
+root_doc = "index"
+exclude_patterns = ["_build", "_ext", "README.md"]
+nitpicky = True
+html_theme = "alabaster"
+html_static_path = ["_static"]
+html_title = "bsdkm-ci"
