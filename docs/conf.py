@@ -18,6 +18,8 @@ myst_heading_anchors = 4
 root_doc = "index"
 exclude_patterns = ["_build", "_ext", "README.md"]
 nitpicky = True
+# Code blocks without a language are shell or output, never Python.
+highlight_language = "text"
 html_theme = "alabaster"
 html_static_path = ["_static"]
 html_title = "bsdkm-ci"

@@ -7,6 +7,8 @@ read from ``buildbot_bsdkm.cli.build_parser()`` at build time.
 from __future__ import annotations
 
 import argparse
+import os
+import textwrap
 from collections.abc import Iterator
 
 from docutils import nodes
@@ -53,14 +55,60 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
     return rows
 
 
+def _literal(text: str) -> nodes.literal_block:
+    block = nodes.literal_block(text=text)
+    block["language"] = "text"  # usage lines are not Python: no lexer warnings
+    return block
+
+
+def _inline(text: str) -> list[nodes.Node]:
+    """Docstring-style ``code`` as literals, the rest as text."""
+    parts = text.split("``")
+    return [nodes.literal(text=p) if i % 2 else nodes.Text(p) for i, p in enumerate(parts) if p]
+
+
+def _prose(text: str) -> list[nodes.Node]:
+    """A help text as --help shows it: indented lines are examples (literal), the rest paragraphs."""
+    out: list[nodes.Node] = []
+    for para in textwrap.dedent(text).strip().split("\n\n"):
+        prose: list[str] = []
+        example: list[str] = []
+        for line in para.splitlines() + [""]:
+            if line.startswith("    "):
+                if prose:
+                    out.append(nodes.paragraph("", "", *_inline(" ".join(" ".join(prose).split()))))
+                    prose = []
+                example.append(line[4:])
+                continue
+            if example:
+                out.append(_literal("\n".join(example)))
+                example = []
+            if line.strip():
+                prose.append(line)
+        if prose:
+            out.append(nodes.paragraph("", "", *_inline(" ".join(" ".join(prose).split()))))
+    return out
+
+
 class CliReference(Directive):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
         from buildbot_bsdkm.cli import build_parser
 
-        top = build_parser()
-        out: list[nodes.Node] = [nodes.literal_block(text=top.format_usage().strip())]
+        # argparse wraps usage to the terminal: a fixed width keeps the page the same everywhere.
+        saved = os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "100"
+        try:
+            return self._build(build_parser())
+        finally:
+            if saved is None:
+                del os.environ["COLUMNS"]
+            else:
+                os.environ["COLUMNS"] = saved
+
+    def _build(self, top: argparse.ArgumentParser) -> list[nodes.Node]:
+        out: list[nodes.Node] = [_literal(top.format_usage().strip())]
         for name, summary, sub in subcommands(top):
             out.append(self._section(f"{top.prog} {name}", summary, sub))
         return out
@@ -73,13 +121,9 @@ class CliReference(Directive):
         section += nodes.title(text=title)
         if summary:
             section += nodes.paragraph(text=summary[:1].upper() + summary[1:] + ".")
-        section += nodes.literal_block(text=parser.format_usage().strip())
+        section += _literal(parser.format_usage().strip())
         if parser.description:
-            for para in parser.description.strip().split("\n\n"):
-                if para.startswith("    "):
-                    section += nodes.literal_block(text="\n".join(s[4:] for s in para.splitlines()))
-                else:
-                    section += nodes.paragraph(text=" ".join(para.split()))
+            section.extend(_prose(parser.description))
         rows = _argument_rows(parser)
         if rows:
             dl = nodes.definition_list()
@@ -90,7 +134,7 @@ class CliReference(Directive):
                 dl += item
             section += dl
         if parser.epilog:
-            section += nodes.paragraph(text=" ".join(parser.epilog.split()))
+            section.extend(_prose(parser.epilog))
         for name, sub_summary, sub in subcommands(parser):
             section += self._section(f"{title} {name}", sub_summary, sub)
         return section
