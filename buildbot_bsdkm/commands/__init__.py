@@ -11,6 +11,7 @@ import argparse
 
 from . import (
     action,
+    bisect_cmd,
     compare_cmd,
     history_cmd,
     junit_cmd,
@@ -23,7 +24,7 @@ from . import (
 
 # Every subcommand, in the order ``bsdkm-ci --help`` lists them.
 SUBCOMMANDS = (parse_cmd, junit_cmd, compare_cmd, run_cmd, main_cmd, stage_cmd, action, release_cmd,
-               history_cmd)
+               history_cmd, bisect_cmd)
 
 
 def register_all(sub: argparse._SubParsersAction) -> None:
