@@ -16,6 +16,7 @@ from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
 from . import kernel_health as kh
+from .instructions_report import instruction_blocks
 from .model import LogFormat, RunResult
 from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
 from .policy import Check, CheckKind, Verdict, fmt_num, measure
@@ -168,6 +169,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
     blocks += _speedup_blocks(verdict) + _crossover_blocks(verdict)
     blocks += offload_blocks(runs, verdict)  # AF_ALG / devcrypto paths by block size (offload.py)
     blocks += perf_blocks(verdict)
+    blocks += instruction_blocks(runs, verdict)  # counted instructions beside the clock's
     blocks += _benchmark_blocks(runs, verdict)
     blocks += _retry_blocks(retries)
     source = _source_line(runs)

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import Config
 from ..perf.instructions import (
     MEASURED,
     MISSING,
@@ -264,3 +266,82 @@ def _one_process(program: Path, args: list[str], work: Path, timeout_s: float, k
     if died_at is None:  # every item printed, the exit afterwards failed: the counts stand
         return counts, None
     return counts, (died_at, why)
+
+
+def counts_for(config: Config, build_dir: Path, log: Path | None = None,
+               say: Callable[[str], None] | None = None) -> InstructionCounts | None:
+    """The policy's workload (``instructions.items``) counted in a made build; None when it names none.
+
+    A driver that does not build is no stage failure (the wall-clock benchmark still ran): every
+    item is then recorded as not counted, with the reason.
+    """
+    from ..policy import load_policy
+    from .errors import StageError
+    from .source import cache_root
+
+    settings = load_policy(config.policy).instructions
+    if not settings.enabled:
+        return None
+    try:
+        counts = count_instructions(build_dir, settings.items, block=settings.block_bytes,
+                                    cache=cache_root(config), timeout_s=config.timeout("benchmark"), log=log)
+    except StageError as e:
+        counts = InstructionCounts([ItemCount(n, status=UNMEASURABLE, reason=e.failure.message)
+                                    for n in settings.items])
+    if say is not None:
+        missing = [f"{i.name}: {i.reason}" for i in counts.not_measured]
+        say(f"instructions: {len(counts.measured)} of {len(counts.items)} item(s) counted in "
+            f"{counts.seconds:.1f} s" + (f" (not counted: {'; '.join(missing)})" if missing else ""))
+    return counts
+
+
+def rebuilt_with(build: Path, changes: Mapping[str, str], dest: Path, *, jobs: int = 2,
+                 timeout_s: float = 1800.0, log: Path | None = None) -> Path:
+    """A copy of the made build ``build`` whose source has ``changes`` (path in the tree -> new text),
+    made again incrementally: only what the changed files feed is recompiled, by the build's own
+    Makefiles and flags. Returns the new build directory (``dest/build``).
+
+    For measuring a source change without a full build (a planted change, two adjacent commits):
+    the source is ``dest/src``, hard links to the original's files except the changed ones, so the
+    original tree is never written; the build directory is copied and its paths moved to the copy.
+    """
+    tree = BuiltTree.find(build)
+    src, new_build = dest / "src", dest / "build"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    shutil.copytree(tree.source, src, symlinks=True, copy_function=_link_or_copy)
+    for rel, text in changes.items():
+        target = src / rel
+        if not target.resolve().is_relative_to(src.resolve()):
+            raise ValueError(f"{rel}: not a path inside the source tree")
+        target.unlink(missing_ok=True)  # a hard link: the original file must stay as it was
+        target.write_text(text)
+    shutil.copytree(tree.build_dir, new_build, symlinks=True)
+    moves = [(str(tree.source), str(src)), (str(tree.build_dir), str(new_build))]
+    for path in new_build.rglob("*"):
+        if not path.is_file() or path.suffix in (".o", ".a", ".so") or path.is_symlink():
+            continue
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        moved = text
+        for old, new in moves:
+            moved = moved.replace(old, new)
+        if moved != text:
+            st = path.stat()
+            path.write_text(moved)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # make must not see a changed Makefile
+    blog = log or dest / "build.log"
+    res = run_logged(["make", f"-j{jobs}", "src/libwolfssl.la"], cwd=new_build, log=blog, timeout_s=timeout_s)
+    if res.exit_code != 0:
+        raise real_error("build", "compile-error", f"the changed source did not build (see {blog})",
+                         [str(blog)])
+    return new_build
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)

@@ -25,6 +25,7 @@ class CheckKind(StrEnum):
     CROSSOVER = "crossover"
     OFFLOAD = "offload"  # the registered driver AF_ALG / the crypto framework used (policy/paths.py)
     KERNEL = "kernel"  # kernel-trouble records (kernel_health.py)
+    INSTRUCTIONS = "instructions"  # counted instructions of a fixed workload, 1 vs 1 (policy/instructions.py)
 
 
 # The older names, kept for the modules that import them.

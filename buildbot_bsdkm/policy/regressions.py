@@ -7,6 +7,8 @@ import math
 from ..model import RunResult
 from .checks import GEOMEAN_PREFIX, CheckKind
 from .context import Evaluation
+from .instruction_settings import INSTRUCTIONS
+from .instructions import instruction_regressions, instruction_rules
 from .learned import learned_regressions
 from .measure import (
     PER_SECOND,
@@ -26,10 +28,17 @@ from .rules import RegressionRule
 
 
 def regressions(ev: Evaluation) -> None:
-    """The learned-limit rules (``learned.py``), then the fixed ones against the baseline."""
+    """The learned-limit rules (``learned.py``), the fixed ones against the baseline, then the counted
+    instructions (``metric: instructions``, ``instructions.py``: after the clock's, to compare)."""
     if any(r.limit == "learned" for r in ev.policy.regressions):
         learned_regressions(ev)
-    if not any(r.limit == "fixed" for r in ev.policy.regressions):
+    _clock_regressions(ev)
+    instruction_regressions(ev)
+
+
+def _clock_regressions(ev: Evaluation) -> None:
+    counted = instruction_rules(ev.policy.regressions)
+    if not any(r.limit == "fixed" and r not in counted for r in ev.policy.regressions):
         return
     if ev.baseline is None:
         ev.note("no baseline given: regression gates were not evaluated")
@@ -41,13 +50,14 @@ def regressions(ev: Evaluation) -> None:
             continue
         _item_regressions(ev, run, base)
         for rule in ev.policy.regressions:
-            if rule.aggregate == "geomean" and rule.limit == "fixed" and rule.scope.covers(run):
+            if (rule.aggregate == "geomean" and rule.limit == "fixed" and rule.scope.covers(run)
+                    and rule not in counted):
                 _geomean_regression(ev, run, rule, base)
 
 
 def _item_regressions(ev: Evaluation, run: RunResult, base: Baseline) -> None:
-    item_rules = [r for r in ev.policy.regressions
-                  if r.aggregate == "item" and r.limit == "fixed" and r.scope.covers(run)]
+    item_rules = [r for r in ev.policy.regressions if r.aggregate == "item" and r.limit == "fixed"
+                  and r.scope.covers(run) and r.metric != INSTRUCTIONS]
     rule_of: dict[str, RegressionRule | None] = {}  # pattern matching once per distinct name
     for item in items_of(run):
         name = item.bench.name

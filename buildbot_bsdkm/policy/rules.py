@@ -18,6 +18,7 @@ from ..perf import clock as perf_clock
 from ..perf import gate as perf_gate
 from ..resources import default_policy_path
 from ..yaml_reader import At, LocatedError, compose, node_kind, read_text
+from .instruction_settings import INSTRUCTIONS, InstructionSettings, read_instruction_settings
 
 DEFAULT_POLICY_PATH = default_policy_path()  # policies/default.yml as package data (checkout or wheel)
 
@@ -113,6 +114,7 @@ class Policy:
     kernel: kernel_health.KernelRules = field(default_factory=kernel_health.KernelRules)
     perf: perf_gate.Settings = field(default_factory=perf_gate.Settings)
     clock_tolerance: float = perf_clock.TOLERANCE
+    instructions: InstructionSettings = field(default_factory=InstructionSettings)  # the counted workload
     inconclusive: str = "pass"  # perf.inconclusive: "fail" makes unjudged gated items fail the exit status
 
 # ---------------------------------------------------------------------------
@@ -140,7 +142,7 @@ def glob_problem(pattern: str) -> str | None:
 
 
 _TOP_KEYS = ("version", "metric", "selftests", "complete", "required", "floors", "regressions",
-             "speedups", "crossovers", "perf", "kernel")  # kernel: kernel_health.py's gate
+             "speedups", "crossovers", "perf", "kernel", "instructions")  # kernel: kernel_health.py's gate
 _SCOPE_KEYS = ("pattern", "variants", "targets")
 
 
@@ -194,6 +196,9 @@ def _read_regression(at: At) -> RegressionRule:
     f = at.mapping((*_SCOPE_KEYS, "max_pct", "metric", "aggregate", "limit", "detect_pct"))
     at.require(f, "pattern", "max_pct")
     limit = f["limit"].choice(("fixed", "learned")) if "limit" in f else "fixed"
+    counted = "metric" in f and f["metric"].scalar() == INSTRUCTIONS
+    if counted and limit == "learned":  # a count does not scatter: there is no noise to learn
+        raise f["limit"].error("metric: instructions takes a fixed limit (max_pct), not 'learned'")
     if "detect_pct" in f and limit != "learned":
         raise f["detect_pct"].error("only goes with 'limit: learned'")
     return RegressionRule(
@@ -202,7 +207,7 @@ def _read_regression(at: At) -> RegressionRule:
         pattern=_glob(f["pattern"]),
         max_pct=_number(f["max_pct"]),
         scope=_scope(f),
-        metric=_metric(f),
+        metric=INSTRUCTIONS if counted else _metric(f),
         aggregate=f["aggregate"].choice(("item", "geomean")) if "aggregate" in f else "item",
     )
 
@@ -311,6 +316,8 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
         policy.kernel = kernel_health.read_rules(f["kernel"])
     if "perf" in f:
         _read_perf(f["perf"], policy)
+    if "instructions" in f:
+        policy.instructions = read_instruction_settings(f["instructions"])
     return policy
 
 

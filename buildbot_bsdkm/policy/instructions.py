@@ -1,0 +1,161 @@
+"""``metric: instructions``: regression gates on counted instructions, one run a side.
+
+A run counted with the fixed-work driver carries ``metadata["instructions"]``
+(``perf/instructions.py``). Its base is the baseline's run of the same (target, variant) (the
+base build measured next to it, or a baseline file); without one, the newest history run that
+has counts. A count does not scatter (the same binary counts the same instructions every run),
+so a fixed limit judges it at 1 vs 1: no repeats, no learned noise.
+
+Each item gets a check (kind ``instructions``) with its count per byte or operation, base and
+head, and in ``detail`` the functions whose own counts changed most. An item that could not be
+counted on a side is no check, never a pass: a note says which and why. Where the wall-clock
+gate judged the same item a regression while the count stayed within its limit, a note says the
+two disagree (a memory or microarchitecture effect the count cannot see).
+"""
+
+from __future__ import annotations
+
+from ..model import RunResult
+from ..perf.instructions import (
+    InstructionCounts,
+    ItemChange,
+    compare_item,
+    counts_of,
+    fmt_change,
+    geomean_change,
+)
+from .checks import GEOMEAN_PREFIX, CheckKind, Verdict
+from .context import Evaluation
+from .instruction_settings import INSTRUCTIONS
+from .measure import matches
+from .rules import RegressionRule
+
+NAME_PREFIX = "instructions:"  # a check's name: "instructions:<item>" / "instructions:geomean:<pattern>"
+
+
+def instruction_rules(rules: list[RegressionRule]) -> list[RegressionRule]:
+    return [r for r in rules if r.metric == INSTRUCTIONS]
+
+
+def instruction_regressions(ev: Evaluation) -> None:
+    rules = instruction_rules(ev.policy.regressions)
+    if not rules:
+        return
+    for run in ev.runs:
+        covering = [r for r in rules if r.scope.covers(run)]
+        if covering:
+            _gate_run(ev, run, covering)
+
+
+def base_counts(ev: Evaluation, run: RunResult) -> tuple[InstructionCounts | None, str]:
+    """The counts ``run`` is compared with, and where they came from."""
+    same = [r for r in ev.baseline or [] if r.target == run.target and r.variant == run.variant]
+    for r in same:
+        counts = counts_of(r.metadata)
+        if counts is not None:
+            return counts, "base"
+    for r in reversed(ev.history):
+        if r.target == run.target and r.variant == run.variant:
+            counts = counts_of(r.metadata)
+            if counts is not None:
+                return counts, "history"
+    return None, ""
+
+
+def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> None:
+    label = f"{run.target}/{run.variant}"
+    head = counts_of(run.metadata)
+    base, origin = base_counts(ev, run)
+    if head is None:
+        if base is not None:
+            ev.note(f"{label}: the base has instruction counts, this run none: "
+                    "instruction gates not evaluated")
+        return
+    if base is None:
+        ev.note(f"{label}: no base instruction counts (no base run or history with them): "
+                "instruction gates not evaluated")
+        return
+    if origin == "history":
+        ev.note(f"{label}: instruction counts compared with the newest history run that has them")
+    top = ev.policy.instructions.top_functions
+    item_rules = [r for r in rules if r.aggregate == "item"]
+    names = [i.name for i in head.items] + [i.name for i in base.items if head.item(i.name) is None]
+    changes: list[ItemChange] = []
+    clock = clock_changes(ev.verdict, run)  # the wall-clock gates ran first: their change beside ours
+    unjudged: list[str] = []
+    for name in names:
+        rule = next((r for r in item_rules if matches(name, r.pattern)), None)
+        limit = rule.max_pct if rule is not None else 0.0
+        change = compare_item(base.item(name), head.item(name), limit, name=name, top=top)
+        changes.append(change)
+        if not change.compared:
+            unjudged.append(f"{name} ({change.reason})")
+            continue
+        if rule is None:
+            continue
+        _item_check(ev, run, rule, change, clock.get(name))
+    for rule in rules:
+        if rule.aggregate == "geomean":
+            _geomean_check(ev, run, rule, [c for c in changes if matches(c.name, rule.pattern)])
+    if unjudged:
+        ev.note(f"{label}: {len(unjudged)} item(s) not counted (not judged, not passed): "
+                f"{'; '.join(unjudged)}")
+    _note_disagreements(ev, run, changes)
+
+
+def _item_check(ev: Evaluation, run: RunResult, rule: RegressionRule, change: ItemChange,
+                clock_pct: float | None) -> None:
+    assert change.change_pct is not None and change.base is not None and change.head is not None
+    ok = not change.regressed
+    msg = (f"{change.name}: {change.head:.4g} {change.unit}, {fmt_change(change.change_pct)} against "
+           f"the base {change.base:.4g} (limit +{rule.max_pct:g} %, counted, 1 vs 1)")
+    if not ok and change.functions:
+        msg += "; most changed: " + ", ".join(
+            f"{f.name} {fmt_change(f.change_pct) if f.change_pct is not None else 'new'}"
+            for f in change.functions[:3])
+    ev.add(run, NAME_PREFIX + change.name, CheckKind.INSTRUCTIONS, ok, msg, value=change.head,
+           unit=change.unit, baseline=change.base, delta_pct=round(change.change_pct, 4),
+           threshold=rule.max_pct, metric=INSTRUCTIONS,
+           detail={"item": change.name, "functions": [f.to_dict() for f in change.functions],
+                   "clock_change_pct": None if clock_pct is None else round(clock_pct, 2)})
+
+
+def _geomean_check(ev: Evaluation, run: RunResult, rule: RegressionRule, changes: list[ItemChange]) -> None:
+    change = geomean_change(changes)
+    if change is None:
+        return
+    n = sum(1 for c in changes if c.compared)
+    ok = change <= rule.max_pct
+    msg = (f"geometric mean instruction count of {n} item(s) matching {rule.pattern!r}: {fmt_change(change)} "
+           f"against the base (limit +{rule.max_pct:g} %)")
+    ev.add(run, f"{NAME_PREFIX}{GEOMEAN_PREFIX}{rule.pattern}", CheckKind.INSTRUCTIONS, ok, msg,
+           value=round(change, 4), unit="%", delta_pct=round(change, 4), threshold=rule.max_pct,
+           metric=INSTRUCTIONS, detail={"items": n})
+
+
+def _note_disagreements(ev: Evaluation, run: RunResult, changes: list[ItemChange]) -> None:
+    """Wall-clock slower where the count is flat: said, since only the clock can see it."""
+    slower = {c.name for c in ev.verdict.checks
+              if c.kind == CheckKind.REGRESSION and not c.passed and not c.error
+              and c.variant == run.variant and c.target == run.target}
+    for change in changes:
+        if change.name in slower and change.compared and not change.regressed:
+            ev.note(f"{run.target}/{run.variant}: {change.name} is slower by the clock but its instruction "
+                    f"count is flat ({fmt_change(change.change_pct)}): a memory or microarchitecture "
+                    "effect the count cannot see (or the worker's noise)")
+
+
+def clock_changes(verdict: Verdict, run: RunResult) -> dict[str, float]:
+    """The wall-clock change of each item (learned gate's, in %; negative = slower), where judged."""
+    out: dict[str, float] = {}
+    for entry in verdict.perf:
+        if entry.get("target") != run.target or entry.get("variant") != run.variant:
+            continue
+        for item in entry.get("items") or []:
+            if isinstance(item.get("change"), int | float):
+                out[str(item["name"])] = float(item["change"]) * 100.0
+    for c in verdict.checks:  # fixed-limit wall-clock gates
+        if c.kind == CheckKind.REGRESSION and c.target == run.target and c.variant == run.variant \
+                and c.delta_pct is not None and not c.is_geomean and c.metric == "per_second":
+            out.setdefault(c.name, c.delta_pct)
+    return out
