@@ -17,6 +17,7 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from .resources import default_config_path as packaged_config_path
 from .targets import FREEBSD_NAMES
 from .targets import NAMES as TARGET_NAMES
+from .triage.known import KnownIssues, read_known_issues
 from .yaml_reader import At, LocatedDict, LocatedError, compose, opt, read_text
 
 # The stages a ``timeouts:`` key may name (DEFAULT_TIMEOUTS); pipeline/stages.STAGES are the CLI's.
@@ -208,6 +209,7 @@ class Config:
     www: dict[str, Any] = field(default_factory=dict)  # web UI auth + public URL (buildbot/www_security.py)
     freebsd: FreeBSDConfig = field(default_factory=FreeBSDConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
+    known_issues: KnownIssues = field(default_factory=KnownIssues)  # triage/known.py
     path: Path | None = None  # the file this came from
 
     def timeout(self, stage: str) -> float:
@@ -487,6 +489,7 @@ TOP_KEYS = (
     "www",
     "freebsd",
     "release",
+    "known_issues",
 )
 
 
@@ -517,6 +520,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         www=opt(m, "www", At.plain, {}),
         freebsd=_freebsd(m["freebsd"], base) if "freebsd" in m else FreeBSDConfig(),
         release=_release(m["release"]) if "release" in m else ReleaseConfig(),
+        known_issues=read_known_issues(m["known_issues"], base) if "known_issues" in m else KnownIssues(),
         path=Path(source) if source != "<config>" else None,
     )
 

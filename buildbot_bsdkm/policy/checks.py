@@ -116,6 +116,7 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     policy_source: str = "<default>"
     perf: list[dict[str, Any]] = field(default_factory=list)  # learned-limit gate, one entry per run
+    triage: dict[str, Any] = field(default_factory=dict)  # triage/classify.py: fixed, known issues
     # The policy's ``perf.inconclusive: fail``: unjudged gated items make the verdict unacceptable.
     inconclusive_fails: bool = False
 
@@ -213,6 +214,7 @@ class Verdict:
             "notes": list(self.notes),
             "checks": [c.to_dict() for c in self.checks],
             "perf": list(self.perf),
+            "triage": dict(self.triage),
         }
 
     @classmethod
@@ -228,5 +230,6 @@ class Verdict:
             notes=[str(n) for n in d.get("notes") or []],
             policy_source=str(d.get("policy", "<default>")),
             perf=[dict(p) for p in perf if isinstance(p, Mapping)],
+            triage=dict(d["triage"]) if isinstance(d.get("triage"), Mapping) else {},
             inconclusive_fails=d.get("inconclusive_fails") is True,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..model import RunResult
 from ..targets import FACTS as TARGET_FACTS
 from ..targets import perf_ungated
+from ..triage.classify import TriageInputs, classify
 from .checks import Check, CheckKind, Verdict
 from .comparisons import crossover, speedup
 from .context import Evaluation
@@ -17,14 +18,16 @@ NO_CHECKS = "the gate evaluated 0 checks (no results, or a policy that checks no
 
 
 def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | None = None,
-             history: list[RunResult] | None = None) -> Verdict:
+             history: list[RunResult] | None = None, *, triage: TriageInputs | None = None) -> Verdict:
     """Every check the policy asks for, over ``runs`` (and ``baseline`` for regression gates).
 
     Runs (and baseline runs) of one (target, variant) are repeats of one measurement, as is every
     benchmark log within a run. ``history``: healthy past runs of the same machine; learned-limit
     rules learn each item's spread from it, and use it as the base when ``baseline`` has no run.
     A target whose benchmark is no performance measurement is never regression-gated
-    (``perf_inputs``), whichever shell asks.
+    (``perf_inputs``), whichever shell asks. Every failed check is then triaged (``triage/``):
+    its signature, new / pre-existing / known / flaky against ``triage`` (known issues, base
+    outcomes), and whether the policy's ``triage:`` lets it fail the verdict.
     """
     baseline, history, ungated = perf_inputs(runs, baseline, history)
     ev = Evaluation(runs, policy, baseline, history)
@@ -44,6 +47,7 @@ def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | 
             crossover(ev, rule)
     if not ev.verdict.checks:  # judging nothing is no evidence of health (an emptied policy)
         ev.verdict.checks.append(Check("*", "*", "checks", CheckKind.REQUIRED, False, NO_CHECKS, error=True))
+    classify(ev.verdict, runs, policy.triage, triage)
     return ev.verdict
 
 

@@ -17,6 +17,8 @@ from ..model import RATE_UNITS, RunResult
 from ..perf import clock as perf_clock
 from ..perf import gate as perf_gate
 from ..resources import default_policy_path
+from ..triage.rules import TriageRules
+from ..triage.rules import read_rules as read_triage_rules
 from ..yaml_reader import At, LocatedError, compose, node_kind, read_text
 from .instruction_settings import INSTRUCTIONS, InstructionSettings, read_instruction_settings
 
@@ -112,6 +114,7 @@ class Policy:
     speedups: list[SpeedupRule] = field(default_factory=list)
     crossovers: list[CrossoverRule] = field(default_factory=list)
     kernel: kernel_health.KernelRules = field(default_factory=kernel_health.KernelRules)
+    triage: TriageRules = field(default_factory=TriageRules)  # which triaged failures fail (triage/rules.py)
     perf: perf_gate.Settings = field(default_factory=perf_gate.Settings)
     clock_tolerance: float = perf_clock.TOLERANCE
     instructions: InstructionSettings = field(default_factory=InstructionSettings)  # the counted workload
@@ -142,7 +145,8 @@ def glob_problem(pattern: str) -> str | None:
 
 
 _TOP_KEYS = ("version", "metric", "selftests", "complete", "required", "floors", "regressions",
-             "speedups", "crossovers", "perf", "kernel", "instructions")  # kernel: kernel_health.py's gate
+             "speedups", "crossovers", "perf", "kernel", "instructions",
+             "triage")  # kernel: kernel_health.py's gate
 _SCOPE_KEYS = ("pattern", "variants", "targets")
 
 
@@ -314,6 +318,8 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
             setattr(policy, key, _read_list(f[key], read))
     if "kernel" in f:
         policy.kernel = kernel_health.read_rules(f["kernel"])
+    if "triage" in f:
+        policy.triage = read_triage_rules(f["triage"])
     if "perf" in f:
         _read_perf(f["perf"], policy)
     if "instructions" in f:

@@ -111,7 +111,10 @@ def check_kernels(check: Any, run: RunResult | None) -> list[str]:
         return [""]
     kernels = run_kernels(run)
     if len(kernels) > 1 and getattr(check, "name", "").startswith("stage:"):
-        # a stage failure is the first failing kernel's (the FreeBSD boots judge debug first)
+        # a stage failure is one kernel's: "debug kernel: kernel panic: ..." (pipeline/freebsd_qemu.py)
+        said = re.search(r"\b([\w-]+) kernel: ", getattr(check, "message", "") or "")
+        if said and said.group(1) in kernels:
+            return [said.group(1)]
         for log in run.logs:
             if log.kernel and kernel_of_source(log.source):
                 return [kernel_of_source(log.source)]
@@ -149,13 +152,11 @@ def outcomes_of(runs: Sequence[RunResult], verdict: Any, *, commit: str | None =
             kind = str(getattr(c.kind, "value", c.kind))
             if kind not in o.kinds:
                 o.kinds.append(kind)
-            if not c.passed and not c.error:
+            if not c.passed:
                 o.verdict = "fail"
                 s = sign(c, run)
                 if s not in o.signatures:
                     o.signatures.append(s)
-            elif not c.passed:  # unusable input (a lost log) is no evidence about the code
-                o.verdict = "fail"
     for o in out.values():
         o.signatures.sort()
         o.kinds.sort()

@@ -188,12 +188,11 @@ def _complete_signature(name: str, message: str, run: RunResult | None) -> str:
         failure = run.failure if run is not None and run.failure and run.failure.stage == stage else None
         text = failure.message if failure else message.split("): ", 1)[-1]
         reason = failure.reason if failure else None
-        if reason == "panic" or text.startswith("kernel "):
+        if reason == "panic" or _STAGE_PANIC.match(text):
             first = _first_kernel_event(run)
             if first is not None:
                 return event_signature(first)
-            text = re.sub(r"^kernel (panic|oops|bug|gpf|fatal_trap)[^:]*: ", "", text)
-            return normalise(text) if text.startswith("panic: ") else f"panic: {normalise(text)}"
+            return _stage_panic(text)
         for prefix in ("compile failed: ", "configure failed: "):
             if text.startswith(prefix):
                 return f"build: {normalise(text.removeprefix(prefix))}"
@@ -212,3 +211,23 @@ def _first_kernel_event(run: RunResult | None) -> KernelEvent | None:
             if ev.kind not in ("backtrace", "warning"):
                 return ev
     return None
+
+
+_STAGE_PANIC = re.compile(r"^(?:[\w-]+ kernel: )?kernel (?P<kind>panic|oops|bug|gpf|fatal_trap)"
+                          r"(?: in (?P<fn1>[^:]+?))?: (?P<rest>.*?)(?: \(in (?P<fn2>[\w.]+)\))?$")
+
+
+def _stage_panic(text: str) -> str:
+    """A stage failure's "debug kernel: kernel panic: panic: why (in fn)" (classify.py,
+    pipeline/freebsd_qemu.py) as its record's signature, when the record itself is not at hand."""
+    m = _STAGE_PANIC.match(text)
+    if not m:
+        return f"panic: {normalise(text)}"
+    rest = m["rest"]
+    kind = m["kind"]
+    if kind == "panic":
+        rest = re.sub(r"^(?:panic: |Kernel panic - not syncing: )", "", rest)
+    elif kind == "bug":
+        rest = re.sub(r"^BUG: ", "", rest)
+    ev = KernelEvent(kind, rest, function=m["fn1"] or m["fn2"], detail={"reason": rest} if rest else {})
+    return event_signature(ev)
