@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+from pathlib import Path
 
 import pytest
 
+from buildbot_bsdkm.bisect_report import write_reports
+from buildbot_bsdkm.cli import main
+from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure
 from buildbot_bsdkm.pipeline.bisect import (
     BisectSettings,
     Commit,
@@ -16,6 +22,14 @@ from buildbot_bsdkm.pipeline.bisect import (
     build_limit,
     next_index,
 )
+from buildbot_bsdkm.pipeline.bisect_runner import (
+    FailureSpec,
+    RegressionSpec,
+    failure_outcome,
+    linear_history,
+    regression_outcome,
+)
+from buildbot_bsdkm.policy import Check, CheckKind, Verdict
 
 
 def history(n: int) -> list[Commit]:
@@ -195,3 +209,137 @@ def test_result_json_names_culprit_and_steps() -> None:
     assert d["steps"][0]["purpose"] == "end"
     assert {s["outcome"] for s in d["steps"]} <= {"good", "bad", "skip"}
     assert Commit.from_dict(d["culprit"]) == commits[3]
+
+
+# --------------------------------------------------------------------------- the command's inputs
+
+
+def _tiny_repo(path: Path, n: int = 3) -> list[str]:
+    """A repository of ``n`` commits (no wolfSSL: the range is checked before anything is built)."""
+    path.mkdir()
+    run = lambda *a: subprocess.run(["git", "-C", str(path), *a], check=True, capture_output=True,  # noqa: E731
+                                    text=True).stdout.strip()
+    run("init", "-q", "-b", "main")
+    shas = []
+    for i in range(n):
+        (path / "f").write_text(f"{i}\n")
+        run("add", "f")
+        run("-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-q", "-m", f"c{i}")
+        shas.append(run("rev-parse", "HEAD"))
+    return shas
+
+
+def _bisect(*args: str) -> int:
+    return main(["bisect", "--target", "userspace", "--variant", "noasm", *args])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--good=-x", "--bad", "main", "--failure", "SHA-256"], "--good '-x': not a usable git ref"),
+    (["--good", "a..b", "--bad", "main", "--failure", "SHA-256"], "not a usable git ref"),
+    (["--good", "a", "--bad", "b", "--failure", "SHA-256", "--pct", "5"], "--pct and --metric go with"),
+    (["--good", "a", "--bad", "b", "--failure", ": x"], "no check name"),
+    (["--good", "a", "--bad", "b", "--failure", "SHA-256: (["], "no regular expression"),
+    (["--good", "a", "--bad", "b", "--regression", "SHA-256", "--pct", "0"], "--pct 0: a slowdown"),
+    (["--good", "a", "--bad", "b", "--regression", "SHA-256", "--pct", "nan"], "above 0 and below 100"),
+    (["--good", "a", "--bad", "b", "--failure", "SHA-256", "--k", "0"], "bisect.k"),
+])
+def test_bad_arguments_exit_2_naming_the_problem(args: list[str], message: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert _bisect(*args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_regression_on_a_target_not_measured_against_a_base_is_refused(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bisect", "--target", "linux-kmod-qemu", "--variant", "noasm", "--good", "a", "--bad", "b",
+                 "--regression", "SHA-256"])
+    assert code == 2
+    assert "not regression-gated" in capsys.readouterr().err
+
+
+def test_source_dir_must_be_a_git_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _bisect("--good", "a", "--bad", "b", "--failure", "SHA-256", "--source-dir", str(tmp_path)) == 2
+    assert "not a git checkout" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("good", "bad", "message"), [
+    (0, 0, "the same commit"),
+    (2, 0, "is not an ancestor of --bad"),
+])
+def test_unusable_range_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch, good: int, bad: int, message: str) -> None:
+    monkeypatch.setenv("BSDKM_CACHE", str(tmp_path / "cache"))
+    shas = _tiny_repo(tmp_path / "repo")
+    code = _bisect("--good", shas[good], "--bad", shas[bad], "--failure", "SHA-256",
+                   "--source-dir", str(tmp_path / "repo"), "--out", str(tmp_path / "out"))
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_ref_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BSDKM_CACHE", str(tmp_path / "cache"))
+    _tiny_repo(tmp_path / "repo")
+    code = _bisect("--good", "nosuchbranch", "--bad", "main", "--failure", "SHA-256",
+                   "--source-dir", str(tmp_path / "repo"))
+    assert code == 2
+    assert "cannot bisect nosuchbranch..main" in capsys.readouterr().err
+
+
+def test_linear_history_is_first_parent_oldest_first(tmp_path: Path) -> None:
+    shas = _tiny_repo(tmp_path / "repo", 5)
+    history = linear_history(tmp_path / "repo", shas[1], shas[4])
+    assert [c.sha for c in history] == shas[1:]
+    assert history[1].subject == "c2" and history[1].author == "T <t@example.org>"
+
+
+# --------------------------------------------------------------------------- judging one run
+
+
+def _selftest_run(passed: bool) -> tuple[RunResult, Verdict]:
+    check = Check("noasm", "userspace", "SHA-256", CheckKind.SELFTEST, passed,
+                  "SHA-256 self-test passed" if passed else "SHA-256 self-test failed: error i=1")
+    failure = None if passed else StageFailure("selftest", "self-test failed: SHA-256", FailureCategory.REAL,
+                                               "selftest")
+    return RunResult("noasm", "userspace", failure=failure), Verdict([check])
+
+
+def test_failure_spec_matches_name_and_pattern() -> None:
+    run, verdict = _selftest_run(False)
+    assert failure_outcome(FailureSpec("SHA-256"), run, verdict).outcome == Outcome.BAD
+    assert failure_outcome(FailureSpec("SHA-*: error i=\\d"), run, verdict).outcome == Outcome.BAD
+    # another check failing, ours not run: hidden, so skipped
+    assert failure_outcome(FailureSpec("AES-GCM"), run, verdict).outcome == Outcome.SKIP
+    run, verdict = _selftest_run(True)
+    assert failure_outcome(FailureSpec("SHA-256"), run, verdict).outcome == Outcome.GOOD
+
+
+def test_build_failure_is_skip_unless_it_is_what_is_bisected() -> None:
+    broken = RunResult("noasm", "userspace", failure=StageFailure(
+        "build", "compile failed: hash.c:1: error: expected ';'", FailureCategory.REAL, "compile"))
+    assert failure_outcome(FailureSpec("SHA-256"), broken, Verdict()).outcome == Outcome.SKIP
+    assert failure_outcome(FailureSpec("build: expected ';'"), broken, Verdict()).outcome == Outcome.BAD
+
+
+def test_regression_outcome_needs_a_decided_measurement() -> None:
+    spec = RegressionSpec("SHA-256", 10.0)
+    item = {"name": "SHA-256", "verdict": "regression", "change": -0.11, "ci_low": -0.14, "ci_high": -0.08,
+            "n_base": 5, "n_head": 5, "min_detectable": 0.04}
+    assert regression_outcome(spec, item, 5, 10).outcome == Outcome.BAD
+    small = {**item, "change": -0.03}  # a regression, but not the one bisected
+    assert regression_outcome(spec, small, 5, 10).outcome == Outcome.GOOD
+    noisy = {**item, "verdict": "unchanged", "change": -0.02, "min_detectable": 0.3}
+    probe = regression_outcome(spec, noisy, 15, 10)
+    assert probe.outcome == Outcome.SKIP and "inconclusive after 15 round(s)" in probe.reason
+    assert regression_outcome(spec, {**item, "verdict": "inconclusive"}, 15, 10).outcome == Outcome.SKIP
+    assert regression_outcome(spec, None, 5, 10).outcome == Outcome.SKIP
+
+
+def test_reports_escape_what_the_repository_wrote(tmp_path: Path) -> None:
+    commits = [Commit(f"{i:040x}", "[x](https://evil) <b>", "@org/team", "2026") for i in range(5)]
+    result = bisect(commits, Fake(commits, culprit=2))
+    paths = write_reports(result, {"target": "userspace"}, tmp_path)
+    md, page = paths["md"].read_text(), paths["html"].read_text()
+    assert "[x](https://evil)" not in md and "\\[x\\]" in md and "\\@org" in md
+    assert "<b>" not in page and "&lt;b&gt;" in page
+    assert json.loads(paths["json"].read_text())["culprit"]["sha"] == commits[2].sha

@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     what.add_argument("--regression", metavar="ITEM", help="a benchmark item, or geomean")
     p.add_argument("--pct", type=float, metavar="P",
                    help="with --regression: the size of the slowdown in percent (a step is bad from P/2)")
+    p.add_argument("--metric", choices=("time", "instructions"), default="time",
+                   help="with --regression: wall-clock rounds against the good end and the learned gate "
+                        "(time, default), or counted instructions of the item's fixed work (deterministic)")
     p.add_argument("--flaky", action="store_true",
                    help="the failure is flaky: a step is good only after flaky_k passing runs")
     p.add_argument("--k", type=int, metavar="N", help="verification runs of the culprit and its parent")
@@ -73,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name} {ref!r}: not a usable git ref")
     failure = regression = None
     if args.failure is not None:
-        if args.pct is not None:
-            raise UsageError("--pct goes with --regression, not --failure")
+        if args.pct is not None or args.metric != "time":
+            raise UsageError("--pct and --metric go with --regression, not --failure")
         failure = FailureSpec(args.failure)
         try:
             failure.check()
@@ -83,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.pct is not None and not (math.isfinite(args.pct) and 0 < args.pct < 100):
             raise UsageError(f"--pct {args.pct:g}: a slowdown in percent, above 0 and below 100")
-        regression = RegressionSpec(args.regression, args.pct)
+        regression = RegressionSpec(args.regression, args.pct, args.metric)
+        if args.metric == "instructions" and args.target != "userspace":
+            raise UsageError(f"--metric instructions counts a userspace build, not {args.target}")
         if not registry.measures_base(args.target):
             raise UsageError(f"--regression on {args.target}: this target's benchmark is not measured "
                              "against a base (not regression-gated); bisect its failures instead")

@@ -40,6 +40,10 @@ from .source import cache_root
 from .stages import Job, Progress, run_stage, stderr_progress
 
 BUILD_STAGES = frozenset({"fetch", "configure", "build"})
+INSTRUCTIONS = "instructions"
+# The policy's own floor for counted instructions (policies/default.yml): rebuilds of one source
+# count the same to the last instruction, so anything above it is the code's doing.
+INSTRUCTION_LIMIT_PCT = 0.5
 
 
 class HistoryError(ValueError):
@@ -184,6 +188,7 @@ class RegressionSpec:
 
     item: str
     pct: float | None = None
+    metric: str = "time"  # time: interleaved wall-clock rounds and the learned gate; instructions: counts
 
     def find(self, verdict: Verdict, target: str, variant: str) -> dict[str, Any] | None:
         for entry in verdict.perf:
@@ -256,6 +261,7 @@ class PipelineRunner:
     sleep: Callable[[float], None] = time.sleep
     jobs: dict[str, Job] = field(default_factory=dict)
     base: Job | None = None
+    base_counts: Any = None  # the good end's instruction counts (--metric instructions)
     started: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
@@ -275,6 +281,8 @@ class PipelineRunner:
             probe = self._judge_build_failure(job, failure)
         elif self.failure is not None:
             probe = self._run_for_failure(job, commit)
+        elif self.regression is not None and self.regression.metric == INSTRUCTIONS:
+            probe = self._count(job, commit)
         else:
             probe = self._measure(job, commit)
         probe.built, probe.build_seconds = built, build_s
@@ -375,6 +383,45 @@ class PipelineRunner:
         rounds = last.rounds.get(pair, (repeats, repeats))[1]
         item = self.regression.find(last.verdict, job.target, job.variant)
         return regression_outcome(self.regression, item, rounds, self.gate.policy.perf.resolve_pct)
+
+
+    def _count(self, job: Job, commit: Commit) -> Probe:
+        """The item's instructions in this commit's build against the good end's (1 vs 1: deterministic)."""
+        assert self.regression is not None and self.good is not None
+        from ..perf.instructions import compare_counts, geomean_change
+        from ..policy import load_policy
+        from .instructions import count_instructions
+
+        settings = load_policy(self.config.policy).instructions
+        wanted = self.regression.item
+        items = dict(settings.items) if wanted == perf_gate.GEOMEAN else {
+            wanted: settings.items.get(wanted, 1 << 20)}
+
+        def counted(j: Job) -> Any:
+            return count_instructions(Path(j.state["build_dir"]), items, block=settings.block_bytes,
+                                      cache=cache_root(self.config),
+                                      timeout_s=self.config.timeout("benchmark"))
+
+        if self.base_counts is None:
+            base, _, _, failure = self._built(self.good, "base", self.out / "good")
+            if failure is not None:
+                raise StageError(failure)
+            self.base_counts = counted(base)
+        changes = compare_counts(self.base_counts, counted(job), INSTRUCTION_LIMIT_PCT)
+        if wanted == perf_gate.GEOMEAN:
+            pct = geomean_change(changes)
+            reason = None if pct is not None else "no item counted on both sides"
+        else:
+            one = next((c for c in changes if c.name == wanted), None)
+            pct = one.change_pct if one is not None else None
+            reason = one.reason if one is not None else "not counted"
+        if pct is None:
+            return Probe(Outcome.SKIP, f"{wanted}: instructions not counted ({reason})")
+        limit = max(INSTRUCTION_LIMIT_PCT, (self.regression.pct or 0.0) / 2)
+        evidence = {"item": wanted, "metric": INSTRUCTIONS, "change_pct": round(pct, 3),
+                    "interval_pct": [round(pct, 3), round(pct, 3)]}
+        text = f"{wanted} {pct:+.2f} % instructions (a bad step: more than +{limit:g} %)"
+        return Probe(Outcome.BAD if pct > limit else Outcome.GOOD, text, evidence=evidence)
 
 
 def _failed_building(job: Job) -> bool:
