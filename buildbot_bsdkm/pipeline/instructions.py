@@ -16,12 +16,14 @@ Valgrind's words, and the items after it are run again in a new process.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -192,7 +194,27 @@ def count_instructions(build: Path, items: Mapping[str, int], *, block: int = DE
     tree = BuiltTree.find(build, source)
     cache = cache or cache_root()
     program = build_driver(tree, cache, log)
-    work = work or cache / "instructions" / "runs" / f"{tree.identity()}-{time.time_ns()}"
+    with contextlib.ExitStack() as stack:
+        if work is None:  # the profiles are not kept unless asked for (the pipeline keeps them)
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bsdkm-instr-")))
+        out = count_program(program, items, work, block=block, keep_functions=keep_functions,
+                            timeout_s=timeout_s)
+    counts = InstructionCounts(out, valgrind=version, seconds=time.monotonic() - started,
+                               program=str(program))
+    if log is not None:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"# {PROGRAM}: {program} against {tree.build_dir}: {len(counts.measured)} of {len(out)} "
+                    f"item(s) counted in {counts.seconds:.1f} s ({version})\n")
+    return counts
+
+
+def count_program(program: Path, items: Mapping[str, int], work: Path, *, block: int = DEFAULT_BLOCK,
+                  keep_functions: int = 40, timeout_s: float = 600.0) -> list[ItemCount]:
+    """``program`` (the driver, or one speaking its protocol) under Callgrind, into ``work``.
+
+    One process for every item; where it dies (an instruction Valgrind cannot run), that item is
+    unmeasurable with Valgrind's words and a new process runs the items after it.
+    """
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     names = list(items)
@@ -211,15 +233,8 @@ def count_instructions(build: Path, items: Mapping[str, int], *, block: int = DE
         crashed = names[todo[pos]]
         results[crashed] = ItemCount(crashed, status=UNMEASURABLE, reason=why)
         todo = todo[pos + 1:]
-    out = [results.get(n) or ItemCount(n, status=MISSING, reason="the driver printed nothing for it")
-           for n in names]
-    counts = InstructionCounts(out, valgrind=version, seconds=time.monotonic() - started,
-                               program=str(program))
-    if log is not None:
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(f"# {PROGRAM}: {program} against {tree.build_dir}: {len(counts.measured)} of {len(out)} "
-                    f"item(s) counted in {counts.seconds:.1f} s ({version})\n")
-    return counts
+    return [results.get(n) or ItemCount(n, status=MISSING, reason="the driver printed nothing for it")
+            for n in names]
 
 
 def _one_process(program: Path, args: list[str], work: Path, timeout_s: float, keep: int
@@ -283,8 +298,10 @@ def counts_for(config: Config, build_dir: Path, log: Path | None = None,
     if not settings.enabled:
         return None
     try:
+        # the profiles stay beside the log (the run's directory): the per-function evidence
         counts = count_instructions(build_dir, settings.items, block=settings.block_bytes,
-                                    cache=cache_root(config), timeout_s=config.timeout("benchmark"), log=log)
+                                    cache=cache_root(config), timeout_s=config.timeout("benchmark"), log=log,
+                                    work=log.parent / "callgrind" if log is not None else None)
     except StageError as e:
         counts = InstructionCounts([ItemCount(n, status=UNMEASURABLE, reason=e.failure.message)
                                     for n in settings.items])

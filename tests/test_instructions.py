@@ -1,0 +1,299 @@
+"""Instruction counts of a fixed workload (perf/instructions.py, pipeline/instructions.py,
+policy/instructions.py, instructions_report.py, instructions_junit.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from buildbot_bsdkm.config import load_config
+from buildbot_bsdkm.instructions_report import instruction_blocks, summary_line
+from buildbot_bsdkm.junit import junit_xml
+from buildbot_bsdkm.model import RunResult
+from buildbot_bsdkm.perf.instructions import (
+    MEASURED,
+    METADATA_KEY,
+    MISSING,
+    UNMEASURABLE,
+    InstructionCounts,
+    ItemCount,
+    compare_counts,
+    counts_of,
+    fmt_change,
+    parse_callgrind,
+    parse_driver_output,
+)
+from buildbot_bsdkm.pipeline import instructions as pinstr
+from buildbot_bsdkm.policy import CheckKind, PolicyError, evaluate, load_policy, parse_policy
+from buildbot_bsdkm.report import markdown_report
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "instructions"
+
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+
+PROFILE = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+positions: line
+events: Ir
+summary: 1500
+
+ob=/tmp/drv
+fl=???
+fn=bsdkm_measure
+0 10
+cfn=Sha256Update
+calls=4 0
+0 1490
+
+fn=Sha256Update
+0 90
+cfn=Transform_Sha256
+calls=20 0
+0 1400
+
+fn=Transform_Sha256
+0 1400
+
+fn=(below main)'2
+0 0
+"""
+
+
+def test_callgrind_part_gives_each_functions_own_count() -> None:
+    p = parse_callgrind(PROFILE)
+    assert p.total == 1500
+    # a call's inclusive cost (the line after calls=) belongs to the callee, not the caller
+    assert p.functions == {"bsdkm_measure": 10, "Sha256Update": 90, "Transform_Sha256": 1400}
+
+
+def test_callgrind_garbage_is_named() -> None:
+    with pytest.raises(ValueError, match="not a Callgrind profile"):
+        parse_callgrind("hello\nworld\n", "x.out")
+    with pytest.raises(ValueError, match="x.out:3: a cost line before"):
+        parse_callgrind("events: Ir\n\n0 5\n", "x.out")
+
+
+def test_driver_lines() -> None:
+    out = parse_driver_output(
+        "bsdkm-instr begin 1\n"
+        "bsdkm-instr item 1 RSA 2048 public kind=asym amount=64 block=0 calls=64 rc=0\n"
+        "noise\n"
+        "bsdkm-instr skip 2 FOO reason=not-in-this-build\n"
+        "bsdkm-instr end\n")
+    assert out.begun and out.ended
+    assert [(x.index, x.name, x.ran, x.kind, x.amount) for x in out.lines] == [
+        (1, "RSA 2048 public", True, "asym", 64), (2, "FOO", False, "sym", 0)]
+    assert out.lines[1].reason == "not in this build"
+
+
+def _counts(per_byte_sha: float, *, extra_fn: int = 0, status: str = MEASURED) -> InstructionCounts:
+    amount = 1 << 20
+    sha_total = int(per_byte_sha * amount)
+    sha = ItemCount("SHA-256", "sym", amount, sha_total, status=status,
+                    functions={"Transform_Sha256_AVX2_RORX_Len": sha_total - 3000 - extra_fn,
+                               "Sha256Update": 3000 + extra_fn})
+    if status != MEASURED:
+        sha = ItemCount("SHA-256", status=status, reason="Valgrind cannot run this code (SIGILL)")
+    gcm = ItemCount("AES-128-GCM-enc", "sym", amount, 2 * amount,
+                    functions={"AES_GCM_encrypt_avx2": 2 * amount})
+    rsa = ItemCount("RSA 2048 public", "asym", 64, 64 * 236035,
+                    functions={"sp_2048_mont_reduce_32": 64 * 236035})
+    return InstructionCounts([gcm, sha, rsa], valgrind="valgrind-3.19.0", seconds=0.9)
+
+
+def test_compare_1v1_names_the_function_and_never_passes_the_uncounted() -> None:
+    base = _counts(27.43)
+    plant = int(0.01 * 27.43 * (1 << 20))
+    head = _counts(27.43 + 0.01 * 27.43, extra_fn=plant)
+    changes = {c.name: c for c in compare_counts(base, head, 0.5)}
+    sha = changes["SHA-256"]
+    assert sha.regressed and sha.change_pct == pytest.approx(1.0, abs=0.01)
+    assert sha.functions[0].name == "Sha256Update" and sha.functions[0].change_pct > 1000
+    assert not changes["AES-128-GCM-enc"].regressed and changes["AES-128-GCM-enc"].change_pct == 0.0
+    dead = {c.name: c for c in compare_counts(base, _counts(0, status=UNMEASURABLE), 0.5)}["SHA-256"]
+    assert not dead.compared and not dead.regressed and "SIGILL" in (dead.reason or "")
+    assert fmt_change(-0.0) == "\u22120.00 %" and fmt_change(1.004) == "+1.00 %"
+
+
+def test_counts_round_trip_through_run_metadata() -> None:
+    c = _counts(27.43)
+    again = counts_of({METADATA_KEY: c.to_dict()})
+    assert again is not None and again.to_dict() == c.to_dict()
+    assert counts_of({}) is None and counts_of({METADATA_KEY: {"items": "x"}}) is None
+
+
+# --------------------------------------------------------------------------- policy
+
+POLICY = """
+complete: false
+instructions:
+  block_bytes: 4096
+  items: {SHA-256: 1048576, RSA 2048 public: 64}
+regressions:
+  - {pattern: "*", max_pct: 0.5, metric: instructions}
+  - {pattern: "*", max_pct: 0.5, metric: instructions, aggregate: geomean}
+"""
+
+
+def test_policy_reads_the_workload_and_the_counted_rules() -> None:
+    p = parse_policy(POLICY, "p.yml")
+    assert p.instructions.items == {"SHA-256": 1048576, "RSA 2048 public": 64}
+    assert p.instructions.block_bytes == 4096
+    assert [(r.metric, r.aggregate, r.limit) for r in p.regressions] == [
+        ("instructions", "item", "fixed"), ("instructions", "geomean", "fixed")]
+    assert load_policy().instructions.enabled  # the default policy counts a workload
+
+
+@pytest.mark.parametrize("text,problem", [
+    ('regressions: [{pattern: "*", max_pct: 1, metric: instructions, limit: learned}]',
+     "metric: instructions takes a fixed limit"),
+    ("instructions: {items: {SHA-256: 0}}", "instructions.items.SHA-256"),
+    ("instructions: {block_bytes: 99999999}", "at most 1048576"),
+    ('instructions: {items: {"A=1": 5}}', "bad item name"),
+    ("instructions: {cache_sim: true}", "unknown key"),
+])
+def test_policy_errors_name_the_key(text: str, problem: str) -> None:
+    with pytest.raises(PolicyError, match=problem):
+        parse_policy(text, "p.yml")
+
+
+def _run(counts: InstructionCounts, variant: str = "intelasm") -> RunResult:
+    return RunResult(variant, "userspace", metadata={METADATA_KEY: counts.to_dict()})
+
+
+def test_gate_fails_a_one_percent_change_at_1v1_with_the_function_named() -> None:
+    policy = parse_policy(POLICY, "p.yml")
+    plant = int(0.01 * 27.43 * (1 << 20))
+    head, base = _run(_counts(27.43 * 1.01, extra_fn=plant)), _run(_counts(27.43))
+    verdict = evaluate([head], policy, [base])
+    checks = {c.name: c for c in verdict.of_kind(CheckKind.INSTRUCTIONS)}
+    sha = checks["instructions:SHA-256"]
+    assert not sha.passed and "Sha256Update" in sha.message and sha.delta_pct == pytest.approx(1.0, abs=0.01)
+    assert checks["instructions:AES-128-GCM-enc"].passed
+    assert not verdict.passed
+    # the same counts again: no alarm
+    assert evaluate([_run(_counts(27.43))], policy, [base]).passed
+    line = summary_line([head], verdict)
+    assert line is not None and line.startswith("instructions: userspace/intelasm +1.00 % (SHA-256)")
+    md = markdown_report([head], verdict)
+    assert "Instruction counts: userspace/intelasm" in md and "Sha256Update" in md
+
+
+def test_uncounted_items_are_noted_never_passed_and_skipped_in_junit() -> None:
+    policy = parse_policy(POLICY, "p.yml")
+    head, base = _run(_counts(0, status=UNMEASURABLE)), _run(_counts(27.43))
+    verdict = evaluate([head], policy, [base])
+    assert "instructions:SHA-256" not in {c.name for c in verdict.checks}
+    assert any("not counted (not judged, not passed): SHA-256" in n for n in verdict.notes)
+    xml = junit_xml([head], verdict)
+    assert "bsdkm.userspace.intelasm.instructions" in xml
+    assert 'message="not counted: Valgrind cannot run this code (SIGILL)"' in xml and "<skipped" in xml
+    blocks = instruction_blocks([head], verdict)
+    assert any(b.table and any("not counted" in r.cells[7] for r in b.table.rows) for b in blocks)
+
+
+def test_no_base_counts_is_said() -> None:
+    policy = parse_policy(POLICY, "p.yml")
+    verdict = evaluate([_run(_counts(27.43))], policy, [RunResult("intelasm", "userspace")])
+    assert any("no base instruction counts" in n for n in verdict.notes)
+    assert not verdict.of_kind(CheckKind.INSTRUCTIONS)
+
+
+def test_wall_clock_slower_with_flat_count_is_said() -> None:
+    from buildbot_bsdkm.model import Benchmark, LogResult
+
+    text = POLICY + '  - {pattern: "*", max_pct: 5}\n'
+    policy = parse_policy(text, "p.yml")
+
+    def with_rate(counts: InstructionCounts, rate: float) -> RunResult:
+        run = _run(counts)
+        run.logs = [LogResult("bench.log", complete=True, benchmark_complete=True,
+                              benchmarks=[Benchmark("SHA-256", rate, "MiB/s", per_second=rate * 2**20)])]
+        return run
+
+    verdict = evaluate([with_rate(_counts(27.43), 500)], policy, [with_rate(_counts(27.43), 1000)])
+    assert any("SHA-256 is slower by the clock but its instruction count is flat" in n for n in verdict.notes)
+    sha = next(c for c in verdict.checks if c.name == "instructions:SHA-256")
+    assert sha.passed and sha.detail["clock_change_pct"] == pytest.approx(-50.0)
+
+
+# --------------------------------------------------------------------------- Valgrind, for real
+
+
+@needs_valgrind
+def test_an_instruction_valgrind_cannot_run_is_unmeasurable_and_the_rest_counted(tmp_path: Path) -> None:
+    fake = tmp_path / "fake"
+    subprocess.run(["gcc", "-O1", "-o", str(fake), str(DATA / "fake_driver.c")], check=True)
+    got = {i.name: i for i in pinstr.count_program(
+        fake, {"A": 1000, "AVX512-x": 1000, "B": 2000, "NONE": 1}, tmp_path / "work")}
+    assert got["A"].status == MEASURED and got["B"].status == MEASURED
+    # twice the loop, twice the instructions (the same few of set-up on both)
+    assert got["B"].instructions - got["A"].instructions == pytest.approx(got["A"].instructions, rel=0.01)
+    assert got["AVX512-x"].status == UNMEASURABLE
+    assert "Valgrind cannot run an instruction" in (got["AVX512-x"].reason or "")
+    assert got["NONE"].status == MISSING
+
+
+def test_valgrind_missing_counts_nothing_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pinstr, "valgrind_version", lambda: None)
+    counts = pinstr.count_instructions(Path("/nonexistent"), {"SHA-256": 1})
+    assert [i.status for i in counts.items] == [UNMEASURABLE]
+    assert "valgrind is not installed" in (counts.items[0].reason or "")
+
+
+PLANT_ANCHOR = "        /* add length for final */\n        AddLength(sha256, len);\n"
+
+
+def planted_sha256(text: str, rounds: int = 2) -> str:
+    """A few extra rounds of a loop in Sha256Update per 64-byte block (~1 % of SHA-256's work)."""
+    assert text.count(PLANT_ANCHOR) == 1
+    return text.replace(PLANT_ANCHOR, PLANT_ANCHOR + f"""
+        {{
+            volatile word32 mix = sha256->digest[0];
+            word32 n;
+            for (n = 0; n < (len / WC_SHA256_BLOCK_SIZE) * {rounds}; n++)
+                mix = rotrFixed(mix, 7) ^ n;
+        }}
+""")
+
+
+def cached_userspace_build(variant: str) -> Path:
+    """The pipeline's own userspace build of the configured source (made once, then cached)."""
+    from buildbot_bsdkm.pipeline.build import userspace_build
+    from buildbot_bsdkm.pipeline.source import cache_root, fetch_source
+
+    config = load_config(ROOT / "bsdkm.yml")
+    tree = fetch_source(config.source, cache=cache_root(config), timeout_s=900)
+    build = userspace_build(config, variant, tree.path, tree.sha256 or str(tree.path), cache_root(config), 2)
+    log = build.build_dir.with_name(build.build_dir.name + ".test.log")
+    build.make(log, 3600)
+    return build.build_dir
+
+
+@needs_valgrind
+def test_planted_one_percent_fails_at_1v1_with_the_function_named_on_real_builds(tmp_path: Path) -> None:
+    base_dir = cached_userspace_build("intelasm")
+    source = pinstr.BuiltTree.find(base_dir).source
+    sha_c = source / "wolfcrypt" / "src" / "sha256.c"
+    original = sha_c.read_text()
+    head_dir = pinstr.rebuilt_with(base_dir, {"wolfcrypt/src/sha256.c": planted_sha256(original)},
+                                   tmp_path / "planted")
+    assert sha_c.read_text() == original  # the cached source is never written
+    items = {"SHA-256": 1 << 18, "AES-128-GCM-enc": 1 << 18}
+    base = pinstr.count_instructions(base_dir, items)
+    head = pinstr.count_instructions(head_dir, items)
+    policy = parse_policy(POLICY, "p.yml")
+    verdict = evaluate([_run(head)], policy, [_run(base)])
+    sha = next(c for c in verdict.checks if c.name == "instructions:SHA-256")
+    gcm = next(c for c in verdict.checks if c.name == "instructions:AES-128-GCM-enc")
+    assert not sha.passed and 0.5 < sha.delta_pct < 2.0, sha.message
+    assert "Sha256Update" in sha.message
+    assert gcm.passed and gcm.delta_pct == 0.0
+    # the same build counted again: identical, to the instruction
+    again = pinstr.count_instructions(base_dir, items)
+    assert [i.instructions for i in again.items] == [i.instructions for i in base.items]
