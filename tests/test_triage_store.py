@@ -44,7 +44,8 @@ def check_store(store) -> None:
     with pytest.raises(StoreError, match="not a plain name"):
         store.add(outcome(1, target="../../etc"))
     (line, _) = describe(got)
-    assert line.startswith("freebsd-kmod-qemu/intelasm (debug kernel): fail at 5.9.2 (3 of the last 3 failed)")
+    assert line.startswith("freebsd-kmod-qemu/intelasm (debug kernel): fail at 5.9.2 "
+                           "(3 of the last 3 failed)")
 
 
 def test_directory_store(tmp_path: Path) -> None:

@@ -31,6 +31,13 @@ WINDOW = 10  # base builds a PR is triaged against: "in N of the last M base bui
 _stores: dict[str, OutcomeSqlStore] = {}
 
 
+def _db_url(master: Any) -> str | None:
+    """The master's database, unless it is an in-memory one (Buildbot's tests): a table there would
+    live in our own engine only, not in the master's database, and outlive nothing."""
+    url = master_db_url(master)
+    return None if not url or url in ("sqlite://", "sqlite:///:memory:") else url
+
+
 def store_for(db_url: str) -> OutcomeSqlStore:
     if db_url not in _stores:
         _stores[db_url] = OutcomeSqlStore(db_url)
@@ -56,13 +63,16 @@ async def record(step: Any, runs: list[RunResult], verdict: Verdict) -> int:
     if not may_record(step):
         return 0
     try:
-        db_url = master_db_url(step.master)
+        db_url = _db_url(step.master)
         if not db_url:
             return 0
         commit = step.getProperty("got_revision") or step.getProperty("revision")
+        # As the perf history: an outcome must say which machine it is of (runs of ours always do),
+        # or the triage could not leave another machine's out.
         records = [o.to_dict() for o in
-                   outcomes_of(runs, verdict, commit=commit if isinstance(commit, str) else None)]
-        return await threads.deferToThread(_add, db_url, records)
+                   outcomes_of(runs, verdict, commit=commit if isinstance(commit, str) else None)
+                   if o.fingerprint]
+        return await threads.deferToThread(_add, db_url, records) if records else 0
     except Exception as e:  # noqa: BLE001 - outcomes are best effort; the build's verdict is not at stake
         log.msg(f"bsdkm: base outcomes not stored: {type(e).__name__}: {e}")
         return 0
@@ -75,7 +85,7 @@ def _window(db_url: str, target: str, variant: str, n: int) -> list[dict[str, An
 async def window(master: Any, target: str, variant: str, n: int = WINDOW) -> list[dict[str, Any]]:
     """The newest ``n`` outcomes per kernel kind of (target, variant); [] when none or unreadable."""
     try:
-        db_url = master_db_url(master)
+        db_url = _db_url(master)
         if not db_url:
             return []
         return await threads.deferToThread(_window, db_url, target, variant, n)

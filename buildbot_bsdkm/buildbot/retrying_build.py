@@ -36,6 +36,7 @@ from ..contract import (
     HISTORY_PROPERTY,
     PROPERTY_SOURCE,
     RETRY_SUMMARY_PROPERTY,
+    TRIAGE_PROPERTY,
     VERDICT_PROPERTY,
     failure_from_property,
 )
@@ -129,6 +130,8 @@ class BoundedRetryBuild(Build):
         effective = worst_status(self.results, results)
         if effective in (SKIPPED, CANCELLED):
             return text, results  # a person stopped it: not ours to retry
+        if effective == FAILURE and self.failed_only_by_policy_waived():
+            effective = WARNINGS
         earlier = await self.earlier_attempts()
         attempt = self.this_attempt(effective, len(earlier) + 1)
         decision = decide([*earlier, attempt], self.retry_settings())
@@ -158,6 +161,20 @@ class BoundedRetryBuild(Build):
             self.master.reactor.callLater(
                 decision.delay_s, self.master.botmaster.maybeStartBuildsForBuilder, self.builder.name
             )
+
+    def failed_only_by_policy_waived(self) -> bool:
+        """The steps failed on real failures the gate's triage lets pass (pre-existing on the base,
+        known, flaky by policy): the build is not red for what no PR caused. Infrastructure still
+        retries; a gate that did not pass, or did not triage, leaves the build as it stands."""
+        triage = self.getProperty(TRIAGE_PROPERTY)
+        if self.getProperty(VERDICT_PROPERTY) != "passed" or not isinstance(triage, dict):
+            return False
+        counts = triage.get("counts") if isinstance(triage.get("counts"), dict) else {}
+        waived = sum(n for w, n in counts.items() if w not in ("new", "fixed") and isinstance(n, int))
+        if triage.get("blocking") != 0 or waived <= 0:
+            return False
+        recorded = failure_from_property(self.getProperty(FAILURE_PROPERTY))
+        return recorded is None or recorded.category == FailureCategory.REAL
 
     # -- what this attempt was
 

@@ -20,8 +20,10 @@ from buildbot.steps.worker import CompositeStepMixin
 from twisted.python import log
 
 from ..contract import (
+    BASE_CORRECTNESS_PROPERTY,
     BENCHMARKS_PROPERTY,
     FAILURE_PROPERTY,
+    INCONCLUSIVE_PROPERTY,
     PR_BASE_SHA_PROPERTY,
     PR_HEAD_PROPERTY,
     PR_NUMBER_PROPERTY,
@@ -30,9 +32,12 @@ from ..contract import (
     REPOSITORY_PROPERTY,
     RESULTS_PATH_PROPERTY,
     SELFTEST_PROPERTY,
+    TRIAGE_PROPERTY,
     VERDICT_PROPERTY,
     StageOutcome,
     StateError,
+    UndeclaredResults,
+    check_declared,
     failure_property,
     read_state,
     stage_outcome,
@@ -42,7 +47,8 @@ from ..contract import run_dir as run_dir_of
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
 from ..pipeline.registry import measures_base  # the target's own property (Target.measures_base)
 from ..pipeline.stages import BASE_DIR
-from . import perf_history, summaries
+from ..policy import Verdict
+from . import base_outcomes, perf_history, summaries
 from .classification import classify_stage, logs_lost, missing_results
 
 STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any error message
@@ -105,9 +111,19 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
     # -- the PR's base, built and measured next to the head
 
     def base_sha(self) -> str | None:
-        """The PR base commit this build also builds, or None (not a PR build, or not a perf target)."""
-        if self.getProperty(PR_NUMBER_PROPERTY) in (None, "") or not measures_base(self.target):
+        """The PR base commit this build also builds, or None: not a PR build, or a target that
+        measures no base and has the base's outcome recorded (``correctness_base``)."""
+        if self.getProperty(PR_NUMBER_PROPERTY) in (None, ""):
             return None
+        if not measures_base(self.target) and not self.correctness_base():
+            return None
+        return self.pr_base_sha()
+
+    def correctness_base(self) -> bool:
+        """The base is built and loaded for its failures only (FetchSource found no outcome of it)."""
+        return bool(self.getProperty(BASE_CORRECTNESS_PROPERTY)) and not measures_base(self.target)
+
+    def pr_base_sha(self) -> str | None:
         sha = self.getProperty(PR_BASE_SHA_PROPERTY)
         if not sha:
             return None
@@ -258,7 +274,17 @@ class FetchSource(BsdkmStageStep):
 
     async def run(self) -> int:
         await self.runRmdir(f"{self.workdir}/{self.out_dir}", abandonOnFailure=False)
+        await self.decide_correctness_base()
         return await super().run()
+
+    async def decide_correctness_base(self) -> None:
+        """A PR build of a target that measures no base builds and loads its base too when the
+        master has no outcome of the base recorded: otherwise every failure would look new."""
+        if (self.getProperty(PR_NUMBER_PROPERTY) in (None, "") or measures_base(self.target)
+                or not self.pr_base_sha()):
+            return
+        if not await base_outcomes.has_outcome(self.master, self.target, self.variant):
+            self.setProperty(BASE_CORRECTNESS_PROPERTY, True, PROPERTY_SOURCE)
 
     def stage_command(self) -> list[str]:
         return super().stage_command() + self.pr_source_arguments()
@@ -308,9 +334,17 @@ class LoadModule(BsdkmStageStep):
 
     def stage_command(self) -> list[str]:
         cmd = super().stage_command()
-        if self.base_sha():
+        if self.base_sha() and not self.correctness_base():
             cmd += ["--base-out", self.base_out(), "--repeats", str(int(self.repeats))]
         return cmd
+
+    async def run(self) -> int:
+        result = await super().run()
+        if self.base_sha() and self.correctness_base():
+            # Loaded for its failures, not measured: after the head whatever the head did, since a
+            # head that panics is exactly the case the base's outcome must explain.
+            await self.run_base_side()
+        return result
 
 
 class UnloadModule(BsdkmStageStep):
@@ -348,8 +382,11 @@ class CollectResults(BsdkmStageStep):
         if text is None:
             return None
         try:
-            return from_json(text, f"{self.run_dir()}/results.json")
-        except ModelError as e:
+            runs = from_json(text, f"{self.run_dir()}/results.json")
+            # Written on the worker, next to the PR's code: only this builder's pair is its result.
+            check_declared(runs, {(self.target, self.variant)}, f"{self.run_dir()}/results.json")
+            return runs
+        except (ModelError, UndeclaredResults) as e:
             await self.addCompleteLog("results-error", str(e))
             return None
 
@@ -409,13 +446,23 @@ class Gate(BsdkmStageStep):
         cmd = super().stage_command()
         return cmd + ["--base-out", self.base_out()] if self.base_sha() else cmd
 
+    async def run(self) -> int:
+        await base_outcomes.provide(self)  # a PR build: the base's recorded outcomes, for the triage
+        return await super().run()
+
     async def evaluate(self, rc: int | None, output: str) -> int:
         verdict = await self.read_verdict() if rc in (0, 1) else None
         if verdict is not None:
             passed = bool(verdict.get("passed")) and rc == 0
-            self.setProperty(VERDICT_PROPERTY, "passed" if passed else "failed", PROPERTY_SOURCE)
+            # The core's word (Verdict.status): unjudged items are never called passed.
+            word = "inconclusive" if verdict.get("verdict") == "inconclusive" else None
+            self.setProperty(VERDICT_PROPERTY, word or ("passed" if passed else "failed"), PROPERTY_SOURCE)
+            self.setProperty(INCONCLUSIVE_PROPERTY, int(verdict.get("inconclusive") or 0), PROPERTY_SOURCE)
             self.setProperty(REGRESSIONS_PROPERTY, summaries.regression_labels(verdict), PROPERTY_SOURCE)
-            await self.attach_report(verdict)
+            self.setProperty(TRIAGE_PROPERTY, summaries.triage_property(verdict), PROPERTY_SOURCE)
+            runs = await self.attach_report(verdict)
+            if runs is not None:
+                await self.record_outcomes(verdict, runs)
         if rc == 0:
             self.stage_summary = summaries.verdict_summary(verdict) if verdict else "gate passed"
             return SUCCESS
@@ -425,6 +472,17 @@ class Gate(BsdkmStageStep):
         if verdict is not None:
             self.stage_summary = summaries.verdict_summary(verdict)
         return result
+
+    async def record_outcomes(self, verdict: dict[str, Any], runs: list[RunResult]) -> None:
+        """A base-branch build: its outcome per kernel kind into the master's database."""
+        if not base_outcomes.may_record(self):
+            return
+        try:
+            judged = Verdict.from_dict(verdict)
+        except ValueError as e:
+            log.msg(f"bsdkm: base outcomes of {self.target}/{self.variant} not recorded: {e}")
+            return
+        await base_outcomes.record(self, runs, judged)
 
     async def read_verdict(self) -> dict[str, Any] | None:
         """``verdict`` from the run's state.json, where ``bsdkm-ci stage gate`` keeps it."""
@@ -441,23 +499,25 @@ class Gate(BsdkmStageStep):
             return None
         return verdict
 
-    async def attach_report(self, verdict: dict[str, Any]) -> None:
-        """JUnit from the worker; the Markdown and HTML (with the chart) reports rendered by the core."""
+    async def attach_report(self, verdict: dict[str, Any]) -> list[RunResult] | None:
+        """JUnit from the worker; the Markdown and HTML (with the chart) reports rendered by the core.
+        Returns the runs read back (None when there were none to read)."""
         junit = await self.read_worker_text(f"{self.run_dir()}/junit.xml")
         if junit is not None:
             await self.addCompleteLog("junit.xml", junit)
         text = await self.read_worker_text(f"{self.run_dir()}/results.json")
         if text is None:
-            return
+            return None
         try:
             runs = from_json(text, f"{self.run_dir()}/results.json")
             report = summaries.markdown_from(runs, verdict)
             html = summaries.html_from(runs, verdict)
         except (ModelError, TypeError, ValueError, KeyError) as e:
             await self.addCompleteLog("report-error", f"cannot render the report: {e}")
-            return
+            return None
         await self.addCompleteLog("report.md", report)
         await self.addHTMLLog("report.html", html)
+        return runs
 
 
 STAGE_STEPS: tuple[type[BsdkmStageStep], ...] = (

@@ -16,6 +16,7 @@ from .. import kernel_health
 from ..model import RunResult, SelfTest
 from ..policy import CheckKind, Verdict
 from ..report import html_report, markdown_report
+from ..triage_summary import failed_checks, triage_property, triage_words
 
 MINUS = "\u2212"  # a real minus sign reads better than a hyphen next to a percentage
 MAX_NAMED = 3  # items named in a one-line summary before "and N more"
@@ -111,16 +112,24 @@ def regression_labels(verdict: Mapping[str, Any]) -> list[str]:
 
 
 def verdict_summary(verdict: Mapping[str, Any]) -> str:
-    """The gate's line: the regressions by name when there are any, else the policy's own summary."""
+    """The gate's line: the regressions by name when there are any, else the policy's own summary;
+    with the triage of the failures (new, pre-existing since ..., known, flaky, fixed)."""
+    line = _verdict_line(verdict)
+    said = triage_words(triage_property(verdict)) if failed_checks(verdict) else ""
+    return f"{line} — {said}" if said else line
+
+
+def _verdict_line(verdict: Mapping[str, Any]) -> str:
     regressions = regression_labels(verdict)
     if regressions:
         shown = ", ".join(regressions[:MAX_NAMED])
         more = f" and {len(regressions) - MAX_NAMED} more" if len(regressions) > MAX_NAMED else ""
         return f"gate FAILED: {shown}{more}"
+    if verdict.get("passed") and verdict.get("verdict") == "inconclusive":  # Verdict.status
+        return f"gate INCONCLUSIVE ({verdict.get('summary', '')})".replace(" ()", "")
     if verdict.get("passed"):
         return f"gate passed ({verdict.get('summary', '')})".replace(" ()", "")
-    checks = verdict.get("checks", []) or []
-    failures = [c for c in checks if isinstance(c, Mapping) and not c.get("passed", True)]
+    failures = [c for c in failed_checks(verdict) if c.get("blocking", True)] or failed_checks(verdict)
     if failures:
         first = failures[0]
         more = f" and {len(failures) - 1} more" if len(failures) > 1 else ""

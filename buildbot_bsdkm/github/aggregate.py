@@ -13,22 +13,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import contract
 from ..contract import (
     FAILURE_PROPERTY,
     HISTORY_PROPERTY,
+    INCONCLUSIVE_PROPERTY,
     REGRESSIONS_PROPERTY,
     RESULTS_PATH_PROPERTY,
     RESULTS_PROPERTY,
     SELFTEST_PROPERTY,
+    TRIAGE_PROPERTY,
+    VERDICT_PROPERTY,
     failure_from_property,
     status_context,
 )
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
-from ..policy import Policy, Verdict, evaluate
+from ..policy import BaselineMismatch, Check, CheckKind, Policy, Verdict, evaluate
 from ..report import markdown_report
+from ..triage_summary import triage_words
 from .publisher import REPORT_MARKER
 
 GITHUB_COMMENT_LIMIT = 65536
+STATUS_DESCRIPTION_LIMIT = 140  # GitHub cuts a commit status description there
 
 # Buildbot result codes (buildbot.process.results) without importing Buildbot here.
 SUCCESS, WARNINGS, FAILURE, SKIPPED, EXCEPTION, RETRY, CANCELLED = range(7)
@@ -73,10 +79,15 @@ def runs_of(build: BuildFacts) -> list[RunResult]:
         try:
             text = doc if isinstance(doc, str) else json.dumps(doc)
             runs = from_json(text, f"{build.context} {RESULTS_PROPERTY}")
+            # The worker wrote them: a run naming another pair would speak for a builder it is not.
+            contract.check_declared(runs, {(build.target, build.variant)}, f"{build.context} results")
             if runs:
                 return runs
         except ModelError:
             pass  # fall through: report the build from its properties
+        except contract.UndeclaredResults as e:
+            return [RunResult(variant=build.variant, target=build.target, failure=StageFailure(
+                stage="collect", message=str(e), category=FailureCategory.REAL, reason="integrity"))]
     return [RunResult(variant=build.variant, target=build.target, failure=_failure(build))]
 
 
@@ -139,18 +150,27 @@ def commit_status(build: BuildFacts) -> tuple[str, str]:
     regressions = build.properties.get(REGRESSIONS_PROPERTY) or []
     failed_tests = _failed_selftests(runs)
     failure = _failure(build)
+    triaged = triage_words(build.properties.get(TRIAGE_PROPERTY))
     if build.results in (SUCCESS, WARNINGS, SKIPPED):
-        text = "passed"
+        text = "passed" if build.properties.get(VERDICT_PROPERTY) != "inconclusive" else _inconclusive(build)
         selftest = build.properties.get(SELFTEST_PROPERTY)
-        if isinstance(selftest, str) and selftest:
+        if triaged:  # failures the triage policy lets pass: said, so nobody mistakes them for none
+            text += f" — {triaged}"
+        elif isinstance(selftest, str) and selftest:
             text += f": {selftest}"
         return "success", _with(text, retry)
+    if triaged:
+        return "failure", _with(f"failed — {triaged}{_new_named(build)}", retry)
     if failed_tests:
         return "failure", _with(f"self-test failed: {', '.join(failed_tests)}", retry)
     if regressions:
         n = len(regressions)
         names = ", ".join(str(r) for r in regressions[:2])
         return "failure", _with(f"{n} regression{'s' if n != 1 else ''}: {names}", retry)
+    if build.properties.get(VERDICT_PROPERTY) == "inconclusive":  # the policy's perf.inconclusive: fail
+        return "failure", _with(_inconclusive(build), retry)
+    if build.properties.get(VERDICT_PROPERTY) == "inconclusive":  # the policy's perf.inconclusive: fail
+        return "failure", _with(_inconclusive(build), retry)
     if failure is not None and failure.category == FailureCategory.INFRASTRUCTURE:
         return "error", _with(f"infrastructure: {failure.reason or failure.stage}: {failure.message}", retry)
     if failure is not None:
@@ -160,8 +180,30 @@ def commit_status(build: BuildFacts) -> tuple[str, str]:
     return ("failure" if build.results == FAILURE else "error"), _with(f"result {build.results}", retry)
 
 
+def _inconclusive(build: BuildFacts) -> str:
+    """The gate's INCONCLUSIVE verdict (policy.Verdict.status) with its count: never "passed"."""
+    n = build.properties.get(INCONCLUSIVE_PROPERTY)
+    count = f"{n} gated item(s)" if isinstance(n, int) and n > 0 else "gated items"
+    return f"⚠️ inconclusive: {count} not judged (too few repeats or too noisy)"
+
+
+def _inconclusive(build: BuildFacts) -> str:
+    """The gate's INCONCLUSIVE verdict (policy.Verdict.status) with its count: never "passed"."""
+    n = build.properties.get(INCONCLUSIVE_PROPERTY)
+    count = f"{n} gated item(s)" if isinstance(n, int) and n > 0 else "gated items"
+    return f"⚠️ inconclusive: {count} not judged (too few repeats or too noisy)"
+
+
 def _with(text: str, retry: str) -> str:
-    return f"{text}; {retry}" if retry else text
+    text = f"{text}; {retry}" if retry else text
+    return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[:STATUS_DESCRIPTION_LIMIT - 1] + "…"
+
+
+def _new_named(build: BuildFacts) -> str:
+    """``: selftest: AES-GCM (-216)``: the first new failure's signature, when the triage named one."""
+    triage = build.properties.get(TRIAGE_PROPERTY)
+    new = triage.get("new") if isinstance(triage, Mapping) else None
+    return f": {new[0]}" if isinstance(new, list) and new and isinstance(new[0], str) else ""
 
 
 @dataclass
@@ -170,7 +212,13 @@ class PrReport:
     baseline: list[RunResult] | None = None
 
     def verdict(self, runs: list[RunResult]) -> Verdict:
-        return evaluate(runs, self.policy, self.baseline)
+        try:
+            return evaluate(runs, self.policy, self.baseline)
+        except BaselineMismatch as e:  # a static baseline of other runs: said in the comment, never a PASS
+            verdict = evaluate(runs, self.policy, None)
+            verdict.checks.append(Check("*", "*", "baseline", CheckKind.REGRESSION, False,
+                                        f"bad baseline: {e}", error=True))
+            return verdict
 
     def body(self, builds: Sequence[BuildFacts], links: Mapping[str, str] | None = None) -> str:
         """The whole comment: marker + ``markdown_report`` over every finished build."""

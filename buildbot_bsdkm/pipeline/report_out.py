@@ -11,6 +11,8 @@ from typing import Any
 from ..config import Config
 from ..model import RunResult, from_json, run_to_dict
 from ..policy import Policy, Verdict, evaluate, load_policy
+from ..triage.classify import TriageInputs
+from ..triage.outcomes import BaseOutcome
 
 
 class BaselineError(ValueError):
@@ -54,14 +56,17 @@ BASE_RUNS_JSON = "base-runs.json"
 
 
 def gate_runs(inputs: GateInputs, runs: list[RunResult], baseline: list[RunResult] | None = None,
-              history: list[RunResult] | None = None) -> Verdict:
+              history: list[RunResult] | None = None, *,
+              base_outcomes: list[BaseOutcome] | None = None) -> Verdict:
     """The policy (default when the config names none) over ``runs``, against the baseline if any.
 
     ``baseline``: base runs measured next to ``runs`` (``bsdkm-ci run --base-*``); they take the
-    place of the config's baseline file.
+    place of the config's baseline file. ``base_outcomes``: what the base branch's builds did,
+    oldest first, for the triage (a failure already there is pre-existing).
     """
     base = baseline if baseline is not None else inputs.baseline
-    return evaluate(runs, inputs.policy, base, history)
+    triage = TriageInputs(base=list(base_outcomes)) if base_outcomes else None
+    return evaluate(runs, inputs.policy, base, history, triage=triage)
 
 
 def write_run_outputs(run_dir: Path, run: RunResult, verdict: Verdict) -> Path:

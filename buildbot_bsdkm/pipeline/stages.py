@@ -27,7 +27,7 @@ from ..config import Config
 from ..contract import RUNS_AFTER_FAILURE
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, from_json, to_json
 from ..perf.fingerprint import machine_fingerprint
-from . import afalg, kernel, registry, userspace
+from . import afalg, base_triage, kernel, registry, userspace
 from . import build as buildmod
 from .errors import StageError
 from .loading import ModuleLoadOutcome
@@ -239,7 +239,6 @@ def stage_load(job: Job) -> None:
                 run_prefix=job.config.variants[job.variant].run_prefix,
             )
             job.state["programs_run"] = out.record()
-            _count_instructions(job)
         else:
             ko = Path(job.need("ko", "build"))
             afalg.stage_overlay(job.state.get("afalg_program"), ko, job.dir / "vm")
@@ -249,19 +248,6 @@ def stage_load(job: Job) -> None:
     run, failure = collect(job)
     if failure is not None and failure.stage != "unload":
         raise StageError(failure)
-
-
-def _count_instructions(job: Job) -> None:
-    """The policy's fixed workload counted in this build (Callgrind), once per load, beside the clock's."""
-    from ..perf.instructions import METADATA_KEY
-    from .instructions import counts_for
-
-    job.state.pop(METADATA_KEY, None)
-    if "build_dir" not in job.state:
-        return
-    counts = counts_for(job.config, Path(job.state["build_dir"]), job.dir / "instructions.log", job.say)
-    if counts is not None:
-        job.state[METADATA_KEY] = counts.to_dict()
 
 
 def stage_unload(job: Job) -> None:
@@ -330,7 +316,10 @@ def stage_gate(job: Job) -> None:
     base, note = _base_run(job)
     history = _history(job)
     gate = GateInputs.load(job.config, read_baseline=base is None)
-    verdict = gate_runs(gate, [run], [base] if base is not None else None, history)
+    # Triage: the base's recorded outcomes (the master's) and the base built here, whatever it did.
+    outcomes, triage_notes = base_triage.gather(job.dir, _base_any(job), gate.policy)
+    verdict = gate_runs(gate, [run], [base] if base is not None else None, history, base_outcomes=outcomes)
+    verdict.notes += [n for n in triage_notes if n not in verdict.notes]
     # confirm: true re-measures a regression when the base was measured here (run.gate_against_base);
     # against history, or without a way to measure again, the regressions stand, with a note.
     confirm(verdict, gate.policy, job.remeasure if base is not None else None, history)
@@ -340,6 +329,13 @@ def stage_gate(job: Job) -> None:
     job.state["verdict"] = verdict.to_dict()  # passed, summary and every check (Buildbot shows regressions)
     if not verdict.passed:
         job.state["gate_failed"] = verdict.summary()
+
+
+def _base_any(job: Job) -> RunResult | None:
+    """The base's run of this (target, variant) from ``--base-out``, passed or failed; None if none ran."""
+    if job.base_out is None or not (job.base_out / job.target / job.variant / "state.json").is_file():
+        return None
+    return read_run(Job(job.config, job.target, job.variant, job.base_out, progress=job.progress))
 
 
 def _base_run(job: Job) -> tuple[RunResult | None, str | None]:
@@ -443,16 +439,7 @@ def _metadata(job: Job) -> dict[str, Any]:
         "fingerprint": machine_fingerprint(job.target, job.variant, job.state.get("configure_args"),
                                            os.environ.get("CC", "cc")),
         **_skipped(job),
-        **_counted(job),
     }
-
-
-def _counted(job: Job) -> dict[str, Any]:
-    """The instruction counts of the load (``perf/instructions.py``), when it counted any."""
-    from ..perf.instructions import METADATA_KEY
-
-    rec = job.state.get(METADATA_KEY)
-    return {METADATA_KEY: rec} if rec else {}
 
 
 def _skipped(job: Job) -> dict[str, Any]:
