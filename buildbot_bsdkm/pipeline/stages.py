@@ -239,6 +239,7 @@ def stage_load(job: Job) -> None:
                 run_prefix=job.config.variants[job.variant].run_prefix,
             )
             job.state["programs_run"] = out.record()
+            _count_instructions(job)
         else:
             ko = Path(job.need("ko", "build"))
             afalg.stage_overlay(job.state.get("afalg_program"), ko, job.dir / "vm")
@@ -248,6 +249,19 @@ def stage_load(job: Job) -> None:
     run, failure = collect(job)
     if failure is not None and failure.stage != "unload":
         raise StageError(failure)
+
+
+def _count_instructions(job: Job) -> None:
+    """The policy's fixed workload counted in this build (Callgrind), once per load, beside the clock's."""
+    from ..perf.instructions import METADATA_KEY
+    from .instructions import counts_for
+
+    job.state.pop(METADATA_KEY, None)
+    if "build_dir" not in job.state:
+        return
+    counts = counts_for(job.config, Path(job.state["build_dir"]), job.dir / "instructions.log", job.say)
+    if counts is not None:
+        job.state[METADATA_KEY] = counts.to_dict()
 
 
 def stage_unload(job: Job) -> None:
@@ -439,7 +453,16 @@ def _metadata(job: Job) -> dict[str, Any]:
         "fingerprint": machine_fingerprint(job.target, job.variant, job.state.get("configure_args"),
                                            os.environ.get("CC", "cc")),
         **_skipped(job),
+        **_counted(job),
     }
+
+
+def _counted(job: Job) -> dict[str, Any]:
+    """The instruction counts of the load (``perf/instructions.py``), when it counted any."""
+    from ..perf.instructions import METADATA_KEY
+
+    rec = job.state.get(METADATA_KEY)
+    return {METADATA_KEY: rec} if rec else {}
 
 
 def _skipped(job: Job) -> dict[str, Any]:
