@@ -146,3 +146,36 @@ def make_history(repo: Path, base: str, branch: str, n: int, *, failure_at: int 
     hist.bad = hist.commits[-1]
     _git(repo, "checkout", "-q", "-f", "base")
     return hist
+
+
+# The lean userspace build a bisection's steps use in the suite and bench/bisect_bench.py: the
+# portable C code, the self-test and the SHA-256 benchmark, no ECC or DH (fewer sources to build).
+LEAN_POLICY = """\
+version: 1
+selftests: true
+complete: true
+regressions:
+  - {pattern: "*", max_pct: 2, limit: learned, detect_pct: 25}
+instructions:
+  items: {SHA-256: 262144}
+"""
+LEAN_CONFIG = """\
+source: {{local: {repo}}}
+targets:
+  userspace: {{flags: [--enable-cryptonly, --enable-crypttests, --disable-ecc, --disable-dh]}}
+variants:
+  noasm: {{flags: [--disable-asm], targets: [userspace]}}
+benchmark: {{min_runtime_s: 0.05, embedded: false, ntimes: 1, agreetimes: 1, userspace_args: [-sha256],
+            repeats: 5, max_repeats: 10}}
+timeouts: {{selftest: 300, benchmark: 300}}
+retry: {{max_infra_retries: 1, backoff_s: [1]}}
+policy: {policy}
+"""
+
+
+def lean_config(where: Path, repo: Path) -> Path:
+    """bsdkm.yml (and its policy) for bisecting ``repo`` on userspace/noasm, written in ``where``."""
+    (where / "policy.yml").write_text(LEAN_POLICY)
+    config = where / "bsdkm.yml"
+    config.write_text(LEAN_CONFIG.format(repo=repo, policy=where / "policy.yml"))
+    return config
