@@ -8,7 +8,7 @@ sys.path[:0] = [str(here / "_ext"), str(here.parent)]
 
 project = "bsdkm-ci"
 author = "wolfSSL"
-copyright = "wolfSSL Inc."  # noqa: A001 (Sphinx's own name)
+copyright = "wolfSSL Inc."
 
 extensions = ["myst_parser", "cli_reference"]
 source_suffix = {".md": "markdown"}
