@@ -59,8 +59,12 @@ class JUnitCase:
 
     def to_testcase(self, classname: str) -> TestCase:
         tc = TestCase(self.name, classname=classname, elapsed_sec=self.seconds, stdout=self.system_out())
-        failed = [c for c in self.checks if not c.passed]
+        failed = [c for c in self.checks if not c.passed and c.blocking]
+        waived = [c for c in self.checks if not c.passed and not c.blocking]
         errors = [c for c in failed if c.error]
+        if waived and not failed:  # known (with its URL), pre-existing, flaky: the policy lets them pass
+            tc.add_skipped_info(message="; ".join(_waived_text(c) for c in waived),
+                                output="\n".join(c.message for c in waived))
         if errors:
             tc.add_error_info(message=self._message(errors), output="\n".join(c.message for c in errors))
         elif failed:
@@ -73,6 +77,15 @@ class JUnitCase:
         text = "; ".join(c.message for c in checks)
         numbers = ", ".join(f"{k} {v}" for k, v in self.facts.items() if k in _MESSAGE_FACTS)
         return f"{text} [{numbers}]" if numbers else text
+
+
+def _waived_text(c: Check) -> str:
+    """A failure the triage policy does not block on: "known: <reason> (<url>) [signature]"."""
+    url = (c.detail or {}).get("known_url")
+    note = c.triage_note or ""
+    if url and url not in note:
+        note = f"{note} ({url})" if note else url
+    return f"{c.triage or 'waived'}{': ' + note if note else ''} [{c.signature}]"
 
 
 # Builds a part's testcases for one run from the checks on that run.

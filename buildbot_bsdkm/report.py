@@ -21,6 +21,7 @@ from .model import LogFormat, RunResult
 from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
 from .policy import Check, CheckKind, Verdict, fmt_num, measure
 from .report_blocks import BENCHMARK_ROW, COMPARISON_ROW, KEEP, SELFTEST_ROW, Block, Row, Table
+from .triage.sections import triage_blocks
 
 DEFAULT_MAX_CHARS = 65536
 
@@ -43,12 +44,9 @@ def _verdict_line(verdict: Verdict) -> str:
 
 
 def _failures_block(verdict: Verdict) -> list[Block]:
-    if verdict.passed:
-        return []
-    table = Table(["run", "kind", "check", "what happened"])
-    for c in verdict.failures:
-        table.rows.append(Row([c.run_label, c.kind + (" (error)" if c.error else ""), c.name, c.message]))
-    return [Block("h3", "Failures"), Block("table", table=table)]
+    """Every failed check under its triage word (New, Pre-existing, Known issues, Flaky), and what
+    the change fixed (triage/sections.py)."""
+    return triage_blocks(verdict)
 
 
 def _selftest_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:

@@ -114,7 +114,7 @@ def test_markdown_cells_escape_pipes() -> None:
     text = markdown_report([run], evaluate([run], parse_policy("")))
     row = next(line for line in text.splitlines() if line.startswith("| userspace/a"))
     assert row.startswith("| userspace/a\\|b | complete (error) | complete:")
-    assert row.count(" | ") == 3  # still four cells
+    assert row.count(" | ") == 4  # still five cells (the last one the failure's signature)
 
 
 def test_report_names_the_source_built_and_its_commit() -> None:

@@ -29,6 +29,7 @@ from ..model import RunResult
 from ..perf import gab
 from ..policy import Verdict, evaluate, fingerprint_problem
 from ..report import delta_report
+from . import triage_args
 from .errors import UsageError
 from .junit_cmd import exit_status, read_policy, read_results, write_text
 
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gab", metavar="FILE",
                    help="write the head's results as github-action-benchmark JSON (customBiggerIsBetter); "
                         "cycles go to FILE with .cycles before the suffix (customSmallerIsBetter)")
+    triage_args.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -122,7 +124,9 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
             "inconclusive": len(verdict.inconclusive), "passed": verdict.passed, "summary": verdict.summary(),
             "items": items, "runs": [{k: v for k, v in r.items() if k not in ("items", "geomean")}
                                      for r in verdict.perf],
-            "notes": list(verdict.notes)}
+            "notes": list(verdict.notes),
+            # every failed check with its signature and triage word (new, pre-existing, known, flaky)
+            "failures": [c.to_dict() for c in verdict.failures], "triage": dict(verdict.triage)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         raise UsageError(problem)
     policy = read_policy(args.policy)
-    verdict = evaluate(head, policy, base, history)
+    triage = triage_args.triage_inputs(args, policy)
+    with triage_args.triage_errors():
+        verdict = evaluate(head, policy, base, history, triage=triage)
     print(delta_report(verdict), end="")
     if args.json:
         write_text(args.json, json.dumps(verdict_json(verdict), indent=2) + "\n")

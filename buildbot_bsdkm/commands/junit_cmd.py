@@ -20,6 +20,7 @@ from ..model import ModelError, RunResult, from_json
 from ..parsers import ParseError, parse_file
 from ..policy import Policy, PolicyError, Verdict, evaluate, load_policy
 from ..report import html_report, markdown_report
+from . import triage_args
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", metavar="FILE", help="baseline results JSON for regression gates")
     p.add_argument("--markdown", metavar="FILE", help="also write the Markdown report here")
     p.add_argument("--html", metavar="FILE", help="also write the standalone HTML report here")
+    triage_args.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -42,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
     runs = load_runs(args.logs, args.variant, args.target)
     policy = read_policy(args.policy)
     baseline = read_results(args.baseline) if args.baseline else None
-    verdict = evaluate(runs, policy, baseline)
+    triage = triage_args.triage_inputs(args, policy)
+    with triage_args.triage_errors():
+        verdict = evaluate(runs, policy, baseline, triage=triage)
     write_text(args.output, junit_xml(runs, verdict))
     if args.markdown:
         write_text(args.markdown, markdown_report(runs, verdict))
@@ -102,6 +106,9 @@ def print_verdict(verdict: Verdict) -> None:
         print(f"  note: {note}")
     for c in verdict.failures:
         print(f"  {c.run_label} {c.kind}{' (error)' if c.error else ''}: {c.message}")
+        if c.triage:
+            why = f": {c.triage_note}" if c.triage_note else ""
+            print(f"    {c.triage}{'' if c.blocking else ' (does not block)'}{why} [{c.signature}]")
 
 
 def exit_status(verdict: Verdict) -> int:
