@@ -153,3 +153,6 @@ def test_product_docs_carry_no_issue_numbers() -> None:
         assert not re.search(r"\bissue #?\d+", text, re.I), name
         assert not re.search(r"\bload average", text, re.I), name
         assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text), name
+        lines = enumerate(text.splitlines(), 1)
+        long = [n for n, line in lines if len(line) > 120 and not line.startswith("|")]  # tables aside
+        assert not long, (name, long)
