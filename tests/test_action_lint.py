@@ -65,6 +65,7 @@ def test_examples_cover_the_three_triggers() -> None:
         "bsdkm-pr.yml": {"pull_request"},
         "bsdkm-retest.yml": {"issue_comment"},
         "bsdkm-release.yml": {"push", "workflow_dispatch"},
+        "bsdkm-bisect.yml": {"workflow_dispatch"},
     }
 
 
