@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from . import __version__, commands
 from .commands.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, UsageError
+from .policy import BaselineMismatch
 
 # The exit statuses and UsageError are commands/errors.py's; named here too for callers of the CLI.
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "UsageError", "build_parser", "main"]
@@ -39,6 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except UsageError as e:
         print(f"bsdkm-ci {args.command}: {e}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except BaselineMismatch as e:  # whichever subcommand gated with that baseline
+        print(f"bsdkm-ci {args.command}: bad baseline: {e}", file=sys.stderr)
         return EXIT_UNUSABLE
     except KeyboardInterrupt:
         print("bsdkm-ci: interrupted", file=sys.stderr)

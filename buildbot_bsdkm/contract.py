@@ -24,7 +24,9 @@ PROPERTY_SOURCE = "bsdkm"  # the "source" Buildbot shows next to every property 
 
 # Set by the stage steps (buildbot/steps.py).
 FAILURE_PROPERTY = "bsdkm_failure"  # StageFailure.to_dict() of the first failing stage
-VERDICT_PROPERTY = "bsdkm_verdict"  # passed | failed | infrastructure
+VERDICT_PROPERTY = "bsdkm_verdict"  # passed | failed | inconclusive | infrastructure
+# Gated items the gate could not judge (policy.Verdict.inconclusive): the commit status says how many.
+INCONCLUSIVE_PROPERTY = "bsdkm_inconclusive"
 REGRESSIONS_PROPERTY = "bsdkm_regressions"  # ["AES-128-GCM-enc −31 %", ...]
 SELFTEST_PROPERTY = "bsdkm_selftest"  # "self-test: 70/71 passed (PWDBASED failed -125)"
 BENCHMARKS_PROPERTY = "bsdkm_benchmarks"  # how many benchmark items the run printed

@@ -22,6 +22,7 @@ from ..contract import (
     RESULTS_PATH_PROPERTY,
     RESULTS_PROPERTY,
     SELFTEST_PROPERTY,
+    VERDICT_PROPERTY,
     TRIAGE_PROPERTY,
     VERDICT_PROPERTY,
     failure_from_property,

@@ -295,7 +295,7 @@ class ReleaseResult:
     @property
     def passed(self) -> bool:
         cand_failed = any(r.failure is not None for reps in self.candidate.runs.values() for r in reps)
-        return self.candidate.fetch_failure is None and self.verdict.passed and not cand_failed
+        return self.candidate.fetch_failure is None and self.verdict.accepted and not cand_failed
 
 
 def _side_config(config: Config, spec: SourceSpec, build_cache: Path) -> Config:

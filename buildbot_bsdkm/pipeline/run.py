@@ -57,7 +57,7 @@ class MatrixResult:
 
     @property
     def passed(self) -> bool:
-        return self.verdict.passed and all(r.failure is None for r in self.runs)
+        return self.verdict.accepted and all(r.failure is None for r in self.runs)
 
 
 def measured_interleaved(target: str) -> bool:

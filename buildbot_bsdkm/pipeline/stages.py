@@ -341,7 +341,7 @@ def stage_gate(job: Job) -> None:
         verdict.notes.insert(0, note)
     write_run_outputs(job.dir, run, verdict)
     job.state["verdict"] = verdict.to_dict()  # passed, summary and every check (Buildbot shows regressions)
-    if not verdict.passed:
+    if not verdict.accepted:  # a failure, or unjudged items under perf.inconclusive: fail
         job.state["gate_failed"] = verdict.summary()
 
 

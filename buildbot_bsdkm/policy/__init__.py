@@ -66,6 +66,7 @@ from .checks import (
 from .evaluation import NO_CHECKS, evaluate, perf_inputs
 from .learned import bench_logs, fingerprint_problem, perf_message, same_machine
 from .measure import crossover_block, display_unit, fmt_num, matches, measure, shown
+from .pairing import BaselineMismatch, pair_baseline
 from .rules import (
     CYCLES,
     DEFAULT_POLICY_PATH,
@@ -85,6 +86,7 @@ from .rules import (
 )
 
 __all__ = [
+    "BaselineMismatch",
     "COMPLETE_PREFIX",
     "CYCLES",
     "DEFAULT_POLICY_PATH",
@@ -121,6 +123,7 @@ __all__ = [
     "load_policy",
     "matches",
     "measure",
+    "pair_baseline",
     "parse_policy",
     "perf_inputs",
     "perf_message",

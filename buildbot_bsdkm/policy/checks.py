@@ -119,6 +119,9 @@ class Verdict:
     triage: dict[str, Any] = field(default_factory=dict)  # triage/classify.py: fixed, known issues
     # The policy's ``perf.inconclusive: fail``: unjudged gated items make the verdict unacceptable.
     inconclusive_fails: bool = False
+    # Rows whose implied clock (rate x cycles) disagrees with the rest of their log (perf/clock.py),
+    # found with or without a baseline: {target, variant, source, name, line, clock_hz, log_hz}.
+    mis_timed: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -178,6 +181,11 @@ class Verdict:
         """The mark and the summary: what a console, report or comment opens with."""
         return f"{self.mark} {self.summary()}"
 
+    def mis_timed_row(self, target: str, variant: str, name: str) -> dict[str, Any] | None:
+        """The ``mis_timed`` entry of that run's row, or None."""
+        return next((m for m in self.mis_timed
+                     if (m.get("target"), m.get("variant"), m.get("name")) == (target, variant, name)), None)
+
     def _inconclusive_summary(self) -> str:
         unjudged = len(self.inconclusive)
         judged = len(self.checks) - unjudged
@@ -209,6 +217,7 @@ class Verdict:
             "verdict": self.status,
             "inconclusive": len(self.inconclusive),
             "inconclusive_fails": self.inconclusive_fails,
+            "mis_timed": [dict(m) for m in self.mis_timed],
             "summary": self.summary(),
             "policy": self.policy_source,
             "notes": list(self.notes),
@@ -232,4 +241,5 @@ class Verdict:
             perf=[dict(p) for p in perf if isinstance(p, Mapping)],
             triage=dict(d["triage"]) if isinstance(d.get("triage"), Mapping) else {},
             inconclusive_fails=d.get("inconclusive_fails") is True,
+            mis_timed=[dict(m) for m in d.get("mis_timed") or [] if isinstance(m, Mapping)],
         )

@@ -9,10 +9,12 @@ from ..triage.classify import TriageInputs, classify
 from .checks import Check, CheckKind, Verdict
 from .comparisons import crossover, speedup
 from .context import Evaluation
+from .pairing import pair_baseline
 from .paths import evaluate_paths
 from .regressions import regressions
 from .rules import Policy
 from .run_gates import check_run, note_clocks
+from .timing import mark_mis_timed
 
 NO_CHECKS = "the gate evaluated 0 checks (no results, or a policy that checks nothing): not a pass"
 
@@ -30,10 +32,14 @@ def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | 
     outcomes), and whether the policy's ``triage:`` lets it fail the verdict.
     """
     baseline, history, ungated = perf_inputs(runs, baseline, history)
+    paired: list[str] = []
+    if policy.regressions:  # a baseline matching no run: paired when unambiguous, else BaselineMismatch
+        baseline, paired = pair_baseline([r for r in runs if not perf_ungated(r.target)], baseline)
     ev = Evaluation(runs, policy, baseline, history)
-    for text in ungated:
+    for text in [*ungated, *paired]:
         ev.note(text)
     note_clocks(ev)
+    mark_mis_timed(ev)  # with or without a baseline: a fact about each table
     for run in runs:
         check_run(ev, run)
     if policy.regressions:

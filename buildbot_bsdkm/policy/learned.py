@@ -188,6 +188,8 @@ class _LearnedGate:
             for name in rep.mis_timed:
                 mis_timed[name] = rep.deviation(name) or 0.0
         for name, dev in sorted(mis_timed.items()):
+            if self.ev.verdict.mis_timed_row(self.run0.target, self.run0.variant, name):
+                continue  # the table's own note (timing.py) says it already
             self.ev.note(f"{self.label}: {name} is mis-timed: its implied clock (rate x cycles) is "
                          f"{dev * 100:+.0f}% off the run's median; gated on cycles")
         clock_diff = perf_clock.side_mismatch([c.clock_hz for c in base_clock if c.clock_hz],

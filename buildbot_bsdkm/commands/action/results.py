@@ -49,6 +49,7 @@ JUNIT_XML = "junit.xml"
 
 VERDICT_PASS = "pass"
 VERDICT_FAIL = "fail"
+VERDICT_INCONCLUSIVE = "inconclusive"  # nothing failed, but gated items went unjudged (Verdict.status)
 VERDICT_ERROR = "error"  # nothing measured failed, but the run could not produce (usable) results
 
 TEST_KINDS = frozenset({CheckKind.SELFTEST, CheckKind.BENCHMARK})
@@ -158,13 +159,15 @@ class RunOutcome:
 
     @property
     def passed(self) -> bool:
-        return self.unusable is None and self.verdict.passed
+        return self.unusable is None and self.verdict.accepted
 
     @property
     def failed_tests(self) -> list[Check]:
         return [c for c in self.verdict.failures if c.kind in TEST_KINDS]
 
     def verdict_word(self) -> str:
+        if self.unusable is None and self.verdict.status == VERDICT_INCONCLUSIVE:
+            return VERDICT_INCONCLUSIVE
         if self.passed:
             return VERDICT_PASS
         failures = self.verdict.failures
