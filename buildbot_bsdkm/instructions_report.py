@@ -1,12 +1,11 @@
 """Instruction counts in the report, the PR comment and JUnit (``perf/instructions.py``'s records).
 
-- ``instruction_blocks``: the one-line summary the PR comment opens with
-  (``instructions userspace/intelasm: +1.03 % (SHA-256), −0.00 % (AES-128-GCM-enc) …``), and per
-  run a table: item, count per byte/op of base and head, change, the wall-clock change of the same
-  item beside it, status; for a regressed item the functions whose counts changed most.
-  A run counted with nothing to compare shows its counts and each item's biggest functions.
-- ``instruction_cases``: JUnit testcases (suite ``bsdkm.<target>.<variant>.instructions``), the
-  numbers in ``system-out``.
+- ``instruction_summary``: the one-line summary the PR comment opens with
+  (``instructions: userspace/intelasm +1.03 % (SHA-256), −0.00 % (AES-128-GCM-enc) …``);
+- ``instruction_blocks``: per run a table: item, count per byte/op of base and head, change,
+  the wall-clock change of the same item beside it, status; for a regressed item the functions
+  whose counts changed most. A run with nothing to compare shows its counts and biggest functions.
+The JUnit suite is ``instructions_junit.py``'s.
 """
 
 from __future__ import annotations
@@ -59,11 +58,15 @@ def summary_line(runs: Sequence[RunResult], verdict: Verdict, shown: int = 4) ->
     return "instructions: " + "; ".join(parts) if parts else None
 
 
-def instruction_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
-    blocks: list[Block] = []
+def instruction_summary(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
+    """The summary line, for the top of the report (the PR comment opens with it)."""
     line = summary_line(runs, verdict)
-    if line:
-        blocks.append(Block("p", line))
+    return [Block("p", line)] if line else []
+
+
+def instruction_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
+    """Per counted run: the table of items and, for a regressed item, its functions."""
+    blocks: list[Block] = []
     for run in runs:
         counts = counts_of(run.metadata)
         if counts is None:
@@ -76,7 +79,7 @@ def _run_blocks(run: RunResult, counts: InstructionCounts, verdict: Verdict) -> 
     checks = _checks(verdict, run)
     clock = clock_changes(verdict, run)
     compared = any(not n.startswith(GEOMEAN_NAME) for n in checks)
-    table = Table(["benchmark", "unit", "base", "head", "change", "limit", "wall-clock", "status",
+    table = Table(["benchmark", "unit", "base", "head", "change", "limit", "wall-clock speed", "status",
                    "biggest functions"])
     for item in counts.items:
         c = checks.get(item.name)

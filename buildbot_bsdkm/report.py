@@ -16,7 +16,7 @@ from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
 from . import kernel_health as kh
-from .instructions_report import instruction_blocks
+from .instructions_report import instruction_blocks, instruction_summary
 from .model import LogFormat, RunResult
 from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
 from .policy import Check, CheckKind, Verdict, fmt_num, measure
@@ -157,6 +157,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
                   links: Mapping[str, str] | None = None) -> list[Block]:
     """The report's content, shared by the Markdown and HTML renderers."""
     blocks = [Block("h2", "bsdkm-ci results"), Block("p", _verdict_line(verdict))]
+    blocks += instruction_summary(runs, verdict)  # "instructions: +0.80 % (SHA-256) ...", one line
     if links:
         blocks.append(Block("links", table=Table(list(links), [Row(list(links.values()))])))
     blocks += [Block("note", n) for n in verdict.notes]

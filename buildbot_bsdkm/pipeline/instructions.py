@@ -16,6 +16,7 @@ Valgrind's words, and the items after it are run again in a new process.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import json
@@ -268,8 +269,9 @@ def _one_process(program: Path, args: list[str], work: Path, timeout_s: float, k
             counts[pos] = ItemCount(line.name, line.kind, line.amount, status=MISSING,
                                     reason=f"no profile: {e}")
             continue
+        functions = _named(program, profile.functions)
         counts[pos] = ItemCount(line.name, line.kind, line.amount, profile.total, MEASURED,
-                                functions=kept_functions(profile.functions, keep))
+                                functions=kept_functions(functions, keep))
     if res.timed_out:
         why = f"timed out after {timeout_s:g} s under Valgrind"
     elif res.exit_code != 0 or len(counts) < len(args):
@@ -362,3 +364,42 @@ def _link_or_copy(source: str, target: str) -> None:
         os.link(source, target)
     except OSError:
         shutil.copy2(source, target)
+
+
+_ADDRESS = re.compile(r"^0x([0-9a-fA-F]+)$")
+
+
+def _named(program: Path, functions: dict[str, int]) -> dict[str, int]:
+    """Functions Callgrind could only show by address, named by the program's symbol table.
+
+    Hand-written assembly (wolfSSL's ``*_asm.S``) often has symbols without a size, which Valgrind
+    ignores; ``nm`` still knows the global symbol each address falls after.
+    """
+    if not any(_ADDRESS.match(name) for name in functions):
+        return functions
+    symbols = _global_symbols(program)
+    out: dict[str, int] = {}
+    for name, count in functions.items():
+        m = _ADDRESS.match(name)
+        if m and symbols:
+            addr = int(m[1], 16)
+            at = bisect.bisect_right(symbols, (addr, "\uffff")) - 1
+            if at >= 0:
+                start, symbol = symbols[at]
+                name = symbol if start == addr else f"{symbol}+{addr - start:#x}"
+        out[name] = out.get(name, 0) + count
+    return out
+
+
+def _global_symbols(program: Path) -> list[tuple[int, str]]:
+    try:
+        res = subprocess.run(["nm", "-n", "--defined-only", str(program)], capture_output=True, text=True,
+                             timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    out = []
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "TW":
+            out.append((int(parts[0], 16), parts[2]))
+    return sorted(out)
