@@ -22,7 +22,6 @@ from ..contract import (
     RESULTS_PATH_PROPERTY,
     RESULTS_PROPERTY,
     SELFTEST_PROPERTY,
-    VERDICT_PROPERTY,
     TRIAGE_PROPERTY,
     VERDICT_PROPERTY,
     failure_from_property,
