@@ -17,6 +17,15 @@ The output validates against the Jenkins xunit-plugin ``junit-10.xsd`` (vendored
   every reader shows, and in its failure message; the log a suite's cases came from is the
   suite's ``file`` attribute (and ``log:`` in each testcase's system-out).
 
+Where a failure is: every suite holds the cases of one log (a run/part whose cases come from
+several logs is one suite per log) and its ``file`` is that log, relative to the working
+directory; each failure's text ends with its log line in two forms readers parse:
+``at <file>:<line>`` (mikepenz/action-junit-report takes the suite's ``file`` and the last
+``<file>:<line>`` of the text) and, for a log below a directory, ``at <dirs>.Log(<name>:<line>)``
+(dorny/test-reporter's stack-trace form: the dirs as a lowercase package, the file name; it
+annotates files git tracks). Test names hold no absolute path: a log is named relative to the
+directory all of the report's logs share, so the same logs give the same names anywhere.
+
 Classnames are ``<target>/<variant>/<part>``: no dots, so readers that map a Java-style
 classname to a source path (mikepenz/action-junit-report) do not land on
 ``wolfcrypt/benchmark/benchmark.c``, and the target and variant stay visible.
@@ -26,6 +35,7 @@ properties into one dict and rejects a report in which two suites share a proper
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
@@ -36,7 +46,7 @@ from junit_xml import TestCase, TestSuite
 
 from . import kernel_health
 from .model import Benchmark, KernelEvent, LogFormat, LogResult, RunResult
-from .policy import Check, CheckKind, Verdict, fmt_num
+from .policy import COMPLETE_PREFIX, Check, CheckKind, Verdict, fmt_num
 
 _SELFTEST_KINDS = {CheckKind.SELFTEST, CheckKind.COMPLETE}
 
@@ -50,9 +60,14 @@ class JUnitCase:
     checks: list[Check] = field(default_factory=list)
     log: str | None = None  # the log the case's result came from
     facts: dict[str, str] = field(default_factory=dict)  # label -> text, in system-out order
+    line: int | None = None  # the line of ``log`` the result was read from
+    # Set when the report is written (``_place``): the failures' log lines in the readers' forms.
+    locations: list[str] = field(default_factory=list)
 
     def system_out(self) -> str | None:
         lines = [f"log: {self.log}"] if self.log else []
+        if self.log and self.line:
+            lines.append(f"line: {self.line}")
         lines += [f"{label}: {text}" for label, text in self.facts.items()]
         lines += [f"{'PASS' if c.passed else 'FAIL'} {c.kind}: {c.message}" for c in self.checks]
         return "\n".join(lines) if lines else None
@@ -66,11 +81,15 @@ class JUnitCase:
             tc.add_skipped_info(message="; ".join(_waived_text(c) for c in waived),
                                 output="\n".join(c.message for c in waived))
         if errors:
-            tc.add_error_info(message=self._message(errors), output="\n".join(c.message for c in errors))
+            tc.add_error_info(message=self._message(errors), output=self._output(errors))
         elif failed:
-            tc.add_failure_info(message=self._message(failed), output="\n".join(c.message for c in failed),
+            tc.add_failure_info(message=self._message(failed), output=self._output(failed),
                                 failure_type=",".join(sorted({c.kind for c in failed})))
         return tc
+
+    def _output(self, checks: list[Check]) -> str:
+        """The gates' messages, then where in the log (the last lines: readers take the last match)."""
+        return "\n".join([*(c.message for c in checks), *self.locations])
 
     def _message(self, checks: list[Check]) -> str:
         """The gates' messages, then the numbers in one fixed form, for readers that show only this."""
@@ -124,17 +143,47 @@ def _checks_for(verdict: Verdict, run: RunResult) -> list[Check]:
     return [c for c in verdict.checks if c.variant == run.variant and c.target == run.target]
 
 
+_SUMMARY_PREFIX = "summary:"  # a log's self-test summary line (policy/run_gates.py)
+_LOG_NAMED = (COMPLETE_PREFIX, _SUMMARY_PREFIX)  # test names that end in a log's path
+
+
 def _log_of_check(run: RunResult, c: Check) -> str | None:
     if c.log_source is not None:
         return c.log_source
+    if c.kind == CheckKind.SELFTEST and c.name.startswith(_SUMMARY_PREFIX):
+        source = c.name.removeprefix(_SUMMARY_PREFIX)
+        if any(log.source == source for log in run.logs):
+            return source
     if c.kind == CheckKind.SELFTEST:
         return next((log.source for log in run.logs if any(t.name == c.name for t in log.tests)), None)
     return None
 
 
+def last_line(log: LogResult) -> int | None:
+    """The last line anything was read from: where a cut-off log ends, where a missing item was due."""
+    lines = [x.line for x in [*log.benchmarks, *log.tests, *log.lifecycle, *log.problems] if x.line]
+    lines += [ev.end_line or ev.line for ev in log.kernel if ev.end_line or ev.line]
+    return max(lines) if lines else None
+
+
+def _line_of_check(run: RunResult, c: Check, source: str | None) -> int | None:
+    log = next((lg for lg in run.logs if lg.source == source), None)
+    if log is None:
+        return None
+    if c.kind == CheckKind.SELFTEST:
+        test = next((t for t in log.tests if t.name == c.name), None)
+        if test is not None and test.line:
+            return test.line
+    return last_line(log)
+
+
 def _selftest_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
-    return [JUnitCase(c.name, checks=[c], log=_log_of_check(run, c))
-            for c in checks if c.kind in _SELFTEST_KINDS]
+    cases = []
+    for c in checks:
+        if c.kind in _SELFTEST_KINDS:
+            source = _log_of_check(run, c)
+            cases.append(JUnitCase(c.name, checks=[c], log=source, line=_line_of_check(run, c, source)))
+    return cases
 
 
 # What a failure message repeats from system-out: the numbers a reviewer needs at a glance.
@@ -171,6 +220,8 @@ def _add_check_facts(case: JUnitCase, c: Check) -> None:
             case.facts["change"] = f"{c.delta_pct:+.2f}%"
     elif c.is_geomean and c.value is not None:  # the value is the change in %
         case.facts["change"] = f"{c.value:+.2f}%"
+    elif c.kind == CheckKind.REQUIRED:  # its value is how many items matched: 0 is "missing", not a number
+        case.facts["required"] = f"present ({c.value or 0:.0f} item(s))" if c.passed else "missing"
     elif c.value is not None and c.kind not in case.facts:
         case.facts[c.kind] = f"{fmt_num(c.value)} {c.unit or ''}".rstrip()
     limit = _limit_text(c)
@@ -188,7 +239,7 @@ def _benchmark_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
         for b in log.benchmarks:
             seen[b.name] = seen.get(b.name, 0) + 1
             name = b.name if seen[b.name] == 1 else f"{b.name} #{seen[b.name]}"
-            case = JUnitCase(name, seconds=b.seconds, log=log.source, facts=_benchmark_facts(b))
+            case = JUnitCase(name, seconds=b.seconds, log=log.source, facts=_benchmark_facts(b), line=b.line)
             by_item.append(case)
             by_name.setdefault(name, case)
     extra: list[JUnitCase] = []
@@ -223,14 +274,108 @@ def _parts(run: RunResult, checks: list[Check]) -> list[tuple[str, list[JUnitCas
     return parts
 
 
+@dataclass(frozen=True)
+class LogPaths:
+    """How the report names the logs of its runs.
+
+    ``file``: the path readers annotate, relative to the working directory (a CI job's workspace).
+    ``name``: the path relative to the directory all the report's logs share, for test names: the
+    same logs give the same names on any machine, from any directory.
+    """
+
+    root: str | None
+    cwd: str
+
+    @classmethod
+    def of(cls, runs: Iterable[RunResult]) -> LogPaths:
+        dirs = [os.path.dirname(os.path.abspath(log.source)) for run in runs for log in run.logs]
+        return cls(os.path.commonpath(dirs) if dirs else None, os.getcwd())
+
+    def name(self, source: str) -> str:
+        if self.root is None:
+            return source
+        return Path(os.path.relpath(os.path.abspath(source), self.root)).as_posix()
+
+    def file(self, source: str) -> str:
+        path = Path(source)
+        if path.is_absolute() and not path.exists():  # recorded on another machine: no local path to give
+            return self.name(source)
+        return Path(os.path.relpath(os.path.abspath(source), self.cwd)).as_posix()
+
+
+def _stable_name(name: str, sources: set[str], paths: LogPaths) -> str:
+    for prefix in _LOG_NAMED:
+        if name.startswith(prefix) and name.removeprefix(prefix) in sources:
+            return prefix + paths.name(name.removeprefix(prefix))
+    return name
+
+
+def _primary_log(run: RunResult) -> LogResult | None:
+    """Where a run-wide result (required items, geometric mean, a lost stage) is shown."""
+    return next((log for log in run.logs if log.benchmarks), run.logs[0] if run.logs else None)
+
+
+def _dorny_frame(file: str, line: int) -> str | None:
+    """``at <dirs>.Log(<name>:<line>)``, dorny/test-reporter's Java stack-trace form: it takes the
+    dirs before the first capitalised part as the package and finds the tracked file below them."""
+    parts = Path(file).parts
+    dirs = parts[:-1]
+    if not dirs or any(not d[:1] > "Z" or "." in d or " " in d for d in dirs):
+        return None  # no directory, or one its package form cannot carry
+    return f"    at {'.'.join(dirs)}.Log({parts[-1]}:{line})"
+
+
+def _place(run: RunResult, case: JUnitCase, paths: LogPaths, sources: set[str]) -> None:
+    """The case's log as a relative path, its line, its failures' locations, a name without abs paths."""
+    primary = _primary_log(run)
+    source = case.log or (primary.source if primary is not None else None)
+    case.name = _stable_name(case.name, sources, paths)
+    if source is None:
+        return
+    if case.line is None and case.log is None and primary is not None:
+        case.line = last_line(primary)
+    case.log = paths.file(source)
+    failed = [c for c in case.checks if not c.passed]
+    lines = []
+    for c in failed:
+        kernel_lines = c.detail.get("lines") if isinstance(c.detail, dict) else None
+        line = kernel_lines[0] if isinstance(kernel_lines, list) and kernel_lines and \
+            isinstance(kernel_lines[0], int) else case.line
+        if line:
+            lines.append(line)
+    for line in dict.fromkeys(lines):
+        case.locations.append(f"at {case.log}:{line}")
+        frame = _dorny_frame(case.log, line)
+        if frame:
+            case.locations.append(frame)
+
+
 def _suites(runs: Iterable[RunResult], verdict: Verdict) -> list[TestSuite]:
+    runs = list(runs)
+    paths = LogPaths.of(runs)
+    sources = {log.source for run in runs for log in run.logs}
     suites: list[TestSuite] = []
     for run in runs:
         for part, cases in _parts(run, _checks_for(verdict, run)):
-            files = {c.log for c in cases if c.log}
             classname = class_name(run, part)
-            suites.append(TestSuite(suite_name(run, part), [c.to_testcase(classname) for c in cases],
-                                    file=files.pop() if len(files) == 1 else None))
+            for case in cases:
+                _place(run, case, paths, sources)
+                timing = verdict.mis_timed_row(run.target, run.variant, case.name)
+                if timing is not None and part == "benchmark":  # the table's own clock check
+                    case.facts["clock"] = (f"mis-timed: rate x cycles implies {timing['clock_hz'] / 1e9:.2f} "
+                                           f"GHz, the log's other rows {timing['log_hz'] / 1e9:.2f} GHz")
+            groups: dict[str | None, list[JUnitCase]] = {}
+            for case in cases:
+                groups.setdefault(case.log, []).append(case)
+            # One suite per log, so a reader that takes the suite's file lands in the right one; the
+            # biggest keeps the part's plain name.
+            main = max(groups, key=lambda f: len(groups[f]))
+            source_of = {paths.file(log.source): log.source for log in run.logs}
+            for file, members in groups.items():
+                name = suite_name(run, part)
+                if file != main and file is not None:
+                    name += f" ({paths.name(source_of.get(file, file))})"
+                suites.append(TestSuite(name, [c.to_testcase(classname) for c in members], file=file))
     return suites
 
 

@@ -82,9 +82,14 @@ def _benchmark_table(run: RunResult, verdict: Verdict) -> Table:
         rate = measure(b, "per_second")
         value = f"{fmt_num(b.value)} {b.unit}" if rate is not None else (b.error or "failed")
         cycles = f"{fmt_cycles(b.cycles)} {b.cycles_unit}" if b.cycles is not None else ""
+        timing = verdict.mis_timed_row(run.target, run.variant, b.name)  # the table's own clock check
+        if timing is not None:
+            cycles += (f" (mis-timed: {timing['clock_hz'] / 1e9:.2f} GHz, the log "
+                       f"{timing['log_hz'] / 1e9:.2f} GHz)")
         if gate is None:
-            table.rows.append(Row([b.name, value, cycles, "", "", "", "" if not b.failed else "FAIL"],
-                                  KEEP if b.failed else BENCHMARK_ROW))
+            status = "FAIL" if b.failed else ("mis-timed" if timing is not None else "")
+            table.rows.append(Row([b.name, value, cycles, "", "", "", status],
+                                  KEEP if b.failed or timing is not None else BENCHMARK_ROW))
             continue
         base = f"{fmt_num(gate.baseline)} {gate.unit}" if gate.baseline is not None else ""
         delta = f"{gate.delta_pct:+.1f}%" if gate.delta_pct is not None else ""

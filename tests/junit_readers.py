@@ -91,3 +91,72 @@ def enricomi_counts(path: str | Path) -> PublishedCounts:
         cases=dict(by_result),
         with_output=with_output,
     )
+
+
+# --------------------------------------------------------------------------- where readers annotate
+
+@dataclass(frozen=True)
+class Annotation:
+    """Where a reader puts a failure's annotation: a path and a line (0 or 1: nowhere in particular)."""
+
+    suite: str
+    test: str
+    path: str
+    line: int
+
+
+def _failures(path: str | Path):
+    tree = etree.parse(str(path), parser=etree.XMLParser(huge_tree=True))
+    for suite in tree.getroot().iter("testsuite"):
+        for case in suite.iter("testcase"):
+            for issue in [*case.findall("failure"), *case.findall("error")]:
+                yield suite, case, issue
+
+
+def mikepenz_annotations(path: str | Path) -> list[Annotation]:
+    """mikepenz/action-junit-report's rule (src/testParser.ts, resolveFileAndLine): the file is the
+    testcase's ``file``, else the failure's, else the suite's, else the classname's last dotted part;
+    the line is a ``line`` attribute, else the last `` <...file...>:<n>`` in the failure's text, else 1."""
+    out = []
+    for suite, case, issue in _failures(path):
+        file = case.get("file") or issue.get("file") or suite.get("file") or \
+            (case.get("classname") or case.get("name", "")).split(".")[-1]
+        line = case.get("line") or issue.get("line") or suite.get("line")
+        if not line:
+            found = re.findall(" [^ ]*" + re.escape(file) + r".*?:\d+", (issue.text or "").strip())
+            line = found[-1].split(":")[-1] if found else "1"
+        out.append(Annotation(suite.get("name", ""), case.get("name", ""), file, int(line)))
+    return out
+
+
+_DORNY_FRAME = re.compile(r"^\s*at (\S+/\S*/)?(.*)\((.*):(\d+)\)$")
+
+
+def dorny_annotations(path: str | Path, tracked: list[str]) -> list[Annotation]:
+    """dorny/test-reporter's java-junit rule (parsers/java-junit): the first stack-trace line
+    ``at <package>.<Class...>(<file name>:<n>)`` of the failure's text whose file name is a tracked file
+    whose parent directories end in the package (the parts before the first capitalised one);
+    otherwise the annotation goes to the report itself at line 0."""
+    by_name: dict[str, list[str]] = {}
+    for f in tracked:
+        by_name.setdefault(Path(f).name, []).append(Path(f).as_posix())
+    out = []
+    for suite, case, issue in _failures(path):
+        where = (str(path), 0)
+        for text in (issue.text or "").splitlines():
+            m = _DORNY_FRAME.match(text)
+            if not m:
+                continue
+            trace, name, line = m.group(2), m.group(3), int(m.group(4))
+            package = []
+            for part in trace.split("."):
+                if part[:1] <= "Z":
+                    break
+                package.append(part)
+            hit = next((f for f in by_name.get(name, []) if package and
+                        Path(f).parent.parts[-len(package):] == tuple(package)), None)
+            if hit:
+                where = (hit, line)
+                break
+        out.append(Annotation(suite.get("name", ""), case.get("name", ""), *where))
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -54,13 +55,18 @@ def gated() -> tuple[list[RunResult], str]:
 def test_suites_and_counts_load_in_junitparser(gated) -> None:
     runs, text = gated
     suites = read_junitparser(text)
+    # one suite per log: the self-test part of aesni-avx holds two logs (its benchmark log's
+    # completeness in a suite of its own, named after that log)
     assert sorted(suites) == ["bsdkm.userspace.aesni-avx.benchmark", "bsdkm.userspace.aesni-avx.selftest",
+                              "bsdkm.userspace.aesni-avx.selftest (noise/accel_r03.txt)",
                               "bsdkm.userspace.noasm.benchmark", "bsdkm.userspace.noasm.selftest"]
     selftest = suites["bsdkm.userspace.aesni-avx.selftest"]
     n_tests = len(runs[0].tests)
     assert n_tests == 89
-    # one case per self-test algorithm plus one "complete:<log>" case per log
-    assert selftest.tests == n_tests + 2 and selftest.failures == 0 and selftest.errors == 0
+    # one case per self-test algorithm plus the "complete:<log>" case of its log
+    assert selftest.tests == n_tests + 1 and selftest.failures == 0 and selftest.errors == 0
+    assert [c.name for c in suites["bsdkm.userspace.aesni-avx.selftest (noise/accel_r03.txt)"]] == [
+        "complete:noise/accel_r03.txt"]
     bench = suites["bsdkm.userspace.aesni-avx.benchmark"]
     # 27 items, the run-wide geomean gate, 3 required patterns
     assert bench.tests == 27 + 1 + 3
@@ -73,7 +79,9 @@ def test_benchmark_case_shows_value_baseline_change_limit_in_system_out(gated) -
     case = next(c for c in bench if c.name == "AES-128-GCM-enc")
     facts = case_output(case)
     gcm = next(b for b in runs[0].benchmarks if b.name == "AES-128-GCM-enc")
-    assert facts["log"] == runs[0].logs[0].source  # the benchmark log, not the self-test log
+    # the benchmark log, not the self-test log, relative to the working directory; and its line
+    assert facts["log"] == Path(os.path.relpath(runs[0].logs[0].source)).as_posix()
+    assert facts["line"] == str(gcm.line)
     assert facts["value"] == f"{fmt_num(gcm.value)} MiB/s" and facts["cycles"].endswith("cycles/byte")
     assert facts["baseline"].endswith(" MiB/s") and facts["change"].endswith("%")
     assert "speedup 10x" in facts["limit"]
@@ -108,7 +116,7 @@ def test_enricomi_reads_the_counts_and_the_numbers(gated, tmp_path: Path) -> Non
     path.write_text(text, encoding="utf-8")
     counts = enricomi_counts(path)
     n_bench = len(runs[0].benchmarks) + len(runs[1].benchmarks)
-    assert counts.suites == 4 and counts.failures == 0 and counts.errors == 0
+    assert counts.suites == 5 and counts.failures == 0 and counts.errors == 0
     assert counts.tests == sum(counts.cases.values()) == counts.cases["success"]
     assert counts.with_output >= n_bench  # every benchmark's numbers reach the reader
 
