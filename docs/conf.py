@@ -10,7 +10,7 @@ project = "bsdkm-ci"
 author = "wolfSSL"
 copyright = "wolfSSL Inc."
 
-extensions = ["myst_parser", "cli_reference"]
+extensions = ["myst_parser", "cli_reference", "action_reference"]
 source_suffix = {".md": "markdown"}
 myst_enable_extensions = ["deflist", "colon_fence"]
 # Anchors for headings down to ####, so a page can link to another page's section.
