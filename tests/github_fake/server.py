@@ -71,6 +71,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("POST", re.compile(r"/repos/([^/]+)/([^/]+)/issues/(\d+)/comments"), "create_comment"),
     ("PATCH", re.compile(r"/repos/([^/]+)/([^/]+)/issues/comments/(\d+)"), "update_comment"),
     ("GET", re.compile(r"/repos/([^/]+)/([^/]+)/pulls/(\d+)"), "get_pull"),
+    ("POST", re.compile(r"/repos/([^/]+)/([^/]+)/commits/([0-9a-f]{40})/comments"), "create_commit_comment"),
 )
 
 
@@ -89,6 +90,7 @@ class FakeGitHub:
         self.statuses: list[dict[str, Any]] = []
         self.comments: dict[int, dict[str, Any]] = {}  # id -> comment
         self.pulls: dict[tuple[str, int], dict[str, Any]] = {}
+        self.commit_comments: list[dict[str, Any]] = []  # POST .../commits/{sha}/comments, in order
         self.faults: deque[Fault] = deque()
         self._next_id = 1000
         self._server: ThreadingHTTPServer | None = None
@@ -250,6 +252,21 @@ class FakeGitHub:
         )
         comment["user"]["login"] = "bsdkm-ci[bot]"
         return comment
+
+    def create_commit_comment(self, owner: str, repo: str, sha: str, payload: Any) -> tuple[int, Any]:
+        if len(payload["body"]) > MAX_COMMENT_CHARS:
+            return 422, {"message": "Validation Failed", "documentation_url": _DOCS}
+        comment = example("commit_comment", "created")["comment"]
+        with self.lock:
+            cid = self._new_id()
+            comment.update(id=cid, node_id=f"CC_{cid}", body=payload["body"], commit_id=sha,
+                           url=f"{self.url}/repos/{owner}/{repo}/comments/{cid}",
+                           html_url=f"https://github.com/{owner}/{repo}/commit/{sha}#commitcomment-{cid}",
+                           path=payload.get("path"), position=payload.get("position"),
+                           line=payload.get("line"), created_at=_now(), updated_at=_now())
+            comment["user"]["login"] = "bsdkm-ci[bot]"
+            self.commit_comments.append(comment)
+        return 201, comment
 
     def list_comments(self, owner: str, repo: str, number: str, payload: Any) -> tuple[int, Any]:
         return 200, sorted(self.comments_on(int(number)), key=lambda c: c["id"])

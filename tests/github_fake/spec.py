@@ -22,6 +22,7 @@ SERVED_OPERATIONS: tuple[tuple[str, str], ...] = (
     ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "post"),
     ("/repos/{owner}/{repo}/issues/comments/{comment_id}", "patch"),
     ("/repos/{owner}/{repo}/pulls/{pull_number}", "get"),
+    ("/repos/{owner}/{repo}/commits/{commit_sha}/comments", "post"),  # a bisection's culprit
 )
 
 
