@@ -95,6 +95,10 @@ def _run_status(reps: Sequence[RunResult] | None) -> str:
     return f"FAILED {bad.stage} ({bad.category}): {bad.message}"
 
 
+# Per-item changes the report tabulates: timed regressions and counted instructions, side by side.
+_CHANGE_KINDS = (CheckKind.REGRESSION, CheckKind.INSTRUCTIONS)
+
+
 def comparison(
     *,
     items: Sequence[Mapping[str, Any]],
@@ -151,7 +155,7 @@ def comparison(
 
     changes = []
     for c in verdict.checks:
-        if c.kind != CheckKind.REGRESSION:
+        if c.kind not in _CHANGE_KINDS:
             continue
         changes.append({
             "item": run_label.get(c.run_label, c.run_label), "name": c.name, "previous": c.baseline,
@@ -166,7 +170,7 @@ def comparison(
          "previous": _round(then.get(k)), "candidate": _round(now.get(k))}
         for k in sorted(set(then) | set(now)) for t, v, n in [k]
     ]
-    passed_checks = [c for c in verdict.checks if c.kind != CheckKind.REGRESSION]
+    passed_checks = [c for c in verdict.checks if c.kind not in _CHANGE_KINDS]
     return {
         "schema": 1,
         "sources": dict(sources),

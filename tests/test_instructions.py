@@ -12,7 +12,7 @@ import pytest
 from buildbot_bsdkm.config import load_config
 from buildbot_bsdkm.instructions_report import instruction_blocks, summary_line
 from buildbot_bsdkm.junit import junit_xml
-from buildbot_bsdkm.model import RunResult
+from buildbot_bsdkm.model import Benchmark, LogResult, RunResult
 from buildbot_bsdkm.perf.instructions import (
     MEASURED,
     METADATA_KEY,
@@ -204,19 +204,18 @@ def test_no_base_counts_is_said() -> None:
     assert not verdict.of_kind(CheckKind.INSTRUCTIONS)
 
 
-def test_wall_clock_slower_with_flat_count_is_said() -> None:
-    from buildbot_bsdkm.model import Benchmark, LogResult
+def _timed(counts: InstructionCounts, rate: float) -> RunResult:
+    """A run with counts and a timed SHA-256 of ``rate`` MiB/s."""
+    run = _run(counts)
+    run.logs = [LogResult("bench.log", complete=True, benchmark_complete=True,
+                          benchmarks=[Benchmark("SHA-256", rate, "MiB/s", per_second=rate * 2**20)])]
+    return run
 
+
+def test_wall_clock_slower_with_flat_count_is_said() -> None:
     text = POLICY + '  - {pattern: "*", max_pct: 5}\n'
     policy = parse_policy(text, "p.yml")
-
-    def with_rate(counts: InstructionCounts, rate: float) -> RunResult:
-        run = _run(counts)
-        run.logs = [LogResult("bench.log", complete=True, benchmark_complete=True,
-                              benchmarks=[Benchmark("SHA-256", rate, "MiB/s", per_second=rate * 2**20)])]
-        return run
-
-    verdict = evaluate([with_rate(_counts(27.43), 500)], policy, [with_rate(_counts(27.43), 1000)])
+    verdict = evaluate([_timed(_counts(27.43), 500)], policy, [_timed(_counts(27.43), 1000)])
     assert any("SHA-256 is slower by the clock but its instruction count is flat" in n for n in verdict.notes)
     sha = next(c for c in verdict.checks if c.name == "instructions:SHA-256")
     assert sha.passed and sha.detail["clock_change_pct"] == pytest.approx(-50.0)
@@ -297,3 +296,24 @@ def test_planted_one_percent_fails_at_1v1_with_the_function_named_on_real_builds
     # the same build counted again: identical, to the instruction
     again = pinstr.count_instructions(base_dir, items)
     assert [i.instructions for i in again.items] == [i.instructions for i in base.items]
+
+
+def test_release_judges_the_candidates_counts_once_and_lists_them_with_the_changes() -> None:
+    from buildbot_bsdkm.pipeline.release import judge_candidate
+    from buildbot_bsdkm.release_report import comparison
+
+    # with a learned timed rule the release judges every repeat: three runs of one binary
+    policy = parse_policy(POLICY + '  - {pattern: "*", max_pct: 2, limit: learned}\n', "p.yml")
+    plant = int(0.01 * 27.43 * (1 << 20))
+    head = _counts(27.43 * 1.01, extra_fn=plant)
+    candidate = {"userspace/intelasm": [_timed(head, 1000) for _ in range(3)]}
+    previous = {"userspace/intelasm": [_timed(_counts(27.43), 1000) for _ in range(3)]}
+    verdict = judge_candidate(candidate, previous, policy)
+    sha = [c for c in verdict.checks if c.name == "instructions:SHA-256"]
+    assert len(sha) == 1 and not sha[0].passed  # three repeats of one binary: one judgement
+    doc = comparison(items=[{"label": "userspace/intelasm", "target": "userspace", "variant": "intelasm",
+                             "status": "run", "in_previous": True}],
+                     candidate=candidate, previous=previous, builds={}, verdict=verdict,
+                     sources={"candidate": {}, "previous": {}}, software_variant="noasm", repeats=3)
+    row = next(c for c in doc["changes"] if c["name"] == "instructions:SHA-256")
+    assert row["metric"] == "instructions" and row["verdict"] == "regression" and row["delta_pct"] > 0.5

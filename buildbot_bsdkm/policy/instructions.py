@@ -41,10 +41,19 @@ def instruction_regressions(ev: Evaluation) -> None:
     rules = instruction_rules(ev.policy.regressions)
     if not rules:
         return
+    done: set[tuple[str, str]] = set()
     for run in ev.runs:
+        pair = (run.target, run.variant)
         covering = [r for r in rules if r.scope.covers(run)]
-        if covering:
+        # repeats of one (target, variant) (a release's) count the same binary: judged once
+        if covering and pair not in done and (counts_of(run.metadata) is not None or not _counted(ev, pair)):
+            done.add(pair)
             _gate_run(ev, run, covering)
+
+
+def _counted(ev: Evaluation, pair: tuple[str, str]) -> bool:
+    """Whether some run of ``pair`` has counts (then a repeat without them is not the one judged)."""
+    return any(counts_of(r.metadata) is not None for r in ev.runs if (r.target, r.variant) == pair)
 
 
 def base_counts(ev: Evaluation, run: RunResult) -> tuple[InstructionCounts | None, str]:
