@@ -14,6 +14,7 @@ from pathlib import Path
 from ..config import ConfigError
 from ..pipeline.report_out import BaselineError
 from ..policy import PolicyError
+from ..triage.known import KnownIssueError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -38,5 +39,7 @@ def run_input_errors(out: Path) -> Iterator[None]:
         raise UsageError(f"bad policy: {e}") from None
     except BaselineError as e:
         raise UsageError(f"bad baseline: {e}") from None
+    except KnownIssueError as e:  # expired for the wolfSSL version the run built
+        raise UsageError(f"bad known issue: {e}") from None
     except OSError as e:
         raise UsageError(f"{out}: cannot write results: {e.strerror or e}") from None

@@ -18,6 +18,7 @@ from ..pipeline.report_out import BaselineError
 from ..pipeline.run import gate_against_base, load_interleaved
 from ..pipeline.stages import BASE_DIR, STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
+from ..triage.known import KnownIssueError
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
 from .run_cmd import add_source_arguments, base_side, config_path, read_config, source_override, with_source
 
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     except StageSkipped as e:
         print(f"bsdkm-ci stage {args.stage}: {e}", file=sys.stderr)
         return EXIT_FAILED
-    except (PolicyError, BaselineError) as e:
+    except (PolicyError, BaselineError, KnownIssueError) as e:
         raise UsageError(f"{args.stage}: {e}") from None
     except OSError as e:
         raise UsageError(f"{args.out}: {e.strerror or e}") from None

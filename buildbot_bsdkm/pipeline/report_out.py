@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from ..config import Config
 from ..model import RunResult, from_json, run_to_dict
 from ..policy import Policy, Verdict, evaluate, load_policy
 from ..triage.classify import TriageInputs
+from ..triage.known import KnownIssues
 from ..triage.outcomes import BaseOutcome
 
 
@@ -40,6 +41,7 @@ class GateInputs:
 
     policy: Policy
     baseline: list[RunResult] | None
+    known: KnownIssues = field(default_factory=KnownIssues)  # the config's known_issues (triage)
 
     @classmethod
     def load(cls, config: Config, *, read_baseline: bool = True) -> GateInputs:
@@ -47,7 +49,8 @@ class GateInputs:
 
         ``read_baseline=False``: the gate has base runs of its own; the configured file is not read.
         """
-        return cls(load_policy(config.policy), load_baseline(config.baseline) if read_baseline else None)
+        return cls(load_policy(config.policy), load_baseline(config.baseline) if read_baseline else None,
+                   config.known_issues)
 
 
 # The base runs a ``run --base-*`` measured next to the head, beside its summary.json: the Action's
@@ -65,7 +68,7 @@ def gate_runs(inputs: GateInputs, runs: list[RunResult], baseline: list[RunResul
     oldest first, for the triage (a failure already there is pre-existing).
     """
     base = baseline if baseline is not None else inputs.baseline
-    triage = TriageInputs(base=list(base_outcomes)) if base_outcomes else None
+    triage = TriageInputs(known=inputs.known, base=list(base_outcomes or []))
     return evaluate(runs, inputs.policy, base, history, triage=triage)
 
 
