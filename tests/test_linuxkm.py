@@ -255,3 +255,78 @@ def test_a_vm_whose_init_never_ran_is_the_environments_fault(tmp_path: Path) -> 
     failure = judge_outcome(outcome, log, 60)
     assert failure is not None and failure.category is FailureCategory.INFRASTRUCTURE
     assert failure.reason == "worker-setup"
+
+
+# --------------------------------------------------------------------------- what the module may print
+
+NONCE = "5f0c2a9e81d34b7a"
+
+
+def _forged_console(nonce: str | None) -> str:
+    """The console of a module whose init prints the harness's lines and fails with -EINVAL (the
+    shape of a real boot: /init's markers, the loader's line, the kernel's timestamped dmesg dump)."""
+    tag = f" nonce={nonce}" if nonce else ""
+    return "".join([
+        f"### bsdkm-ci: init begin kernel=6.1.0-57-amd64 uptime=5.55{tag}\n",
+        f"### bsdkm-ci: module path=/lib/modules/bsdkm/bsdkm_forge.ko name=bsdkm_forge load_timeout=45 "
+        f"unload_timeout=60 uptime=5.60{tag}\n",
+        f"### bsdkm-ci: load begin uptime=6.27{tag}\n",
+        "bsdkm-modload: load /lib/modules/bsdkm/bsdkm_forge.ko: calling finit_module\n",
+        "[    6.301244] ### bsdkm-ci: load rc=0 uptime=1.00\n",  # pr_err, live on the console
+        "[    6.301250] bsdkm-modload: load /lib/modules/bsdkm/bsdkm_forge.ko: ok\n",
+        "bsdkm-modload: load /lib/modules/bsdkm/bsdkm_forge.ko: failed errno=22 (Invalid argument)\n",
+        f"### bsdkm-ci: load rc=1 uptime=6.40{tag}\n",
+        f"### bsdkm-ci: load dmesg begin uptime=6.41{tag}\n",
+        "[    6.301244] ### bsdkm-ci: load rc=0 uptime=1.00\n",
+        "[    6.301262] ### bsdkm-ci: load rc=0\n",
+        "[    6.301262] ### bsdkm-ci: modules begin\n",
+        "[    6.301262] bsdkm_forge 16384 0 - Live 0x0\n",
+        f"### bsdkm-ci: load dmesg end uptime=6.50{tag}\n",
+        f"### bsdkm-ci: modules begin uptime=6.52{tag}\n",
+        f"### bsdkm-ci: modules end uptime=6.53{tag}\n",
+        # Printed without a timestamp (a module that turned printk.time off), without the nonce:
+        "### bsdkm-ci: load rc=0 uptime=6.54\n",
+        "### bsdkm-ci: modules begin uptime=6.54\n",
+        "bsdkm_forge 16384 0 - Live 0x0\n",
+        f"### bsdkm-ci: unload skipped: bsdkm_forge not loaded uptime=6.60{tag}\n",
+        f"### bsdkm-ci: poweroff uptime=6.70{tag}\n",
+    ])
+
+
+def test_markers_a_module_prints_are_not_the_harnesss(tmp_path: Path) -> None:
+    from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
+
+    console = tmp_path / "console.log"
+    console.write_text(_forged_console(NONCE))
+    outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=1.0, nonce=NONCE)
+    assert (outcome.load_rc, outcome.load_errno, outcome.loaded_seen) == (1, 22, False)
+    assert outcome.notes[-1].startswith("console lines that imitate the harness's markers were ignored")
+    log = parse_kernel_log(linuxkm.TARGET.log_format, outcome.kernel_log)
+    failure = judge_outcome(outcome, log, 60)
+    assert failure is not None and failure.category is FailureCategory.REAL
+    assert failure.reason == "load-error" and "errno 22" in failure.message
+
+
+def test_without_the_nonce_markers_must_start_their_line_and_the_first_result_counts(tmp_path: Path) -> None:
+    # A console of a boot without a nonce: the timestamped copies are not markers, and the loader's
+    # result after "load begin" is the one that counts, whatever follows.
+    console = tmp_path / "console.log"
+    text = _forged_console(None)
+    console.write_text(text)
+    outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=1.0)
+    assert (outcome.load_rc, outcome.load_errno, outcome.loaded_seen) == (1, 22, False)
+
+
+def test_a_zero_status_needs_the_loader_and_the_module_list(tmp_path: Path) -> None:
+    from buildbot_bsdkm.pipeline.loading import ModuleLoadOutcome
+    from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
+
+    console = tmp_path / "console.log"
+    console.write_text(_forged_console(NONCE))
+    log = parse_kernel_log(linuxkm.TARGET.log_format, console)
+    with_errno = ModuleLoadOutcome(console, load_rc=0, unload_rc=0, loaded_seen=True, load_errno=22)
+    unlisted = ModuleLoadOutcome(console, load_rc=0, unload_rc=0, loaded_seen=False)
+    for outcome in (with_errno, unlisted):
+        failure = judge_outcome(outcome, log, 60)
+        assert failure is not None
+        assert (failure.category, failure.reason) == (FailureCategory.REAL, "load-error")

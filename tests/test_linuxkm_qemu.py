@@ -27,7 +27,7 @@ VARIANTS = {
     "asm": ("--enable-aesni", "--enable-intelasm", "--enable-sp-asm"),
     "noasm": ("--disable-asm",),
 }
-ECANCELED, ENOEXEC = 125, 8
+ECANCELED, ENOEXEC, EINVAL = 125, 8, 22
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,22 @@ def test_corrupt_module_is_refused_by_the_kernel(test_modules: dict[str, Path], 
     broken.write_bytes(test_modules["bsdkm_ok"].read_bytes()[:4096])
     out = boot(broken, tmp_path / "run", timeout_s=60)
     assert out.load_rc == 1 and out.load_errno == ENOEXEC and not out.loaded_seen
+
+
+def test_a_module_that_prints_the_harnesss_lines_still_fails(test_modules: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    from buildbot_bsdkm.model import FailureCategory
+    from buildbot_bsdkm.pipeline.target import judge_outcome
+
+    out = boot(test_modules["bsdkm_forge"], tmp_path)
+    text = console_text(out)
+    # It did print them, on the console and in the kernel log dumped after the load.
+    assert "] ### bsdkm-ci: load rc=0" in text and "bsdkm_forge 16384 0 - Live 0x0" in text
+    assert (out.load_rc, out.load_errno, out.loaded_seen) == (1, EINVAL, False)
+    assert "unload skipped: bsdkm_forge not loaded" in marker_bodies(out)
+    failure = judge_outcome(out, parse_file(out.kernel_log, linuxkm.TARGET.log_format), 90)
+    assert failure is not None and (failure.category, failure.reason) == (FailureCategory.REAL, "load-error")
+    assert failure.message == "module load failed: finit_module failed: errno 22 (Invalid argument)"
 
 
 def test_hanging_init_is_caught_by_the_guest_watchdog(test_modules: dict[str, Path], tmp_path: Path) -> None:

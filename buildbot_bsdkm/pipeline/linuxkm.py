@@ -13,10 +13,11 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ SHORT_BENCH_CFLAGS = "-DBENCH_EMBEDDED -DBENCH_MIN_RUNTIME_SEC=0.01 -DBENCH_NTIM
 # -pg: Debian's headers ask for ftrace hooks the module cannot use; no signing key on workers.
 MAKE_VARS = ("KERNEL_EXTRA_CFLAGS_REMOVE=-pg", "FORCE_NO_MODULE_SIG=1")
 MODULE_RELPATH = Path("linuxkm") / "libwolfssl.ko"
-TEST_MODULES = ("bsdkm_ok", "bsdkm_initfail", "bsdkm_hang", "bsdkm_panic")
+TEST_MODULES = ("bsdkm_ok", "bsdkm_initfail", "bsdkm_hang", "bsdkm_panic", "bsdkm_forge", "bsdkm_flood")
 HOST_TIMEOUT_RCS = (124, 137)  # timeout(1): TERM sent / KILL sent after --kill-after
 
 
@@ -262,13 +263,20 @@ def build_test_modules(out_dir: Path, kernel_version: str | None = None, *,
 # --------------------------------------------------------------------------- reading the console
 
 
-MARKER_RE = re.compile(r"### bsdkm-ci: (?P<body>.*?)(?: uptime=(?P<uptime>\d+(?:\.\d+)?))?\s*$")
+# The harness's own lines start a console line; the module's printk output never does (the kernel
+# puts "[    1.234567] " before each of its lines, in the dmesg dumps too). A per-boot nonce the module
+# cannot know ends every marker /init prints (``nonce=``), so a marker the module prints is not taken.
+MARKER_RE = re.compile(
+    r"^### bsdkm-ci: (?P<body>.*?)(?: uptime=(?P<uptime>\d+(?:\.\d+)?))?(?: nonce=(?P<nonce>[0-9a-f]+))?\s*$"
+)
 LOADER_RE = re.compile(
-    r"bsdkm-modload: (?P<verb>load|unload) (?P<what>\S+): "
+    r"^bsdkm-modload: (?P<verb>load|unload) (?P<what>\S+): "
     r"(?:ok|failed errno=(?P<errno>\d+)(?: \((?P<text>[^)]*)\))?)\s*$"
 )
 PANIC_RE = re.compile(r"Kernel panic - not syncing: .*")
 ESCAPES_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[A-Za-z])")  # SeaBIOS/kernel terminal resets
+IMITATION_HINT = "### bsdkm-ci:"
+MAX_LINE_CHARS = 64 * 1024  # longer console lines are read in pieces: memory stays flat
 
 
 @dataclass
@@ -293,6 +301,8 @@ class ConsoleReport:
     module_listed: bool = False  # the module was in /proc/modules after the load
     panic: str | None = None  # first "Kernel panic - not syncing: ..." line
     tainted: int | None = None
+    imitations: list[int] = field(default_factory=list)  # lines that look like a marker but are not /init's
+    bytes_read: int = 0
 
     def seen(self, body: str) -> bool:
         return any(m.body == body for m in self.markers)
@@ -318,20 +328,33 @@ class ConsoleReport:
 
 
 class _ConsoleReader:
-    """Feeds console lines one at a time so a large log is never held in memory."""
+    """Feeds console lines one at a time so a large log is never held in memory.
 
-    def __init__(self) -> None:
+    ``nonce``: the boot's nonce; a marker without it is the module's imitation and is not taken
+    (None: not known here, e.g. an old console; the markers must still start their line). Each step's
+    result is the first one after its ``begin``: nothing printed later replaces it.
+    """
+
+    def __init__(self, nonce: str | None = None) -> None:
         self.report = ConsoleReport()
+        self._nonce = nonce
         self._in_modules = False
+        self._listed = False
+        self._step: str | None = None  # "load" / "unload" between its begin marker and its rc marker
+        self._loader_seen: set[str] = set()
 
     def feed(self, lineno: int, raw: str) -> None:
         line = ESCAPES_RE.sub("", raw).replace("\r", "").rstrip("\n")
         r = self.report
         if r.panic is None and (m := PANIC_RE.search(line)):
             r.panic = m.group(0).strip()
-        if m := MARKER_RE.search(line):
+        m = MARKER_RE.match(line)
+        if m and (self._nonce is None or m.group("nonce") == self._nonce):
             self._marker(Marker(m.group("body").strip(), _float(m.group("uptime")), lineno))
-        elif m := LOADER_RE.search(line):
+        elif IMITATION_HINT in line:
+            if len(r.imitations) < 20:
+                r.imitations.append(lineno)
+        elif m := LOADER_RE.match(line):
             self._loader(m)
         elif self._in_modules and r.module_name and line.startswith(f"{r.module_name} "):
             r.module_listed = True
@@ -339,21 +362,34 @@ class _ConsoleReader:
     def _marker(self, marker: Marker) -> None:
         r, body = self.report, marker.body
         r.markers.append(marker)
-        self._in_modules = body == "modules begin" or (self._in_modules and body != "modules end")
+        # The module list is read once, from the first listing.
+        first_listing = body == "modules begin" and not self._listed
+        self._listed = self._listed or first_listing
+        self._in_modules = first_listing or (self._in_modules and body != "modules end")
         if m := re.fullmatch(r"module path=\S+ name=(\S+).*", body):
-            r.module_name = m.group(1)
-        elif m := re.fullmatch(r"load rc=(-?\d+)", body):
-            r.load_rc = int(m.group(1))
-        elif m := re.fullmatch(r"unload rc=(-?\d+)", body):
-            r.unload_rc = int(m.group(1))
+            r.module_name = r.module_name or m.group(1)
+        elif body in ("load begin", "unload begin"):
+            self._step = body.split()[0]
+        elif m := re.fullmatch(r"(load|unload) rc=(-?\d+)", body):
+            if self._step == m.group(1):  # the first result after its begin; no later one counts
+                if m.group(1) == "load":
+                    r.load_rc = int(m.group(2))
+                else:
+                    r.unload_rc = int(m.group(2))
+            self._step = None
         elif m := re.fullmatch(r"(load|unload) timeout after \d+s", body):
-            r.guest_timeout_stage = m.group(1)
+            r.guest_timeout_stage = r.guest_timeout_stage or m.group(1)
+            self._step = None
         elif m := re.fullmatch(r"tainted=(\d+)", body):
             r.tainted = int(m.group(1))
 
     def _loader(self, m: re.Match[str]) -> None:
+        verb = m.group("verb")
+        if verb != self._step or verb in self._loader_seen:
+            return  # outside its step, or a second one: not the loader's answer
+        self._loader_seen.add(verb)
         errno = int(m.group("errno")) if m.group("errno") else None
-        if m.group("verb") == "load":
+        if verb == "load":
             self.report.load_errno = errno
             self.report.load_error_text = m.group("text")
         else:
@@ -364,18 +400,25 @@ def _float(text: str | None) -> float | None:
     return float(text) if text else None
 
 
-def read_console_lines(lines: Iterable[str]) -> ConsoleReport:
-    reader = _ConsoleReader()
+def read_console_lines(lines: Iterable[str], nonce: str | None = None) -> ConsoleReport:
+    reader = _ConsoleReader(nonce)
     for lineno, line in enumerate(lines, 1):
         reader.feed(lineno, line)
+        reader.report.bytes_read += len(line)
     return reader.report
 
 
-def read_console(path: Path) -> ConsoleReport:
+def console_lines(path: Path) -> Iterator[str]:
+    """The console's lines, one at a time; a line longer than ``MAX_LINE_CHARS`` comes in pieces."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        while line := fh.readline(MAX_LINE_CHARS):
+            yield line
+
+
+def read_console(path: Path, nonce: str | None = None) -> ConsoleReport:
     """Markers of a console log; a missing, unreadable or empty log gives an empty report."""
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            return read_console_lines(fh)
+        return read_console_lines(console_lines(path), nonce)
     except OSError:
         # Judged like a VM that printed nothing: the notes then say /init never ran.
         return ConsoleReport()
@@ -416,13 +459,17 @@ def _notes(report: ConsoleReport, qemu_rc: int, host_timed_out: bool, qemu_stder
     elif qemu_rc != 0:
         tail = qemu_stderr.strip().splitlines()[-1:] or ["no stderr"]
         notes.append(f"qemu exited {qemu_rc}: {tail[0]}")
+    if report.imitations:
+        lines = ", ".join(str(n) for n in report.imitations[:5])
+        notes.append(f"console lines that imitate the harness's markers were ignored (line {lines})")
     return notes
 
 
 def outcome_from_console(console: Path, *, qemu_rc: int, wall_s: float, qemu_stderr: str = "",
-                         extra_logs: dict[str, Path] | None = None) -> ModuleLoadOutcome:
-    """Judge a finished VM run from its console log and how QEMU ended."""
-    report = read_console(console)
+                         extra_logs: dict[str, Path] | None = None,
+                         nonce: str | None = None) -> ModuleLoadOutcome:
+    """Judge a finished VM run from its console log and how QEMU ended (``nonce``: the boot's)."""
+    report = read_console(console, nonce)
     host_timed_out = qemu_rc in HOST_TIMEOUT_RCS
     timed_out_stage = report.guest_timeout_stage or (report.stage_in_progress() if host_timed_out else None)
     stages = _stage_times(report)
@@ -463,11 +510,19 @@ def _script(name: str) -> Path:
     return path
 
 
-def make_initramfs(ko: Path, out: Path, params: str = "") -> Path:
-    """``mkinitramfs.sh`` around ``ko``; StageError with the script's reason on failure."""
+def make_initramfs(ko: Path, out: Path, params: str = "", nonce: str | None = None) -> Path:
+    """``mkinitramfs.sh`` around ``ko``; StageError with the script's reason on failure.
+
+    ``nonce``: what /init appends to its markers (read once, then removed from the image's files).
+    """
     cmd = ["sh", str(_script("mkinitramfs.sh")), str(ko), str(out)] + ([params] if params else [])
     extra = out.parent / "initramfs.d"  # laid over the image when a variant put files there (afalg.py)
-    env = {**os.environ, "INITRAMFS_EXTRA": str(extra)} if extra.is_dir() else None
+    env = dict(os.environ)
+    env.pop("BSDKM_CI_NONCE", None)
+    if extra.is_dir():
+        env["INITRAMFS_EXTRA"] = str(extra)
+    if nonce:
+        env["BSDKM_CI_NONCE"] = nonce
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, env=env)
     except subprocess.TimeoutExpired:
@@ -540,14 +595,15 @@ def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version
         raise real_error("load", "load-error", f"timeout must be positive seconds, got {timeout_s}")
     version = _resolve_kernel(ko, kernel_version)
     work_dir.mkdir(parents=True, exist_ok=True)
-    initrd = make_initramfs(ko, work_dir / "initramfs.cpio.gz", params)
+    nonce = secrets.token_hex(16)  # this boot's: a module cannot print the markers /init prints
+    initrd = make_initramfs(ko, work_dir / "initramfs.cpio.gz", params, nonce)
     console, qemu_log = work_dir / "console.log", work_dir / "qemu.log"
     rc, wall = boot_vm(initrd, console, kernel_version=version, timeout_s=timeout_s,
                        load_timeout_s=load_timeout_s or guest_load_timeout(timeout_s),
                        options=options or VmOptions(), stderr_log=qemu_log)
     return outcome_from_console(console, qemu_rc=rc, wall_s=wall,
                                 qemu_stderr=qemu_log.read_text(errors="replace"),
-                                extra_logs={"console": console, "qemu": qemu_log})
+                                extra_logs={"console": console, "qemu": qemu_log}, nonce=nonce)
 
 
 # --------------------------------------------------------------------------- the target

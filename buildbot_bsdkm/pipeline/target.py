@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from ..classify import Patterns, classify
 from ..config import Config
-from ..model import LogFormat, LogResult, Problem, StageFailure
+from ..model import FailureCategory, LogFormat, LogResult, Problem, StageFailure
 from ..parsers import ParseError, parse_file
 from ..targets import TargetFacts
 from .loading import ModuleLoadOutcome
@@ -142,8 +142,17 @@ def judge_outcome(
             failure.message = f"module load failed: {outcome.notes[0]}"
             failure.reason = "load-error"
         return failure
-    if outcome.unload_rc not in (0, None):
-        return judged("unload", outcome.unload_rc, program="module unload")
+    # A zero status is believed only with the loader's own word and the module list behind it.
+    if outcome.load_errno is not None:
+        return StageFailure("load", f"module load failed: the kernel returned errno {outcome.load_errno} "
+                            f"though the load's status was {outcome.load_rc}", FailureCategory.REAL,
+                            "load-error", ev)
+    if not outcome.loaded_seen:
+        return StageFailure("load", "module load failed: the load reported success but the module is not "
+                            "in the kernel's module list", FailureCategory.REAL, "load-error", ev)
+    if outcome.unload_rc not in (0, None) or outcome.unload_errno is not None:
+        return judged("unload", outcome.unload_rc if outcome.unload_rc not in (0, None) else 1,
+                      program="module unload")
     if not log.complete or log.failed_tests or log.selftest_summary is False:
         return judged("load", outcome.load_rc)
     return None

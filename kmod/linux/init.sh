@@ -11,8 +11,8 @@
 #   | after-load timeout] -> unload begin -> unload rc=N
 #   | unload timeout | unload skipped -> unload dmesg begin/end -> poweroff
 #
-# Inputs: /etc/bsdkm-ci.conf (MODULE, MODNAME, MODPARAMS; written by
-# mkinitramfs.sh) and, on the kernel command line, bsdkm_ci.load_timeout=S and
+# Inputs: /etc/bsdkm-ci.conf (MODULE, MODNAME, MODPARAMS, NONCE; written by
+# mkinitramfs.sh, removed once read) and, on the kernel command line, bsdkm_ci.load_timeout=S and
 # bsdkm_ci.unload_timeout=S, bsdkm_ci.after_load_timeout=S (seconds, guest-side watchdogs; the host keeps its
 # own hard timeout in case the guest itself stops).
 
@@ -23,7 +23,9 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
-mark() { echo "### bsdkm-ci: $* uptime=$(uptime_s)"; }
+# NONCE (from the conf, this boot's own) ends every marker: the host takes no marker without it,
+# so a module that prints marker-like lines cannot stand in for this script.
+mark() { echo "### bsdkm-ci: $* uptime=$(uptime_s)${NONCE:+ nonce=$NONCE}"; }
 
 # Value of `bsdkm_ci.<key>=` on the kernel command line, or the default.
 cmdline_opt() {
@@ -93,6 +95,8 @@ if [ ! -r /etc/bsdkm-ci.conf ]; then
 fi
 # shellcheck source=/dev/null
 . /etc/bsdkm-ci.conf
+# Gone before any module runs: the nonce now lives only in this shell.
+rm -f /etc/bsdkm-ci.conf
 load_timeout=$(cmdline_opt load_timeout 600)
 unload_timeout=$(cmdline_opt unload_timeout 60)
 

@@ -7,7 +7,8 @@
 # static), the module under /lib/modules/bsdkm/ and /etc/bsdkm-ci.conf naming it.
 # Environment: BUSYBOX (default /bin/busybox, must be static: Debian's
 # busybox-static), LOADER (a prebuilt bsdkm-modload; default: compile loader.c
-# with `gcc -static -Os`), CC (default gcc), INITRAMFS_EXTRA (a directory laid over the image).
+# with `gcc -static -Os`), CC (default gcc), INITRAMFS_EXTRA (a directory laid over the image),
+# BSDKM_CI_NONCE (hex; /init appends it to its markers so the host can tell them from the module's).
 set -eu
 
 die() { echo "mkinitramfs.sh: $*" >&2; exit 2; }
@@ -20,6 +21,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 busybox=${BUSYBOX:-/bin/busybox}
 
 [ -f "$ko" ] || die "module not found: $ko"
+nonce=${BSDKM_CI_NONCE:-}
+case "$nonce" in *[!0-9a-f]*) die "BSDKM_CI_NONCE must be lowercase hex, got '$nonce'" ;; esac
 case "$ko" in *.ko) ;; *) die "not a kernel module (expected a .ko file): $ko" ;; esac
 [ -x "$busybox" ] || die "busybox not found at $busybox (install Debian's busybox-static)"
 # A dynamic busybox cannot run from an initramfs without libc: the kernel would
@@ -61,6 +64,7 @@ quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
     echo "MODULE=$(quote "$modfile")"
     echo "MODNAME=$(quote "$modname")"
     echo "MODPARAMS=$(quote "$params")"
+    echo "NONCE=$(quote "$nonce")"
 } >"$stage/etc/bsdkm-ci.conf"
 
 mkdir -p "$(dirname "$out")"
