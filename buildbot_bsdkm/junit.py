@@ -369,7 +369,7 @@ def _suites(runs: Iterable[RunResult], verdict: Verdict) -> list[TestSuite]:
                 groups.setdefault(case.log, []).append(case)
             # One suite per log, so a reader that takes the suite's file lands in the right one; the
             # biggest keeps the part's plain name.
-            main = max(groups, key=lambda f: len(groups[f]))
+            main = max(groups, key=lambda f: len(groups[f]), default=None)
             source_of = {paths.file(log.source): log.source for log in run.logs}
             for file, members in groups.items():
                 name = suite_name(run, part)
