@@ -317,3 +317,27 @@ def test_release_judges_the_candidates_counts_once_and_lists_them_with_the_chang
                      sources={"candidate": {}, "previous": {}}, software_variant="noasm", repeats=3)
     row = next(c for c in doc["changes"] if c["name"] == "instructions:SHA-256")
     assert row["metric"] == "instructions" and row["verdict"] == "regression" and row["delta_pct"] > 0.5
+
+
+def test_kernel_proxy_flags_say_what_they_could_not_carry() -> None:
+    carried, dropped = pinstr.proxy_flags(
+        ["--enable-cryptonly", "--enable-aesni", "--enable-intelasm", "--enable-kernel-benchmarks",
+         "--enable-linuxkm-lkcapi-register=cbc(aes),gcm(aes)", "--enable-freebsdkm-crypto-register"])
+    assert carried == ["--enable-cryptonly", "--enable-aesni", "--enable-intelasm"]
+    assert dropped == ["--enable-kernel-benchmarks", "--enable-linuxkm-lkcapi-register=cbc(aes),gcm(aes)",
+                       "--enable-freebsdkm-crypto-register"]
+    assert parse_policy("instructions: {kernel_proxy: true}").instructions.kernel_proxy
+    assert not load_policy().instructions.kernel_proxy
+
+
+def test_a_qemu_targets_proxy_counts_are_gated_though_its_timings_are_not() -> None:
+    policy = parse_policy(POLICY, "p.yml")
+    plant = int(0.01 * 27.43 * (1 << 20))
+
+    def qemu(counts: InstructionCounts) -> RunResult:
+        return RunResult("noasm", "linux-kmod-qemu", metadata={METADATA_KEY: counts.to_dict()})
+
+    verdict = evaluate([qemu(_counts(27.43 * 1.01, extra_fn=plant))], policy, [qemu(_counts(27.43))])
+    sha = next(c for c in verdict.checks if c.name == "instructions:SHA-256")
+    assert not sha.passed and sha.target == "linux-kmod-qemu"
+    assert any("not regression-gated" in n for n in verdict.notes)  # the timed gate still is not

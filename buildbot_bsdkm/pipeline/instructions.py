@@ -403,3 +403,69 @@ def _global_symbols(program: Path) -> list[tuple[int, str]]:
         if len(parts) == 3 and parts[1] in "TW":
             out.append((int(parts[0], 16), parts[2]))
     return sorted(out)
+
+
+# --------------------------------------------------------------------------- kernel targets' proxy
+
+# What a kernel module's flags become in user space: the library alone, static (the driver links it).
+PROXY_BASE_FLAGS = ("--enable-cryptonly", "--disable-shared", "--enable-static", "--disable-crypttests",
+                    "--disable-examples", "--enable-jobserver=no")
+_KERNEL_ONLY = ("linuxkm", "freebsdkm", "kernel")  # configure switches that only a module build has
+
+
+def proxy_flags(flags: list[str] | tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """A kernel variant's configure flags split into those a user-space build carries and those it cannot."""
+    carried = [f for f in flags if not any(w in f for w in _KERNEL_ONLY)]
+    return carried, [f for f in flags if f not in carried]
+
+
+def proxy_build(config: Config, target: str, variant: str, source: Path, cache: Path, jobs: int,
+                log: Path) -> tuple[Path, list[str], list[str]]:
+    """A user-space static library built with a kernel variant's crypto flags: (build dir, carried,
+    dropped). Cached by source and flags like the userspace builds (``pipeline/build.py``)."""
+    from .build import UserspaceBuild, build_key, compiler_env
+
+    carried, dropped = proxy_flags(config.configure_flags(target, variant))
+    args = [*PROXY_BASE_FLAGS, *carried]
+    cflags = " ".join(config.cflags(target, variant))
+    if cflags:
+        args.append(f"CFLAGS={cflags}")
+    build = UserspaceBuild(source=source, build_dir=cache / "build" / f"proxy-{build_key(source, args)}",
+                           configure_args=args, jobs=jobs, env=compiler_env())
+    build.configure(log, config.timeout("configure"))  # skipped when configured with the same arguments
+    with build.locked():  # make is a no-op when nothing changed
+        res = run_logged(["make", f"-j{jobs}", "src/libwolfssl.la"], cwd=build.build_dir, log=log,
+                         timeout_s=config.timeout("build"), env=build.env)
+    if res.exit_code != 0:
+        raise real_error("build", "instructions", f"the user-space proxy of {target}/{variant} did not build "
+                         f"(see {log})", [str(log)])
+    return build.build_dir, carried, dropped
+
+
+def proxy_counts(config: Config, target: str, variant: str, source: Path, cache: Path, jobs: int,
+                 log: Path, say: Callable[[str], None] | None = None) -> InstructionCounts | None:
+    """A kernel target's workload counted in its user-space proxy (``instructions.kernel_proxy``).
+
+    The notes say what the proxy is: the flags it carried and those it could not (kernel-only
+    switches), and that the module's kernel-only code is not in it.
+    """
+    from ..policy import load_policy
+    from .errors import StageError
+
+    settings = load_policy(config.policy).instructions
+    if not (settings.enabled and settings.kernel_proxy):
+        return None
+    try:
+        build_dir, carried, dropped = proxy_build(config, target, variant, source, cache, jobs, log)
+    except StageError as e:
+        return InstructionCounts([ItemCount(n, status=UNMEASURABLE, reason=e.failure.message)
+                                  for n in settings.items])
+    counts = counts_for(config, build_dir, log, say)
+    if counts is None:
+        return None
+    counts.notes += [
+        f"{target}/{variant}: counted in a user-space proxy built with the variant's crypto flags "
+        f"({' '.join(carried) or 'none'}); not carried: {' '.join(dropped) or 'none'}; the module's "
+        "kernel-only code (its kernel glue, FPU handling, the kernel's own benchmark) is not counted",
+    ]
+    return counts

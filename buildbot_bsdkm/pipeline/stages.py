@@ -220,6 +220,19 @@ def stage_build(job: Job) -> None:
     job.state["afalg_program"] = afalg.program_for(
         job.config, job.target, job.variant, path, cache_root(job.config), job.jobs, job.build_log
     )
+    _count_proxy(job, path)
+
+
+def _count_proxy(job: Job, source: Path) -> None:
+    """A kernel target's workload counted in a user-space build of its flags (``kernel_proxy``)."""
+    from ..perf.instructions import METADATA_KEY
+    from .instructions import proxy_counts
+
+    job.state.pop(METADATA_KEY, None)
+    counts = proxy_counts(job.config, job.target, job.variant, source, cache_root(job.config), job.jobs,
+                          job.dir / "instructions.log", job.say)
+    if counts is not None:
+        job.state[METADATA_KEY] = counts.to_dict()
 
 
 def _timeouts(job: Job) -> dict[str, float]:

@@ -18,6 +18,10 @@ class Evaluation:
         self.policy = policy
         self.baseline = baseline
         self.history = history or []
+        # Before a non-perf target's baseline and history are dropped (evaluate): instruction counts
+        # measure code, not the emulator, so policy/instructions.py compares them for every target.
+        self.counted_baseline: list[RunResult] | None = baseline
+        self.counted_history: list[RunResult] = self.history
         self.verdict = Verdict(policy_source=policy.source, inconclusive_fails=policy.inconclusive == "fail")
 
     def add(self, run: RunResult, name: str, kind: CheckKind | str, passed: bool, message: str,

@@ -31,11 +31,13 @@ def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | 
     its signature, new / pre-existing / known / flaky against ``triage`` (known issues, base
     outcomes), and whether the policy's ``triage:`` lets it fail the verdict.
     """
+    counted = (baseline, history)  # a count is no emulator speed: the instructions gate reads these
     baseline, history, ungated = perf_inputs(runs, baseline, history)
     paired: list[str] = []
     if policy.regressions:  # a baseline matching no run: paired when unambiguous, else BaselineMismatch
         baseline, paired = pair_baseline([r for r in runs if not perf_ungated(r.target)], baseline)
     ev = Evaluation(runs, policy, baseline, history)
+    ev.counted_baseline, ev.counted_history = counted[0], counted[1] or []
     for text in [*ungated, *paired]:
         ev.note(text)
     note_clocks(ev)

@@ -3,6 +3,7 @@
     instructions:
       block_bytes: 16384      # bytes per call of a symmetric item
       top_functions: 5        # functions listed for a regressed item
+      kernel_proxy: false     # kernel targets: count a user-space build of the variant's crypto flags
       items:                  # benchmark item -> bytes (symmetric) or operations (asymmetric)
         AES-128-GCM-enc: 1048576
         RSA 2048 public: 64
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from ..yaml_reader import At
 
 INSTRUCTIONS = "instructions"  # a regression rule's metric: counted instructions, 1 vs 1
-_KEYS = ("items", "block_bytes", "top_functions")
+_KEYS = ("items", "block_bytes", "top_functions", "kernel_proxy")
 MAX_BLOCK = 1024 * 1024  # the driver's buffer
 
 
@@ -26,6 +27,7 @@ class InstructionSettings:
     items: dict[str, int] = field(default_factory=dict)  # name -> bytes or operations
     block_bytes: int = 16384
     top_functions: int = 5
+    kernel_proxy: bool = False  # kernel targets counted in a user-space build of their flags
 
     @property
     def enabled(self) -> bool:
@@ -44,4 +46,5 @@ def read_instruction_settings(at: At) -> InstructionSettings:
     if block > MAX_BLOCK:
         raise f["block_bytes"].error(f"must be at most {MAX_BLOCK} (the driver's buffer), not {block}")
     top = f["top_functions"].integer(minimum=1) if "top_functions" in f else 5
-    return InstructionSettings(items, block, top)
+    proxy = f["kernel_proxy"].boolean() if "kernel_proxy" in f else False
+    return InstructionSettings(items, block, top, proxy)

@@ -58,12 +58,12 @@ def _counted(ev: Evaluation, pair: tuple[str, str]) -> bool:
 
 def base_counts(ev: Evaluation, run: RunResult) -> tuple[InstructionCounts | None, str]:
     """The counts ``run`` is compared with, and where they came from."""
-    same = [r for r in ev.baseline or [] if r.target == run.target and r.variant == run.variant]
+    same = [r for r in ev.counted_baseline or [] if r.target == run.target and r.variant == run.variant]
     for r in same:
         counts = counts_of(r.metadata)
         if counts is not None:
             return counts, "base"
-    for r in reversed(ev.history):
+    for r in reversed(ev.counted_history):
         if r.target == run.target and r.variant == run.variant:
             counts = counts_of(r.metadata)
             if counts is not None:
