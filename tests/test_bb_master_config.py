@@ -39,7 +39,8 @@ def with_workers(block: str):
 def test_one_builder_per_target_and_variant_of_the_repository_config():
     cfg = repo_config()
     c = buildmaster_config(cfg, LOCAL)
-    stage_builders = [b for b in c["builders"] if not b.name.startswith("release/")]  # release: own test
+    # release and bisect builders: tests of their own
+    stage_builders = [b for b in c["builders"] if not b.name.startswith("release/") and b.name != "bisect"]
     names = sorted(b.name for b in stage_builders)
     # The local worker runs userspace and the Linux module in QEMU; nothing here runs freebsd-kmod.
     expected = sorted(f"{t}/{v}" for t, v in cfg.pairs(variants=list(cfg.variants)) if t != "freebsd-kmod")
@@ -55,7 +56,7 @@ def test_one_builder_per_target_and_variant_of_the_repository_config():
 def test_schedulers_web_ui_and_database():
     c = buildmaster_config(repo_config(), LOCAL)
     by_name = {s.name: s for s in c["schedulers"]}
-    assert set(by_name) == {"changes", "force", "nightly-rc", "release-tags", "release-force"}
+    assert set(by_name) == {"changes", "force", "nightly-rc", "release-tags", "release-force", "bisect"}
     # Changes build the enabled variants only; the nightly release-candidate run is the full matrix.
     assert "userspace/aesni-avx" not in by_name["changes"].builderNames
     assert "userspace/aesni-avx" in by_name["nightly-rc"].builderNames
@@ -163,15 +164,22 @@ def test_master_cfg_with_broken_bsdkm_yml_names_the_problem(tmp_path: Path):
     assert "variants.noasm: missing key 'targets'" in done.stdout + done.stderr
 
 
+def _github_services(c: dict) -> list:
+    """The master's services but the bisect trigger (tests/test_bisect_buildbot.py)."""
+    from buildbot_bsdkm.buildbot.bisect import BisectOnNewSignatures
+
+    return [s for s in c["services"] if not isinstance(s, BisectOnNewSignatures)]
+
+
 def test_github_block_plugs_in_the_github_services(tmp_path: Path, monkeypatch):
     """With a ``github:`` block, master.cfg gets issue 5's change hook and reporters through the hook."""
     monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
     monkeypatch.setenv("BSDKM_WEBHOOK_SECRET", "s3cret")
     plain = buildmaster_config(repo_config(), LOCAL)
-    assert "change_hook_dialects" not in plain["www"] and plain["services"] == []
+    assert "change_hook_dialects" not in plain["www"] and _github_services(plain) == []
     text = (ROOT / "bsdkm.yml").read_text().replace("github: {}", "github: {repo: wolfSSL/wolfssl}")
     cfg = parse_config(text, "bsdkm.yml", ROOT)
     settings = MasterSettings(www_port=1, pb_port=2, local_workers={"local": "pw"}, basedir=str(tmp_path))
     c = buildmaster_config(cfg, settings)
     assert "github" in c["www"]["change_hook_dialects"]
-    assert len(c["services"]) == 2
+    assert len(_github_services(c)) == 2

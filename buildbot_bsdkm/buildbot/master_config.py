@@ -26,6 +26,7 @@ from ..contract import (
 )
 from ..github.services import github_services
 from ..retry_rules import RetrySettings
+from . import bisect as bisect_builder
 from . import release
 from . import steps as bsdkm_steps
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
@@ -207,7 +208,18 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     apply_perf_dashboard(c)  # the perf history page; it asks the authz just set who may read it
     config_path = util.Property(CONFIG_PROPERTY, default=settings.config_path or "")
     release.apply_release(c, config, specs, config_path, settings.bsdkm_ci)
+    bisect_builder.apply_bisect(c, config, specs, config_path, settings.bsdkm_ci, _github_settings(config))
     return c
+
+
+def _github_settings(config: Config) -> Any:
+    """The ``github:`` settings the bisect builder's commit comment uses (None: no comment)."""
+    if not config.github:
+        return None
+    from ..github.settings import parse_settings
+
+    return parse_settings(config.github, env=dict(os.environ), variants=frozenset(config.variants),
+                          targets=frozenset(config.targets))
 
 
 SETTINGS_FILE = "bsdkm-master.json"

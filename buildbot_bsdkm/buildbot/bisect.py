@@ -1,0 +1,248 @@
+"""Bisection on the Buildbot master: a ``bisect`` builder, started when the base branch breaks.
+
+- ``BisectOnNewSignatures`` (a master service) looks at every finished base-branch build of a
+  ``target/variant`` builder: the base outcomes its Gate step recorded (``base_outcomes``) say
+  whether its newest build shows a failure signature the build before it did not
+  (``pipeline.bisect_trigger.requests_for``). Each such signature is bisected once (the keys asked
+  for are kept in the master's state table), through the ``bisect`` Triggerable scheduler.
+- The ``bisect`` builder runs ``bsdkm-ci bisect`` on a worker (``BsdkmBisect``) between the last
+  good and the first bad base build, attaches bisect.md/bisect.html, sets ``bsdkm_bisect`` (the
+  result document) and, when ``bsdkm.yml`` has a ``github:`` section, comments on the culprit
+  commit (``BsdkmBisectComment``: ``POST /repos/{owner}/{repo}/commits/{sha}/comments``).
+
+The steps decide nothing: the command's exit status and bisect.json say what was found.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from buildbot.plugins import schedulers, util
+from buildbot.process import buildstep
+from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
+from buildbot.steps.worker import CompositeStepMixin
+from buildbot.util import service
+from twisted.python import log
+
+from ..config import Config, GitSource
+from ..contract import PR_NUMBER_PROPERTY, PROPERTY_SOURCE, TARGET_PROPERTY, VARIANT_PROPERTY
+from ..pipeline.bisect_trigger import BisectRequest, requests_for
+from . import base_outcomes
+from .workers import WorkerSpec
+
+BUILDER = "bisect"
+SCHEDULER = "bisect"
+OUT_DIR = "bsdkm-bisect"
+REQUEST_PROPERTY = "bsdkm_bisect_request"  # BisectRequest.to_dict() of the build
+RESULT_PROPERTY = "bsdkm_bisect"  # bisect.json without its steps
+REPOSITORY_PROPERTY = "repository"
+STATE_NAME = "bsdkm_bisected"  # the keys already bisected, in the master's object state
+OUTPUT_LIMIT = 64 * 1024
+
+
+class BsdkmBisect(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep):
+    """``bsdkm-ci bisect`` on the worker for the build's ``bsdkm_bisect_request``."""
+
+    name = "bisect"
+    renderables = ("config_path",)
+    haltOnFailure = True
+
+    def __init__(self, *, config_path: Any = None, bsdkm_ci: str = "bsdkm-ci", out_dir: str = OUT_DIR,
+                 **kwargs: Any) -> None:
+        self.config_path, self.bsdkm_ci, self.out_dir = config_path, bsdkm_ci, out_dir
+        self.summary_text: str | None = None
+        kwargs = self.setupShellMixin(kwargs, prohibitArgs=["command"])
+        kwargs.setdefault("description", ["bisecting"])
+        super().__init__(**kwargs)
+
+    def bisect_command(self, req: BisectRequest, repository: str) -> list[str]:
+        cmd = [self.bsdkm_ci, "bisect", f"--good={req.good}", f"--bad={req.bad}", "--target", req.target,
+               "--variant", req.variant, f"--failure={req.signature}", f"--source-git={repository}",
+               "--out", self.out_dir]
+        return [*cmd, "--config", str(self.config_path)] if self.config_path else cmd
+
+    async def run(self) -> int:
+        raw = self.getProperty(REQUEST_PROPERTY)
+        repository = self.getProperty(REPOSITORY_PROPERTY)
+        try:
+            req = BisectRequest.from_dict(raw)
+        except (KeyError, TypeError):
+            req = None
+        if req is None or not repository:
+            self.summary_text = f"bisect: no usable request ({REQUEST_PROPERTY} and {REPOSITORY_PROPERTY})"
+            await self.addCompleteLog("error", self.summary_text)
+            return FAILURE
+        cmd = await self.makeRemoteShellCommand(command=self.bisect_command(req, str(repository)),
+                                                collectStdout=True, collectStderr=True)
+        await self.runCommand(cmd)
+        doc = await self._read_back()
+        if doc is not None:
+            self.setProperty(RESULT_PROPERTY, {k: v for k, v in doc.items() if k != "steps"}, PROPERTY_SOURCE)
+        output = ((cmd.stdout or "") + (cmd.stderr or ""))[-OUTPUT_LIMIT:]
+        lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+        said = doc["headline"] if doc else lines[-1] if lines else f"exit {cmd.rc}"
+        self.summary_text = f"bisect: {said}"
+        if cmd.rc == 0 and doc is not None:
+            return SUCCESS
+        return WARNINGS if cmd.rc == 1 and doc is not None else FAILURE
+
+    async def _read_back(self) -> dict[str, Any] | None:
+        doc = None
+        for name, add in (("bisect.html", self.addHTMLLog), ("bisect.md", self.addCompleteLog),
+                          ("bisect.json", self.addCompleteLog)):
+            content = await self.getFileContentFromWorker(f"{self.out_dir}/{name}")
+            if content is None:
+                continue
+            text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
+            await add("bisect report" if name == "bisect.html" else name, text)
+            if name == "bisect.json":
+                try:
+                    doc = json.loads(text)
+                except ValueError:
+                    doc = None
+        return doc
+
+    def getResultSummary(self) -> dict[str, str]:
+        if self.summary_text is None:
+            return super().getResultSummary()
+        return {"step": self.summary_text, "build": self.summary_text}
+
+
+class BsdkmBisectComment(buildstep.BuildStep):
+    """The culprit's commit comment on GitHub (master side); skipped when none was named."""
+
+    name = "comment on the culprit"
+    flunkOnFailure = False
+    warnOnFailure = True
+
+    def __init__(self, *, client: Callable[[], Any], repo: str, **kwargs: Any) -> None:
+        self.client, self.repo = client, repo
+        self.summary_text: str | None = None
+        super().__init__(**kwargs)
+
+    async def run(self) -> int:
+        from ..github.bisect_comment import comment_body, post_commit_comment
+        from ..github.client import GitHubError
+
+        doc = self.getProperty(RESULT_PROPERTY)
+        if not isinstance(doc, dict) or not doc.get("decided"):
+            self.summary_text = "no culprit named: no comment"
+            return SKIPPED
+        sha = str(doc["culprit"]["sha"])
+        link = self.build.getUrl() if hasattr(self.build, "getUrl") else None
+        try:
+            body = comment_body(doc, link=link if isinstance(link, str) else None)
+            await post_commit_comment(self.client(), self.repo, sha, body)
+        except (ValueError, GitHubError) as e:
+            self.summary_text = f"commit comment not posted: {e}"
+            return FAILURE
+        self.summary_text = f"commented on {sha[:12]} in {self.repo}"
+        return SUCCESS
+
+    def getResultSummary(self) -> dict[str, str]:
+        return {"step": self.summary_text} if self.summary_text else super().getResultSummary()
+
+
+class BisectOnNewSignatures(service.BuildbotService):
+    """Starts the ``bisect`` builder for each new failure signature of a base-branch build."""
+
+    name = "bsdkm-bisect-on-new-signatures"
+
+    def checkConfig(self, repository: str = "", **kwargs: Any) -> None:  # noqa: N802 - Buildbot's name
+        pass
+
+    async def reconfigService(self, repository: str = "", **kwargs: Any) -> None:  # noqa: N802
+        self.repository = repository
+        await super().reconfigService(**kwargs)
+
+    async def startService(self) -> None:  # noqa: N802
+        await super().startService()
+        self._consumer = await self.master.mq.startConsuming(self._finished, ("builds", None, "finished"))
+
+    async def stopService(self) -> None:  # noqa: N802
+        consumer = getattr(self, "_consumer", None)
+        if consumer is not None:
+            consumer.stopConsuming()
+        await super().stopService()
+
+    async def _finished(self, _key: Any, build: dict[str, Any]) -> None:
+        try:
+            await self.consider(build)
+        except Exception as e:  # noqa: BLE001 - a bisection not started never breaks the master
+            log.msg(f"bsdkm bisect: not started after build {build.get('buildid')}: {type(e).__name__}: {e}")
+
+    async def consider(self, build: dict[str, Any]) -> list[BisectRequest]:
+        props = await self.master.data.get(("builds", build["buildid"], "properties")) or {}
+        value = {k: v[0] for k, v in props.items()}
+        target, variant = value.get(TARGET_PROPERTY), value.get(VARIANT_PROPERTY)
+        if not target or not variant or value.get(PR_NUMBER_PROPERTY) not in (None, ""):
+            return []  # not a target/variant build, or a PR's (its failures are the PR's)
+        repository = value.get(REPOSITORY_PROPERTY) or self.repository
+        rows = await base_outcomes.window(self.master, str(target), str(variant))
+        done = await self._done()
+        wanted: list[BisectRequest] = []
+        for kernel in sorted({str(r.get("kernel") or "") for r in rows}):
+            wanted += requests_for([r for r in rows if str(r.get("kernel") or "") == kernel], done)
+        if not wanted or not repository:
+            return []
+        await self._remember(done | {r.key for r in wanted})
+        sched = self.master.scheduler_manager.namedServices.get(SCHEDULER)
+        for req in wanted:
+            log.msg(f"bsdkm bisect: {req.key} between {req.good[:12]} and {req.bad[:12]}")
+            sched.trigger(waited_for=False,
+                          sourcestamps=[{"codebase": "", "repository": repository, "branch": None,
+                                         "revision": req.bad, "project": ""}],
+                          set_props=_properties(req, str(repository)))
+        return wanted
+
+    async def _object(self) -> int:
+        return await self.master.db.state.getObjectId(self.name, type(self).__name__)
+
+    async def _done(self) -> set[str]:
+        return set(await self.master.db.state.getState(await self._object(), STATE_NAME, []))
+
+    async def _remember(self, keys: set[str]) -> None:
+        await self.master.db.state.setState(await self._object(), STATE_NAME, sorted(keys))
+
+
+def _properties(req: BisectRequest, repository: str) -> Any:
+    from buildbot.process.properties import Properties
+
+    props = Properties()
+    props.setProperty(REQUEST_PROPERTY, req.to_dict(), PROPERTY_SOURCE)
+    props.setProperty(REPOSITORY_PROPERTY, repository, PROPERTY_SOURCE)
+    return props
+
+
+def bisect_factory(config_path: Any, bsdkm_ci: str, comment: BsdkmBisectComment | None) -> Any:
+    factory = util.BuildFactory()
+    # Each step is one build and run under the config's own time limits: no step limit of its own.
+    factory.addStep(BsdkmBisect(config_path=config_path, bsdkm_ci=bsdkm_ci, maxTime=None, timeout=None))
+    if comment is not None:
+        factory.addStep(comment)
+    return factory
+
+
+def apply_bisect(c: dict[str, Any], config: Config, specs: list[WorkerSpec], config_path: Any,
+                 bsdkm_ci: str = "bsdkm-ci", github: Any = None) -> None:
+    """The ``bisect`` builder, its Triggerable scheduler and the service that starts it.
+
+    ``github``: ``github.settings.GitHubSettings`` (the culprit gets a commit comment), or None.
+    """
+    names = [s.name for s in specs if any(s.can_run(t) for t in config.targets)]
+    if not names:
+        return
+    comment = None
+    if github is not None:
+        from ..github.client import GitHubClient
+
+        comment = BsdkmBisectComment(client=lambda: GitHubClient(github.api_url, github.token),
+                                     repo=github.repo)
+    c["builders"].append(util.BuilderConfig(name=BUILDER, workernames=names, tags=["bisect"],
+                                            factory=bisect_factory(config_path, bsdkm_ci, comment),
+                                            collapseRequests=False))
+    c["schedulers"].append(schedulers.Triggerable(name=SCHEDULER, builderNames=[BUILDER]))
+    source = config.source.url if isinstance(config.source, GitSource) else ""
+    c["services"].append(BisectOnNewSignatures(repository=source))
