@@ -1,0 +1,52 @@
+"""The report's triage sections: New / Pre-existing / Known issues / Flaky / Fixed, escaped."""
+
+from __future__ import annotations
+
+from test_triage_classify import AESNI_SIG, POLICY, base, clean_run, panic_run
+
+from buildbot_bsdkm.config import load_config
+from buildbot_bsdkm.model import SelfTest
+from buildbot_bsdkm.policy import evaluate
+from buildbot_bsdkm.report import html_report, markdown_report
+from buildbot_bsdkm.resources import default_config_path
+from buildbot_bsdkm.triage.classify import TriageInputs, failed_signatures
+
+
+def test_known_and_new_sections_with_the_tracker_link() -> None:
+    run = panic_run()
+    run.logs[1].tests.append(SelfTest("AES-GCM", False, " error L=1 code=-216", -216))
+    v = evaluate([run], POLICY, triage=TriageInputs(known=load_config(default_config_path()).known_issues))
+    text = markdown_report([run], v)
+    assert "Triage: 1 new, 2 known" in text
+    new = text[text.index("### Failures: New"):text.index("### Known issues")]
+    assert "selftest: AES-GCM (-216)" in new and "malloc" not in new
+    known = text[text.index("### Known issues"):]
+    assert "aesni-key-setup-malloc-in-critical-section" in known and "(until 5.9.3)" in known
+    link = "[aesni-key-setup-malloc-in-critical-section](https://github.com/wolfSSL/wolfssl/issues?q="
+    assert link in known
+    html = html_report([run], v)
+    assert "<h3>Known issues</h3>" in html and '<a href="https://github.com/wolfSSL/wolfssl/issues?q=' in html
+
+
+def test_pre_existing_flaky_and_fixed_sections() -> None:
+    v = evaluate([panic_run()], POLICY, triage=TriageInputs(base=base(3, [True] * 3)))
+    text = markdown_report([panic_run()], v)
+    assert "### Failures: Pre-existing" in text and "in 3 of the last 3 base builds" in text
+    rerun = failed_signatures([clean_run()], evaluate([clean_run()], POLICY))
+    v = evaluate([panic_run()], POLICY, triage=TriageInputs(rerun=rerun))
+    assert "### Failures: Flaky" in markdown_report([panic_run()], v)
+    v = evaluate([clean_run()], POLICY, triage=TriageInputs(base=base(2, [True, True])))
+    text = markdown_report([clean_run()], v)
+    assert "### Fixed by this change" in text and "1 fixed" in text
+    fixed = text[text.index("### Fixed by this change"):]
+    assert AESNI_SIG.replace("|", "\\|").replace("_", "\\_") in fixed
+
+
+def test_pr_controlled_names_in_signatures_stay_text() -> None:
+    run = panic_run()
+    run.logs[1].tests.append(SelfTest("[x](https://evil) @org/team", False, None, -1))
+    v = evaluate([run], POLICY)
+    text = markdown_report([run], v)
+    new = text[text.index("### Failures: New"):text.index("### Kernel health")]
+    assert "selftest: \\[x\\](https://evil) \\@org/team (-1)" in new  # no link, no mention
+    assert "@org/team" not in text.replace("\\@org/team", "")
