@@ -58,8 +58,10 @@ def markdown(result: BisectResult, about: Mapping[str, Any]) -> str:
                 f"- confidence: {result.confidence}", f"- evidence: {md_text(result.why)}"]
         change = result.evidence.get("change_pct")
         if change is not None:
-            lo, hi = result.evidence.get("interval_pct") or [None, None]
-            out.append(f"- change: {change:+.1f} % (interval {lo} % to {hi} %) in "
+            lo, hi = (result.evidence.get("interval_pct") or [None, None])[:2]
+            interval = f" (interval {lo} % to {hi} %)" if lo is not None and lo != hi else ""
+            metric = result.evidence.get("metric") or "time"
+            out.append(f"- change: {change:+.2f} % {md_text(metric)}{interval} in "
                        f"{md_text(result.evidence.get('item'))}")
     else:
         out += ["**Could not decide.**", "", md_text(result.why), "",

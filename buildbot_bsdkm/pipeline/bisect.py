@@ -72,11 +72,13 @@ class Probe:
     built: bool = True  # a new build was made (False: a build made earlier was run again)
     build_seconds: float = 0.0
     evidence: dict[str, Any] = field(default_factory=dict)  # the check, or the change with its interval
+    extra_builds: int = 0  # builds made for this run besides the commit's own (a perf bisection's good end)
 
     def to_dict(self) -> dict[str, Any]:
         return {"outcome": self.outcome.value, "reason": self.reason, "rounds": self.rounds,
                 "seconds": round(self.seconds, 2), "built": self.built,
-                "build_seconds": round(self.build_seconds, 2), "evidence": dict(self.evidence)}
+                "build_seconds": round(self.build_seconds, 2), "extra_builds": self.extra_builds,
+                "evidence": dict(self.evidence)}
 
 
 class Runner(Protocol):
@@ -133,7 +135,7 @@ class BisectResult:
 
     @property
     def builds(self) -> int:
-        return sum(1 for s in self.steps if s.probe.built)
+        return sum(int(s.probe.built) + s.probe.extra_builds for s in self.steps)
 
     @property
     def build_seconds(self) -> float:

@@ -262,6 +262,7 @@ class PipelineRunner:
     jobs: dict[str, Job] = field(default_factory=dict)
     base: Job | None = None
     base_counts: Any = None  # the good end's instruction counts (--metric instructions)
+    base_build_seconds: float = 0.0
     started: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
@@ -281,10 +282,12 @@ class PipelineRunner:
             probe = self._judge_build_failure(job, failure)
         elif self.failure is not None:
             probe = self._run_for_failure(job, commit)
-        elif self.regression is not None and self.regression.metric == INSTRUCTIONS:
-            probe = self._count(job, commit)
         else:
-            probe = self._measure(job, commit)
+            fresh = self.base is None
+            probe = (self._count(job, commit) if self.regression is not None
+                     and self.regression.metric == INSTRUCTIONS else self._measure(job, commit))
+            if fresh and self.base is not None:  # this run built the good end to measure against
+                probe.extra_builds, build_s = 1, build_s + self.base_build_seconds
         probe.built, probe.build_seconds = built, build_s
         probe.seconds = time.monotonic() - begun
         self.say(f"{commit.short}: {probe.outcome.value} {probe.reason}".rstrip())
@@ -358,12 +361,7 @@ class PipelineRunner:
 
     def _measure(self, job: Job, commit: Commit) -> Probe:
         assert self.regression is not None and self.good is not None
-        if self.base is None:
-            base, _, _, failure = self._built(self.good, "base", self.out / "good")
-            if failure is not None:
-                raise StageError(failure)  # nothing can be measured without the good end
-            self.base = base
-        base = self.base
+        base = self._good_end()
         _reset_measurement(job)
         _reset_measurement(base)
         pair = (job.target, job.variant)
@@ -385,6 +383,16 @@ class PipelineRunner:
         return regression_outcome(self.regression, item, rounds, self.gate.policy.perf.resolve_pct)
 
 
+    def _good_end(self) -> Job:
+        """The good end, built once in a work tree of its own: what every commit is measured against."""
+        assert self.good is not None
+        if self.base is None:
+            base, _, seconds, failure = self._built(self.good, "base", self.out / "good")
+            if failure is not None:
+                raise StageError(failure)  # nothing can be measured without the good end
+            self.base, self.base_build_seconds = base, seconds
+        return self.base
+
     def _count(self, job: Job, commit: Commit) -> Probe:
         """The item's instructions in this commit's build against the good end's (1 vs 1: deterministic)."""
         assert self.regression is not None and self.good is not None
@@ -403,10 +411,7 @@ class PipelineRunner:
                                       timeout_s=self.config.timeout("benchmark"))
 
         if self.base_counts is None:
-            base, _, _, failure = self._built(self.good, "base", self.out / "good")
-            if failure is not None:
-                raise StageError(failure)
-            self.base_counts = counted(base)
+            self.base_counts = counted(self._good_end())
         changes = compare_counts(self.base_counts, counted(job), INSTRUCTION_LIMIT_PCT)
         if wanted == perf_gate.GEOMEAN:
             pct = geomean_change(changes)
