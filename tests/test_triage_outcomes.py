@@ -65,3 +65,13 @@ def test_kernel_of_source() -> None:
     assert kernel_of_source("a/console-debug.log") == "debug"
     assert kernel_of_source("console-release-crypto.log") == "release-crypto"
     assert kernel_of_source("kernel.log") == ""
+
+
+def test_a_selftest_failure_is_the_kernel_whose_log_shows_it() -> None:
+    from buildbot_bsdkm.model import SelfTest
+
+    run = panic_run()
+    run.logs[1].tests.append(SelfTest("AES-GCM", False, " error L=1 code=-216", -216))  # release boot
+    outs = {o.kernel: o for o in outcomes_of([run], evaluate([run], load_policy(default_policy_path())))}
+    assert "selftest: AES-GCM (-216)" in outs["release"].signatures
+    assert "selftest: AES-GCM (-216)" not in outs["debug"].signatures

@@ -110,6 +110,14 @@ def check_kernels(check: Any, run: RunResult | None) -> list[str]:
     if run is None:
         return [""]
     kernels = run_kernels(run)
+    if len(kernels) > 1 and str(getattr(check, "kind", "")) in ("selftest", "benchmark"):
+        # a self-test or benchmark item fails in the logs that print it failing, not in every boot
+        name = getattr(check, "name", "")
+        found = [kernel_of_source(log.source) for log in run.logs
+                 if any(t.name == name and not t.passed for t in log.tests)
+                 or any(b.name == name and b.failed for b in log.benchmarks)]
+        if [k for k in found if k]:
+            return sorted({k for k in found if k}, key=kernels.index)
     if len(kernels) > 1 and getattr(check, "name", "").startswith("stage:"):
         # a stage failure is one kernel's: "debug kernel: kernel panic: ..." (pipeline/freebsd_qemu.py)
         said = re.search(r"\b([\w-]+) kernel: ", getattr(check, "message", "") or "")
