@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import targets
 from ..config import Config
 from ..perf.instructions import (
     MEASURED,
@@ -463,9 +464,13 @@ def proxy_counts(config: Config, target: str, variant: str, source: Path, cache:
     counts = counts_for(config, build_dir, log, say)
     if counts is None:
         return None
+    facts = targets.FACTS.get(target)
+    own = {"linuxkm": "--enable-linuxkm and the kernel's headers",
+           "bsdkm": "--enable-freebsdkm, the FreeBSD kernel's headers and its compiler (clang)"}.get(
+        facts.source_dir if facts is not None and facts.source_dir else "", "the module build's own switches")
     counts.notes += [
         f"{target}/{variant}: counted in a user-space proxy built with the variant's crypto flags "
-        f"({' '.join(carried) or 'none'}); not carried: {' '.join(dropped) or 'none'}; the module's "
+        f"({' '.join(carried) or 'none'}); not carried: {' '.join([*dropped, own])}; the module's "
         "kernel-only code (its kernel glue, FPU handling, the kernel's own benchmark) is not counted",
     ]
     return counts
