@@ -12,7 +12,7 @@ The records themselves turn into dicts and back with their own methods
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,3 +163,27 @@ def stage_outcome(doc: Mapping[str, Any], stage: str, where: str) -> StageOutcom
     if stage in RUNS_AFTER_FAILURE and failure.stage != stage:
         return StageOutcome()
     return StageOutcome(failure=failure)
+
+
+# --------------------------------------------------------------------------- uploaded results
+
+class UndeclaredResults(ValueError):
+    """A results document names a (target, variant) its reader does not build."""
+
+
+def undeclared(pairs: Iterable[tuple[str, str]], declared: Collection[tuple[str, str]]) -> list[str]:
+    """``target/variant`` of each pair not in ``declared``, sorted, once each."""
+    return sorted({builder_name(t, v) for t, v in pairs if (t, v) not in declared})
+
+
+def check_declared(runs: Iterable[Any], declared: Collection[tuple[str, str]], where: str) -> None:
+    """Refuse runs (anything with ``target`` and ``variant``) of a pair ``declared`` lacks.
+
+    Uploaded results come from the worker or a job that ran the PR's code: the names in them are
+    the PR's to choose. Only the config's (or the builder's) own pairs are reported or judged.
+    """
+    bad = undeclared(((r.target, r.variant) for r in runs), declared)
+    if bad:
+        known = ", ".join(builder_name(t, v) for t, v in sorted(declared)) or "none"
+        raise UndeclaredResults(f"{where}: results for {', '.join(repr(b) for b in bad)}, which the "
+                                f"configuration does not declare (declared: {known}): refused")

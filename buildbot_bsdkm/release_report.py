@@ -16,6 +16,7 @@ from typing import Any
 
 from .model import RunResult
 from .policy import GEOMEAN_PREFIX, PER_SECOND, CheckKind, Verdict, display_unit, measure, shown
+from .report_blocks import md_inline
 
 # gcc/clang: "path/file.c:123:45: warning: text [-Wflag]", and the driver's "cc1: warning: text"
 _WARNING = re.compile(r"^(?P<file>[^\s:]+)(?::\d+(?::\d+)?)?: warning: (?P<text>.*)$")
@@ -189,7 +190,8 @@ def comparison(
 
 
 def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    # Item, benchmark and variant names come from the candidate's logs: literal text, one line.
+    return md_inline(text, in_table=True)
 
 
 def _pct(x: float | None) -> str:
@@ -239,7 +241,7 @@ def markdown_release(doc: Mapping[str, Any]) -> str:
         "",
         f"- candidate: {_md(_source_line(doc, 'candidate'))}",
         f"- previous: {_md(_source_line(doc, 'previous'))}",
-        f"- {doc['repeats']} interleaved repeat(s) per side; {v['summary']}",
+        f"- {doc['repeats']} interleaved repeat(s) per side; {_md(v['summary'])}",
         "",
         "### Matrix",
         "",
@@ -279,12 +281,12 @@ def markdown_release(doc: Mapping[str, Any]) -> str:
                        f"| {_num(c['candidate'])} | {_md(c['unit'] or '')} | {_pct(c['delta_pct'])} "
                        f"| {_limit(c['limit_pct'])} | {mark} |")
     if doc["speedups"]:
-        out += ["", f"### Speedups against {doc['software_variant']} (then → now)", "",
+        out += ["", f"### Speedups against {_md(doc['software_variant'])} (then → now)", "",
                 "| target | variant | benchmark | previous | candidate |", "| --- | --- | --- | --- | --- |"]
         for s in doc["speedups"]:
             then = "—" if s["previous"] is None else f"{s['previous']:.2f}×"
             now = "—" if s["candidate"] is None else f"{s['candidate']:.2f}×"
-            out.append(f"| {s['target']} | {s['variant']} | {_md(s['name'])} | {then} | {now} |")
+            out.append(f"| {_md(s['target'])} | {_md(s['variant'])} | {_md(s['name'])} | {then} | {now} |")
     if v["failures"]:
         out += ["", "### Failures", ""] + [f"- {_md(f)}" for f in v["failures"][:50]]
     if v["notes"]:

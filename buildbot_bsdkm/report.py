@@ -20,7 +20,21 @@ from .instructions_report import instruction_blocks, instruction_summary
 from .model import LogFormat, RunResult
 from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
 from .policy import Check, CheckKind, Verdict, fmt_num, measure
-from .report_blocks import BENCHMARK_ROW, COMPARISON_ROW, KEEP, SELFTEST_ROW, Block, Row, Table
+from .report_blocks import (
+    BENCHMARK_ROW,
+    COMPARISON_ROW,
+    KEEP,
+    SELFTEST_ROW,
+    Block,
+    Row,
+    Table,
+    code,
+    html_inline,
+    md_inline,
+    md_paragraph,
+    md_url,
+    plain,
+)
 from .triage.sections import triage_blocks
 
 DEFAULT_MAX_CHARS = 65536
@@ -179,7 +193,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
     source = _source_line(runs)
     if source:
         blocks.append(Block("p", source))
-    blocks.append(Block("p", f"Policy: `{verdict.policy_source}`"))
+    blocks.append(Block("p", f"Policy: {code(verdict.policy_source)}"))
     return blocks
 
 
@@ -191,7 +205,7 @@ def _source_line(runs: Sequence[RunResult]) -> str | None:
         if not origin:
             continue
         commit = run.metadata.get("source_commit")
-        text = f"`{origin}`" + (f" at `{str(commit)[:12]}`" if commit else "")
+        text = code(origin) + (f" at {code(str(commit)[:12])}" if commit else "")
         if text not in seen:
             seen.append(text)
     return "Source: " + ", ".join(seen) if seen else None
@@ -201,19 +215,17 @@ def _source_line(runs: Sequence[RunResult]) -> str | None:
 # Markdown
 
 
-# Characters that start Markdown syntax (links, images, emphasis, HTML, code, mentions, headings).
-# Names come from logs and PR branches: a variant called "[x](https://evil)" or "@org/team" must
-# show as text, never become a link, a ping or a new table row.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~@])")
+# Every block is escaped here, in the one place blocks become Markdown (report_blocks.md_inline):
+# names come from PR-controlled logs and results, and whoever adds a block adds plain text.
 
 
 def _md_text(text: str) -> str:
     """Untrusted text as literal inline Markdown on one line."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return md_inline(text)
 
 
 def _md_cell(text: str) -> str:
-    return _md_text(text)
+    return md_inline(text, in_table=True)
 
 
 def _md_row(cells: Sequence[str]) -> str:
@@ -223,7 +235,8 @@ def _md_row(cells: Sequence[str]) -> str:
 def _md_block(block: Block) -> str:
     if block.kind == "details":
         # One line: a newline in a name must not end the HTML block and start Markdown (a link).
-        return f"<details><summary>{html.escape(' '.join(block.text.split()))}</summary>\n\n"
+        summary = html.escape(" ".join(plain(block.text).split())).replace("@", "&#64;")
+        return f"<details><summary>{summary}</summary>\n\n"
     if block.kind == "details-end":
         return "</details>\n\n"
     if block.kind == "h2":
@@ -231,10 +244,10 @@ def _md_block(block: Block) -> str:
     if block.kind == "h3":
         return f"### {_md_text(block.text)}\n\n"
     if block.kind == "note":
-        return f"> **Note:** {block.text}\n\n"
+        return f"> **Note:** {md_inline(block.text)}\n\n"
     if block.kind == "links" and block.table:
         pairs = zip(block.table.header, block.table.rows[0].cells, strict=True)
-        return " · ".join(f"[{_md_cell(k)}]({v})" for k, v in pairs) + "\n\n"
+        return " · ".join(f"[{_md_cell(k)}]({md_url(v)})" for k, v in pairs) + "\n\n"
     if block.kind == "table" and block.table is not None:
         t = block.table
         if not t.rows and t.omitted:
@@ -244,7 +257,7 @@ def _md_block(block: Block) -> str:
         if t.omitted:
             text += f"\n_{t.omitted} less important row(s) omitted to fit the size limit._\n"
         return text + "\n"
-    return f"{block.text}\n\n"
+    return f"{md_paragraph(block.text)}\n\n"  # "p" and any other kind: plain text
 
 
 _TRIM_NOTE_ROOM = 400  # the closing note and the per-table "rows omitted" notes
@@ -357,23 +370,23 @@ def speedup_svg(checks: Sequence[Check], *, width: int = 720, bar_height: int = 
 def _html_block(block: Block) -> str:
     e = html.escape
     if block.kind == "details":
-        return f"<details open><summary>{e(block.text)}</summary>"
+        return f"<details open><summary>{e(plain(block.text))}</summary>"
     if block.kind == "details-end":
         return "</details>"
     if block.kind in ("h2", "h3"):
-        return f"<{block.kind}>{e(block.text)}</{block.kind}>"
+        return f"<{block.kind}>{html_inline(block.text)}</{block.kind}>"
     if block.kind == "note":
-        return f'<p class="note"><strong>Note:</strong> {e(block.text)}</p>'
+        return f'<p class="note"><strong>Note:</strong> {html_inline(block.text)}</p>'
     if block.kind == "links" and block.table:
         pairs = zip(block.table.header, block.table.rows[0].cells, strict=True)
-        return "<p>" + " · ".join(f'<a href="{e(v)}">{e(k)}</a>' for k, v in pairs) + "</p>"
+        return "<p>" + " · ".join(f'<a href="{e(plain(v))}">{e(plain(k))}</a>' for k, v in pairs) + "</p>"
     if block.kind == "table" and block.table is not None:
         t = block.table
-        head = "".join(f"<th>{e(h)}</th>" for h in t.header)
+        head = "".join(f"<th>{html_inline(h)}</th>" for h in t.header)
         body = "".join("<tr" + (' class="fail"' if "FAIL" in r.cells else "") + ">"
-                       + "".join(f"<td>{e(c)}</td>" for c in r.cells) + "</tr>" for r in t.rows)
+                       + "".join(f"<td>{html_inline(c)}</td>" for c in r.cells) + "</tr>" for r in t.rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    return f"<p>{e(block.text.replace('`', ''))}</p>"
+    return f"<p>{html_inline(block.text)}</p>"
 
 
 _CSS = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"

@@ -1,8 +1,15 @@
 """The pieces a report is built of (headings, paragraphs, tables), shared by ``report.py`` and the
-modules that add sections to it (``offload.py``), so neither imports the other for them."""
+modules that add sections to it (``offload.py``), so neither imports the other for them.
+
+A block's text is plain text: the renderers escape all of it (Markdown and HTML alike), since
+names in it come from PR-controlled logs and results. Inline code is the one markup a block
+may carry, marked with ``code(text)``; its content is literal too.
+"""
 
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass, field
 
 # Row priorities: rows with a higher number are dropped first when trimming.
@@ -24,6 +31,80 @@ class Table:
     header: list[str]
     rows: list[Row] = field(default_factory=list)
     omitted: int = 0
+
+
+# Private-use characters around inline code. They only choose how a span is shown: text inside
+# them is as literal as text outside (a code span), so a name that carries them gains nothing.
+_CODE_OPEN, _CODE_CLOSE = "\ue000", "\ue001"
+_SPANS = re.compile(f"{_CODE_OPEN}([^{_CODE_OPEN}{_CODE_CLOSE}]*){_CODE_CLOSE}")
+_MARKS = re.compile(f"[{_CODE_OPEN}{_CODE_CLOSE}]")
+
+# Characters that start Markdown syntax (links, images, emphasis, HTML, code, mentions, headings,
+# tables, strike-through). Names come from logs and PR branches: a variant called
+# "[x](https://evil)" or "@org/team" must show as text, never become a link, a ping or a new row.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&]|(?<![0-9A-Za-z_])@)")  # x@y is no mention
+_LINE_START = re.compile(r"^(\d*)([-+=.)])")  # a list item or a setext underline at a line's start
+
+
+def code(text: object) -> str:
+    """``text`` as inline code in a block's text."""
+    return f"{_CODE_OPEN}{_MARKS.sub('', str(text))}{_CODE_CLOSE}"
+
+
+def plain(text: object) -> str:
+    """A block's text without its code marks (for the console, JUnit, JSON)."""
+    return _MARKS.sub("", str(text))
+
+
+def _one_line(text: object) -> str:
+    return re.sub(r"\s+", " ", str(text))
+
+
+def md_text(text: object) -> str:
+    """Untrusted text as literal inline Markdown on one line."""
+    return _MD_SPECIAL.sub(r"\\\1", _one_line(plain(text)).strip())
+
+
+def md_code(text: object, *, in_table: bool = False) -> str:
+    """Inline code whose content stays literal, whatever backticks it holds."""
+    body = _one_line(plain(text)).strip()
+    if not body:
+        return ""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", body)), default=0) + 1)
+    pad = " " if body[0] == "`" or body[-1] == "`" else ""
+    if in_table:  # a table row is split on | before code spans are read
+        body = body.replace("|", "\\|")
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
+def md_inline(text: object, *, in_table: bool = False) -> str:
+    """A block's text as Markdown: code spans fenced, everything else escaped."""
+    text, out, at = _one_line(text).strip(), [], 0
+    for m in _SPANS.finditer(text):
+        out += [_MD_SPECIAL.sub(r"\\\1", plain(text[at:m.start()])), md_code(m[1], in_table=in_table)]
+        at = m.end()
+    out.append(_MD_SPECIAL.sub(r"\\\1", plain(text[at:])))
+    return "".join(out)
+
+
+def md_paragraph(text: object) -> str:
+    """``md_inline`` for text that begins a line: a leading ``-``, ``+``, ``=`` or ``1.`` stays text."""
+    return _LINE_START.sub(r"\1\\\2", md_inline(text), count=1)
+
+
+def md_url(url: object) -> str:
+    """A link target that cannot end the link early or carry markup."""
+    return re.sub(r"[\s()<>\[\]`\\\"']", lambda m: f"%{ord(m[0]):02X}", plain(url))
+
+
+def html_inline(text: object) -> str:
+    """A block's text as HTML: code spans in ``<code>``, everything escaped."""
+    text, out, at = str(text), [], 0
+    for m in _SPANS.finditer(text):
+        out += [html.escape(plain(text[at:m.start()])), f"<code>{html.escape(m[1])}</code>"]
+        at = m.end()
+    out.append(html.escape(plain(text[at:])))
+    return "".join(out)
 
 
 @dataclass

@@ -92,10 +92,13 @@ def test_report_job_judges_the_merged_heads_against_the_bases_measured_next_to_t
     # The nightly artifact's run counts only for a pair that had no base measured next to it.
     artifact = tmp_path / "nightly.json"
     artifact.write_text(to_json([bench_run("accel", noise[5]), bench_run("intelasm", noise[5])]))
-    req = action_cmd.ResultsRequest(out=merged, baseline=artifact)
+    config = tmp_path / "bsdkm.yml"  # results are read only for the pairs the config declares
+    config.write_text("targets: {userspace: null}\nvariants:\n" + "".join(f"  {v}: {{targets: [userspace]}}\n"
+                                               for v in ("accel", "noasm", "intelasm")))
+    req = action_cmd.ResultsRequest(out=merged, baseline=artifact, config=config)
     got = action_cmd._baseline_for(req)
     assert [(r.variant, len(r.logs)) for r in got] == [("accel", 3), ("noasm", 3), ("intelasm", 1)]
-    verdict = action_cmd._judge(action_cmd.ResultsRequest(out=merged), from_json((merged / "summary.json")
-                                                                                  .read_text()))
+    verdict = action_cmd._judge(action_cmd.ResultsRequest(out=merged, config=config),
+                                from_json((merged / "summary.json").read_text()))
     assert {p["base_from"] for p in verdict.perf} == {"baseline"}
     assert {(i["n_base"], i["n_head"]) for p in verdict.perf for i in p["items"]} == {(3, 3)}

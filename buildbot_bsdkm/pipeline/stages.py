@@ -24,12 +24,12 @@ from typing import Any
 
 from ..classify import Patterns
 from ..config import Config
-from ..contract import RUNS_AFTER_FAILURE
+from ..contract import RUNS_AFTER_FAILURE, UndeclaredResults, check_declared
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, from_json, to_json
 from ..perf.fingerprint import machine_fingerprint
 from . import afalg, base_triage, kernel, registry, userspace
 from . import build as buildmod
-from .errors import StageError
+from .errors import StageError, real_error
 from .loading import ModuleLoadOutcome
 from .source import SourceTree, cache_root, fetch_source
 
@@ -489,6 +489,10 @@ def read_run(job: Job) -> RunResult:
     path = job.dir / "results.json"
     if path.is_file():
         runs = from_json(path.read_text(), str(path))
+        try:  # the file sat on a worker that ran the PR's module: it may name any pair
+            check_declared(runs, {(job.target, job.variant)}, str(path))
+        except UndeclaredResults as e:
+            raise real_error("gate", "integrity", str(e)) from None
         if runs:
             run = runs[0]
             run.failure = job.failure or run.failure

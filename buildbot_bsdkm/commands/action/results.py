@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ... import actions, kernel_health
 from ...actions import Annotation, Level
-from ...config import ConfigError, load_config
+from ...config import Config, ConfigError, default_config_path, load_config
+from ...contract import UndeclaredResults, check_declared
 from ...junit import junit_xml
 from ...model import ModelError, RunResult, from_json, to_json
 from ...pipeline.report_out import BASE_RUNS_JSON
@@ -123,15 +124,27 @@ class ResultsRequest:
         return None
 
     @cached_property
-    def config_paths(self) -> tuple[Path | None, Path | None]:
-        """The config's policy and baseline (None, None without --config); the config is read once."""
-        if self.config is None:
-            return None, None
+    def configuration(self) -> Config:
+        """The run's config: --config, else the default one the run used; read once."""
         try:
-            cfg = load_config(self.config)
+            return load_config(self.config or default_config_path())
         except ConfigError as e:
             raise UsageError(str(e)) from None
-        return cfg.policy, cfg.baseline
+
+    @property
+    def config_paths(self) -> tuple[Path | None, Path | None]:
+        """The config's policy and baseline (None, None without --config)."""
+        if self.config is None:
+            return None, None
+        return self.configuration.policy, self.configuration.baseline
+
+    def check_declared(self, runs: Sequence[RunResult], where: Path) -> None:
+        """Uploaded results name only pairs the config declares (the names are the PR's otherwise)."""
+        cfg = self.configuration
+        try:
+            check_declared(runs, set(cfg.pairs(variants=list(cfg.variants))), str(where))
+        except UndeclaredResults as e:
+            raise UsageError(f"{e} ({cfg.path or 'the default config'})") from None
 
     def exit_code(self) -> int | None:
         """The run's exit status: given, or recorded by the action's run script."""
@@ -214,6 +227,7 @@ def load_outcome(req: ResultsRequest) -> RunOutcome:
         runs = from_json(text, str(path))
     except ModelError as e:
         raise UsageError(str(e)) from None
+    req.check_declared(runs, path)
     stored = None if req.rejudge else stored_verdict(text, path)
     verdict = stored or _judge(req, runs)
     # Files the run wrote describe its stored verdict; one judged here gets files of its own.
@@ -286,9 +300,11 @@ def _measured_base(req: ResultsRequest) -> list[RunResult]:
     if not path.is_file():
         return []
     try:
-        return from_json(read_text(path, "base runs"), str(path))
+        runs = from_json(read_text(path, "base runs"), str(path))
     except ModelError as e:
         raise UsageError(f"base runs: {e}") from None
+    req.check_declared(runs, path)
+    return runs
 
 
 def _report_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool) -> Path:
