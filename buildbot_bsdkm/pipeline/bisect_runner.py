@@ -31,6 +31,7 @@ from ..perf import extend as perf_extend
 from ..perf import gate as perf_gate
 from ..policy import CheckKind, Verdict
 from ..retry_rules import RetrySettings
+from ..triage.signature import signature
 from .bisect import BisectResult, BisectSettings, Commit, Outcome, Probe, Purpose, bisect
 from .errors import StageError
 from .phases import build_phase, measure_phase
@@ -107,11 +108,7 @@ def linear_history(repo: Path, good: str, bad: str) -> list[Commit]:
 
 
 def _signature_of(check: Any, run: RunResult) -> str | None:
-    """The triage signature of a failed check, when the triage package is there."""
-    try:
-        from ..triage.signature import signature
-    except ImportError:  # bisect works without triage, by check name and message alone
-        return None
+    """The triage signature of a failed check (``bsdkm-ci signature`` prints the same)."""
     try:
         return signature(check, run)
     except Exception:  # noqa: BLE001 - a signature that cannot be made falls back to name+message
