@@ -55,7 +55,9 @@ def test_self_test_failure_is_bisected_past_a_commit_that_does_not_build(
     verify = [s for s in result["steps"] if s["purpose"] == "verify"]
     assert [(s["commit"]["sha"], s["outcome"], s["built"]) for s in verify] == [
         (hist.planted["failure"], "bad", False), (hist.commits[20], "good", False)]
-    assert "SHA-256 self-test failed" in result["evidence"]["check"]
+    assert "SHA-256 self-test failed" in result["evidence"]["reason"]
+    check = result["evidence"]["check"]
+    assert check["name"] == "SHA-256" and check["kind"] == "selftest"
     md = (tmp_path / "out" / "bisect.md").read_text()
     assert "Culprit" in md and hist.planted["failure"] in md and "Verification runs" in md
 

@@ -297,7 +297,7 @@ def _verify(s: _Search, parent: int, culprit: int, what: str) -> BisectResult:
     why = (f"{c.short} shows {what} ({first_bad.probe.reason or 'bad'}), reproduced {k} more time(s)"
            f"{f' in {len(bad_runs)} run(s)' if len(bad_runs) > seen else ''}; "
            f"its parent {p.short} passed {k} time(s)")
-    evidence = {"check": first_bad.probe.reason, **first_bad.probe.evidence,
+    evidence = {**first_bad.probe.evidence, "reason": first_bad.probe.reason,
                 "verification": [r.evidence for r in bad_runs if r.evidence]}
     return BisectResult(True, c, p, why, [c], confidence, s.steps, n, evidence)
 
