@@ -341,3 +341,22 @@ def test_a_qemu_targets_proxy_counts_are_gated_though_its_timings_are_not() -> N
     sha = next(c for c in verdict.checks if c.name == "instructions:SHA-256")
     assert not sha.passed and sha.target == "linux-kmod-qemu"
     assert any("not regression-gated" in n for n in verdict.notes)  # the timed gate still is not
+
+
+def test_history_gives_the_base_only_from_the_same_machine() -> None:
+    policy = parse_policy(POLICY, "p.yml")
+    plant = int(0.01 * 27.43 * (1 << 20))
+
+    def on(machine: str, counts: InstructionCounts) -> RunResult:
+        run = _run(counts)
+        run.metadata["fingerprint"] = {"id": machine}
+        return run
+
+    head = on("m1", _counts(27.43 * 1.01, extra_fn=plant))
+    other = evaluate([head], policy, None, [on("m2", _counts(27.43))])
+    assert not other.of_kind(CheckKind.INSTRUCTIONS)
+    assert any("no base instruction counts" in n for n in other.notes)
+    same = evaluate([head], policy, None, [on("m2", _counts(20.0)), on("m1", _counts(27.43))])
+    sha = next(c for c in same.checks if c.name == "instructions:SHA-256")
+    assert not sha.passed and sha.baseline == pytest.approx(27.43, rel=1e-3)
+    assert any("newest history run" in n for n in same.notes)

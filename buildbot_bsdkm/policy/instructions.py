@@ -56,15 +56,23 @@ def _counted(ev: Evaluation, pair: tuple[str, str]) -> bool:
     return any(counts_of(r.metadata) is not None for r in ev.runs if (r.target, r.variant) == pair)
 
 
+def _machine(run: RunResult) -> str | None:
+    fp = run.metadata.get("fingerprint")
+    return str(fp.get("id")) if isinstance(fp, dict) and fp.get("id") else None
+
+
 def base_counts(ev: Evaluation, run: RunResult) -> tuple[InstructionCounts | None, str]:
-    """The counts ``run`` is compared with, and where they came from."""
+    """The counts ``run`` is compared with, and where they came from ("base", "base-other-machine",
+    "history"). History only of the same machine fingerprint: which code a CPU dispatch picks follows
+    the CPU Valgrind presents, and that follows the host's."""
     same = [r for r in ev.counted_baseline or [] if r.target == run.target and r.variant == run.variant]
     for r in same:
         counts = counts_of(r.metadata)
         if counts is not None:
-            return counts, "base"
+            other = _machine(r) is not None and _machine(run) is not None and _machine(r) != _machine(run)
+            return counts, "base-other-machine" if other else "base"
     for r in reversed(ev.counted_history):
-        if r.target == run.target and r.variant == run.variant:
+        if r.target == run.target and r.variant == run.variant and _machine(r) == _machine(run):
             counts = counts_of(r.metadata)
             if counts is not None:
                 return counts, "history"
@@ -86,6 +94,9 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
         return
     if origin == "history":
         ev.note(f"{label}: instruction counts compared with the newest history run that has them")
+    elif origin == "base-other-machine":
+        ev.note(f"{label}: the base was counted on another machine (fingerprint): code chosen by CPU "
+                "dispatch may differ between the two")
     top = ev.policy.instructions.top_functions
     item_rules = [r for r in rules if r.aggregate == "item"]
     names = [i.name for i in head.items] + [i.name for i in base.items if head.item(i.name) is None]
