@@ -146,3 +146,13 @@ def test_each_real_console_signature_is_distinct_or_absent() -> None:
             assert s not in seen, (path.name, seen.get(s))
             seen[s] = path.name
     assert set(seen) == {AESNI_SIG, FPECC_SIG}
+
+
+def test_a_log_cut_off_by_the_panic_has_the_panic_signature() -> None:
+    lines = real(AESNI).splitlines()
+    cut = "\n".join(lines[: next(i for i, ln in enumerate(lines) if "Uptime:" in ln)]) + "\n"
+    run = RunResult("intelasm", "freebsd-kmod-qemu", logs=[parse_text(cut, "console-debug.log")])
+    run.logs[0].complete = False
+    run.logs[0].incomplete_reason = "the boot stopped"
+    verdict = evaluate([run], load_policy(default_policy_path()))
+    assert {signature(c, run) for c in verdict.failures} == {AESNI_SIG}

@@ -30,6 +30,8 @@ _KERNEL_LABELS: dict[str, str] = {
     "sleeping_thread_lock": "sleeping thread owns a non-sleepable lock",
     "sleep_with_lock": "sleeping with a lock held", "fpu": "FPU context",
 }
+# Records after which a boot goes no further: a log they cut off is theirs.
+_STOPS = frozenset({"panic", "fatal_trap", "bug", "oops", "gpf", "fpu", "sleep_with_lock"})
 # Frames of the panic/trace machinery itself: never "the" function of a splat.
 _MACHINERY = frozenset({
     "db_trace_self_wrapper", "db_trace_self", "kdb_backtrace", "vpanic", "panic", "kassert_panic",
@@ -199,6 +201,13 @@ def _complete_signature(name: str, message: str, run: RunResult | None) -> str:
         return f"{stage}: {normalise(text)}"
     if name == "logs":
         return "complete: no logs were collected"
+    source = name.removeprefix("complete:")
+    for log in run.logs if run is not None else []:
+        if log.source == source and not log.complete:
+            # a log cut off by a panic is that panic, wherever the boot stopped
+            stops = [ev for ev in log.kernel if ev.kind in _STOPS]
+            if stops:
+                return event_signature(stops[0])
     reason = message.split(" is incomplete: ", 1)[-1] if " is incomplete: " in message else message
     return f"incomplete: {normalise(reason)}"
 
