@@ -343,3 +343,39 @@ def test_reports_escape_what_the_repository_wrote(tmp_path: Path) -> None:
     assert "[x](https://evil)" not in md and "\\[x\\]" in md and "\\@org" in md
     assert "<b>" not in page and "&lt;b&gt;" in page
     assert json.loads(paths["json"].read_text())["culprit"]["sha"] == commits[2].sha
+
+
+# --------------------------------------------------------------------------- the policy's bisect: section
+
+
+def test_policy_bisect_section_sets_k_and_flaky_k() -> None:
+    from buildbot_bsdkm.policy import PolicyError, parse_policy
+
+    assert parse_policy("version: 1\n").bisect.k == 1
+    got = parse_policy("version: 1\nbisect: {k: 2, flaky_k: 5}\n").bisect
+    assert (got.k, got.flaky_k) == (2, 5)
+    with pytest.raises(PolicyError, match="bisect.k"):
+        parse_policy("version: 1\nbisect: {k: 0}\n")
+    with pytest.raises(PolicyError, match="colour"):
+        parse_policy("version: 1\nbisect: {colour: red}\n")
+
+
+def test_policy_k_reaches_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's settings come from the config's policy (the run stops at the unknown ref)."""
+    import buildbot_bsdkm.commands.bisect_cmd as cmd
+
+    seen: list[BisectSettings] = []
+
+    def fake_range(*args: object, settings: BisectSettings, **kw: object) -> None:
+        seen.append(settings)
+        raise cmd.HistoryError("stop here")
+
+    monkeypatch.setattr(cmd, "bisect_range", fake_range)
+    (tmp_path / "policy.yml").write_text("version: 1\nselftests: true\nbisect: {k: 2, flaky_k: 4}\n")
+    (tmp_path / "bsdkm.yml").write_text(
+        "targets: {userspace: {flags: []}}\nvariants: {noasm: {flags: [], targets: [userspace]}}\n"
+        f"policy: {tmp_path / 'policy.yml'}\n")
+    _tiny_repo(tmp_path / "repo")
+    assert _bisect("--good", "a", "--bad", "b", "--failure", "SHA-256", "--flaky", "--config",
+                   str(tmp_path / "bsdkm.yml"), "--source-dir", str(tmp_path / "repo")) == 2
+    assert seen == [BisectSettings(k=2, flaky_k=4, flaky=True)]

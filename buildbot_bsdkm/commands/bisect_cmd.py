@@ -17,6 +17,7 @@ from ..pipeline import registry
 from ..pipeline.bisect import BisectSettings
 from ..pipeline.bisect_runner import FailureSpec, HistoryError, RegressionSpec, bisect_range
 from ..pipeline.errors import StageError
+from ..policy import load_policy
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 from .run_cmd import config_path, read_config
 
@@ -43,8 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --regression: wall-clock rounds against the good end and the learned gate "
                         "(time, default), or counted instructions of the item's fixed work (deterministic)")
     p.add_argument("--flaky", action="store_true",
-                   help="the failure is flaky: a step is good only after flaky_k passing runs")
-    p.add_argument("--k", type=int, metavar="N", help="verification runs of the culprit and its parent")
+                   help="the failure is flaky: a step is good only after the policy's bisect.flaky_k "
+                        "passing runs (default 3)")
+    p.add_argument("--k", type=int, metavar="N",
+                   help="verification runs of the culprit and its parent (default: the policy's bisect.k, 1)")
     p.add_argument("--out", metavar="DIR", default="bsdkm-bisect",
                    help="output directory (default: bsdkm-bisect)")
     p.set_defaults(func=run)
@@ -92,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         if not registry.measures_base(args.target):
             raise UsageError(f"--regression on {args.target}: this target's benchmark is not measured "
                              "against a base (not regression-gated); bisect its failures instead")
+    if args.k is not None and args.k < 1:
+        raise UsageError(f"--k: bisect.k must be an integer of at least 1, got {args.k}")
     config = read_config(config_path(args.config))
     try:
         pairs = config.pairs([args.variant], [args.target])
@@ -99,13 +104,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"bad selection: {e}") from None
     if not pairs:
         raise UsageError(f"variant {args.variant} is not built on target {args.target} in {config.path}")
-    try:
-        settings = BisectSettings(flaky=args.flaky, **({"k": args.k} if args.k is not None else {}))
-    except ValueError as e:
-        raise UsageError(f"--k: {e}") from None
     url = repository(args, config.source)
     out = Path(args.out)
     with run_input_errors(out):
+        wanted = load_policy(config.policy).bisect  # k and flaky_k: the policy's bisect: section
+        try:
+            settings = BisectSettings(k=wanted.k if args.k is None else args.k, flaky_k=wanted.flaky_k,
+                                      flaky=args.flaky)
+        except ValueError as e:
+            raise UsageError(f"--k: {e}") from None
         try:
             done = bisect_range(config, url, args.good, args.bad, args.target, args.variant, out,
                                 failure=failure, regression=regression, settings=settings)

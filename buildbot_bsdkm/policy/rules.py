@@ -20,6 +20,7 @@ from ..resources import default_policy_path
 from ..triage.rules import TriageRules
 from ..triage.rules import read_rules as read_triage_rules
 from ..yaml_reader import At, LocatedError, compose, node_kind, read_text
+from .bisect_settings import BisectPolicy, read_bisect_settings
 from .instruction_settings import INSTRUCTIONS, InstructionSettings, read_instruction_settings
 
 DEFAULT_POLICY_PATH = default_policy_path()  # policies/default.yml as package data (checkout or wheel)
@@ -118,6 +119,7 @@ class Policy:
     perf: perf_gate.Settings = field(default_factory=perf_gate.Settings)
     clock_tolerance: float = perf_clock.TOLERANCE
     instructions: InstructionSettings = field(default_factory=InstructionSettings)  # the counted workload
+    bisect: BisectPolicy = field(default_factory=BisectPolicy)  # evidence bsdkm-ci bisect needs
     inconclusive: str = "pass"  # perf.inconclusive: "fail" makes unjudged gated items fail the exit status
 
 # ---------------------------------------------------------------------------
@@ -145,7 +147,7 @@ def glob_problem(pattern: str) -> str | None:
 
 
 _TOP_KEYS = ("version", "metric", "selftests", "complete", "required", "floors", "regressions",
-             "speedups", "crossovers", "perf", "kernel", "instructions",
+             "speedups", "crossovers", "perf", "kernel", "instructions", "bisect",
              "triage")  # kernel: kernel_health.py's gate
 _SCOPE_KEYS = ("pattern", "variants", "targets")
 
@@ -324,6 +326,8 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
         _read_perf(f["perf"], policy)
     if "instructions" in f:
         policy.instructions = read_instruction_settings(f["instructions"])
+    if "bisect" in f:
+        policy.bisect = read_bisect_settings(f["bisect"])
     return policy
 
 
