@@ -14,6 +14,7 @@ from typing import Any
 
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from .redact import redact_url
 from .resources import default_config_path as packaged_config_path
 from .targets import FREEBSD_NAMES
 from .targets import NAMES as TARGET_NAMES
@@ -58,7 +59,7 @@ class GitSource:
     slot: str = ""
 
     def describe(self) -> str:
-        return f"git:{self.url}@{self.ref}"
+        return f"git:{redact_url(self.url)}@{self.ref}"  # a label: shown and written, never fetched
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class TarballSource:
         return bool(re.match(r"^(https?|ftp)://", self.location))
 
     def describe(self) -> str:
-        return f"tarball:{self.location}"
+        return f"tarball:{redact_url(self.location)}"
 
 
 @dataclass(frozen=True)

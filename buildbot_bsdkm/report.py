@@ -20,6 +20,7 @@ from .instructions_report import instruction_blocks, instruction_summary
 from .model import LogFormat, RunResult
 from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
 from .policy import Check, CheckKind, Verdict, fmt_num, measure
+from .redact import redact_text
 from .report_blocks import (
     BENCHMARK_ROW,
     COMPARISON_ROW,
@@ -205,7 +206,8 @@ def _source_line(runs: Sequence[RunResult]) -> str | None:
         if not origin:
             continue
         commit = run.metadata.get("source_commit")
-        text = code(origin) + (f" at {code(str(commit)[:12])}" if commit else "")
+        # redacted again here: results written before credentials were kept out of them
+        text = code(redact_text(str(origin))) + (f" at {code(str(commit)[:12])}" if commit else "")
         if text not in seen:
             seen.append(text)
     return "Source: " + ", ".join(seen) if seen else None

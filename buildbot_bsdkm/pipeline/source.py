@@ -28,6 +28,7 @@ from pathlib import Path
 from debian.debian_support import Version as DebianVersion
 
 from ..config import Config, DebianSource, GitSource, LocalSource, SourceSpec, TarballSource
+from ..redact import redact_text, redact_url
 from .errors import infra_error, real_error
 from .locks import exclusive
 
@@ -86,6 +87,7 @@ class SourceTree:
 
 def _network_failure(url: str, err: BaseException) -> Exception:
     reason = getattr(err, "reason", err)
+    url = redact_url(url)  # the messages end up in state.json, the step log and the PR comment
     host = urllib.request.urlparse(url).hostname or url
     if isinstance(reason, socket.gaierror):
         return infra_error("fetch", "network", f"fetch failed: could not resolve host {host} ({url})")
@@ -93,12 +95,13 @@ def _network_failure(url: str, err: BaseException) -> Exception:
         return infra_error("fetch", "fetch", f"fetch failed: HTTP {err.code} {err.reason} for {url}")
     if isinstance(reason, TimeoutError | socket.timeout):
         return infra_error("fetch", "network", f"fetch failed: timed out talking to {host} ({url})")
-    return infra_error("fetch", "network", f"fetch failed: {reason} ({url})")
+    return infra_error("fetch", "network", f"fetch failed: {redact_text(str(reason))} ({url})")
 
 
 def download(url: str, dest: Path, *, expect_sha256: str | None = None, progress: Progress = _quiet) -> str:
     """Stream ``url`` to ``dest`` (atomically) and return its SHA-256; mismatch → StageError."""
     dest.parent.mkdir(parents=True, exist_ok=True)
+    shown = redact_url(url)
     part = dest.with_name(dest.name + ".part")
     digest = hashlib.sha256()
     started = time.monotonic()
@@ -111,7 +114,7 @@ def download(url: str, dest: Path, *, expect_sha256: str | None = None, progress
                 digest.update(chunk)
                 got += len(chunk)
         if total and got != total:
-            raise infra_error("fetch", "fetch", f"fetch failed: {url} ended after {got} of {total} bytes")
+            raise infra_error("fetch", "fetch", f"fetch failed: {shown} ended after {got} of {total} bytes")
     except (urllib.error.URLError, OSError, ConnectionError) as e:
         part.unlink(missing_ok=True)
         raise _network_failure(url, e) from None
@@ -126,10 +129,10 @@ def download(url: str, dest: Path, *, expect_sha256: str | None = None, progress
         raise real_error(
             "fetch",
             "integrity",
-            f"checksum mismatch for {url}: expected sha256 {expect_sha256.lower()}, got {sha}",
+            f"checksum mismatch for {shown}: expected sha256 {expect_sha256.lower()}, got {sha}",
         )
     part.replace(dest)
-    progress(f"fetch: {url} ({got} bytes, {time.monotonic() - started:.1f} s)")
+    progress(f"fetch: {shown} ({got} bytes, {time.monotonic() - started:.1f} s)")
     return sha
 
 
@@ -412,6 +415,7 @@ def _git_failure(what: str, proc: subprocess.CompletedProcess[str]) -> Exception
         r"early EOF|The remote end hung up",
         err,
     )
+    first = redact_text(first)  # git may quote the URL it was given, credentials and all
     if transient:
         return infra_error("fetch", "network", f"{what} failed: {first}")
     return real_error("fetch", "fetch", f"{what} failed: {first}")
@@ -486,7 +490,8 @@ def git_tree(spec: GitSource, cache: Path, timeout_s: float, progress: Progress 
             raise real_error(
                 "fetch",
                 "fetch",
-                f"fetch failed: {spec.ref} of {spec.url} is now {commit[:12]}, not {spec.commit[:12]} "
+                f"fetch failed: {spec.ref} of {redact_url(spec.url)} is now {commit[:12]}, "
+                f"not {spec.commit[:12]} "
                 "this build is for (pushed to since it was queued?)",
             )
         book.unlink(missing_ok=True)
@@ -495,9 +500,9 @@ def git_tree(spec: GitSource, cache: Path, timeout_s: float, progress: Progress 
             if proc.returncode:
                 raise _git_failure(f"git {args[0]}", proc)
         _verify_checkout(git_dir, tree, commit)
-        progress(f"fetch: {spec.url} {spec.ref} -> {commit[:12]}")
+        progress(f"fetch: {redact_url(spec.url)} {spec.ref} -> {commit[:12]}")
         autogen(tree, timeout_s, progress)
-        book.write_text(json.dumps({"url": spec.url, "ref": spec.ref, "commit": commit}))
+        book.write_text(json.dumps({"url": redact_url(spec.url), "ref": spec.ref, "commit": commit}))
         return tree, commit
 
 
@@ -523,7 +528,7 @@ def tarball_tree(
         local = cache / "downloads" / name
         if not (local.is_file() and spec.sha256 and sha256_of(local) == spec.sha256):
             download(spec.location, local, expect_sha256=spec.sha256, progress=progress)
-            fetched.append(spec.location)
+            fetched.append(redact_url(spec.location))
     else:
         local = Path(spec.location)
         if not local.is_file():
@@ -574,7 +579,7 @@ def fetch_source(
             wolfssl_version(tree),
             commit=commit,
             kind="git",
-            url=spec.url,
+            url=redact_url(spec.url),  # what is written and shown; git had the URL as given
             ref=spec.ref,
         )
     if isinstance(spec, LocalSource):
