@@ -308,3 +308,23 @@ def test_suites_have_one_log_each() -> None:
     assert all(not os.path.isabs(s.get("file", "")) for s in suites)
     assert len({s.get("name") for s in suites}) == len(suites)
     assert len(suites) == 3  # the self-test part's two logs, the benchmark part's one
+
+
+def test_testcase_files_give_enricomi_the_log_line(failing_junit) -> None:
+    """EnricoMi/publish-unit-test-result-action (python/publish/junit.py) reads a testcase's own
+    ``file`` and ``line`` attributes and nothing else; ``--testcase-files`` writes them (the file is then
+    outside junit-10.xsd, which is why they are not written by default)."""
+    import junitparser
+
+    ws, out, rel = failing_junit
+    with_attrs = ws / "junit-with-testcase-files.out"  # not *.xml: the suite validates those against the xsd
+    p = cli("junit", *rel, "--target", "userspace", "--variant", "intelasm", "--baseline", ws / "base.json",
+            "--policy", ws / "policy.yml", "--testcase-files", "-o", with_attrs, cwd=ws)
+    assert p.returncode == 1, p.stderr
+    xml = junitparser.JUnitXml.fromfile(str(with_attrs))
+    failed = [(case._elem.get("file"), case._elem.get("line"), case.name)
+              for suite in xml for case in suite if case.result and not case.is_skipped]
+    assert len(failed) == len(mikepenz_annotations(out))
+    by_mikepenz = {a.test: (a.path, a.line) for a in mikepenz_annotations(out)}
+    for file, line, name in failed:
+        assert (file, int(line)) == by_mikepenz[name]

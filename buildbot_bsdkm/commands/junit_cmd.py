@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", metavar="FILE", help="baseline results JSON for regression gates")
     p.add_argument("--markdown", metavar="FILE", help="also write the Markdown report here")
     p.add_argument("--html", metavar="FILE", help="also write the standalone HTML report here")
+    p.add_argument("--testcase-files", action="store_true",
+                   help="also put each testcase's log and line in its own file/line attributes (what "
+                        "EnricoMi/publish-unit-test-result-action reads; outside the junit-10.xsd schema)")
     triage_args.add_arguments(p)
     p.set_defaults(func=run)
 
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     triage = triage_args.triage_inputs(args, policy)
     with triage_args.triage_errors():
         verdict = evaluate(runs, policy, baseline, triage=triage)
-    write_text(args.output, junit_xml(runs, verdict))
+    write_text(args.output, junit_xml(runs, verdict, testcase_files=args.testcase_files))
     if args.markdown:
         write_text(args.markdown, markdown_report(runs, verdict))
     if args.html:
