@@ -9,7 +9,8 @@ documentation. Planted on top, each at the position asked for:
   self-test then fails: ``SHA-256 test failed!``);
 * ``perf``: ``Sha256Update`` does extra work for every block it hashes (a volatile loop over the
   block's words, ``extra`` iterations: about 10 % slower SHA-256 in the portable C build);
-* ``broken``: a syntax error in ``wolfcrypt/src/hash.c``, fixed by the next commit.
+* ``broken``: a syntax error in ``wolfcrypt/src/hash.c``, fixed by the next commit;
+* ``oops``: the Linux module's init writes through a NULL pointer (a kernel oops on load).
 
 Used by tests/test_bisect_real.py and bench/bisect_bench.py; nothing binary is committed.
 """
@@ -36,6 +37,9 @@ SHA256_ABC_WRONG = '"\\xBA\\x78\\x16\\xBE'
 PERF_ANCHOR = "Intel transform function requires use of sha256->buffer"
 PERF_AFTER = "len  -= WC_SHA256_BLOCK_SIZE;"
 DEFAULT_EXTRA = 40
+OOPS_AFTER = "static int wolfssl_init(void)\n#endif\n{\n    int ret;\n"
+OOPS_LINE = ("\n    {   /* bisect history: a write through NULL on load */\n"
+             "        volatile int *bisect_null = NULL;\n        *bisect_null = 1;\n    }\n")
 
 
 @dataclass
@@ -100,7 +104,7 @@ def _edit(path: Path, old: str, new: str, after: str | None = None) -> None:
 
 def make_history(repo: Path, base: str, branch: str, n: int, *, failure_at: int | None = None,
                  perf_at: int | None = None, broken_at: int | None = None,
-                 extra: int = DEFAULT_EXTRA) -> History:
+                 extra: int = DEFAULT_EXTRA, oops_at: int | None = None) -> History:
     """``n`` commits after ``base`` on ``branch`` (1-based positions of the planted ones)."""
     _git(repo, "checkout", "-q", "-f", "-B", branch, base)
     c = _Committer(repo)
@@ -123,6 +127,10 @@ def make_history(repo: Path, base: str, branch: str, n: int, *, failure_at: int 
             sha = c.commit("sha256: re-read each block once more in Sha256Update",
                            "Slow Committer <slow@example.org>")
             hist.planted["perf"] = sha
+        elif i == oops_at:
+            _edit(repo / "linuxkm/module_hooks.c", OOPS_AFTER, OOPS_AFTER + OOPS_LINE)
+            sha = c.commit("linuxkm: touch a pointer at init", "Kernel Committer <kernel@example.org>")
+            hist.planted["oops"] = sha
         elif i == broken_at:
             with open(repo / BROKEN_FILE, "a") as fh:
                 fh.write(BROKEN_LINE)
