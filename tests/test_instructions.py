@@ -360,3 +360,16 @@ def test_history_gives_the_base_only_from_the_same_machine() -> None:
     sha = next(c for c in same.checks if c.name == "instructions:SHA-256")
     assert not sha.passed and sha.baseline == pytest.approx(27.43, rel=1e-3)
     assert any("newest history run" in n for n in same.notes)
+
+
+def test_a_pr_heads_results_carry_the_bases_counts_for_later_readers() -> None:
+    from buildbot_bsdkm.perf.instructions import BASE_METADATA_KEY
+
+    policy = parse_policy(POLICY, "p.yml")
+    plant = int(0.01 * 27.43 * (1 << 20))
+    head = _run(_counts(27.43 * 1.01, extra_fn=plant))
+    head.metadata[BASE_METADATA_KEY] = _counts(27.43).to_dict()
+    verdict = evaluate([head], policy)  # the PR comment: the head's results alone
+    sha = next(c for c in verdict.checks if c.name == "instructions:SHA-256")
+    assert not sha.passed and "Sha256Update" in sha.message
+    assert any("base build counted next to it" in n for n in verdict.notes)

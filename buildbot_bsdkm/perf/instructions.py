@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 METADATA_KEY = "instructions"  # RunResult.metadata[...]: InstructionCounts.to_dict()
+# The base build's counts, carried in the head's results by a PR build's load (``stage load --base-out``),
+# so every later reader (the PR comment, the Action's report) can compare without the base's files.
+BASE_METADATA_KEY = "instructions_base"
 MEASURED = "measured"
 UNMEASURABLE = "unmeasurable"  # the driver could not run it (Valgrind: unhandled instruction, ...)
 MISSING = "missing"  # the build has no such item, or its set-up failed
@@ -116,9 +119,10 @@ class InstructionCounts:
                    notes=[str(n) for n in d.get("notes") or []])
 
 
-def counts_of(metadata: Mapping[str, Any] | None) -> InstructionCounts | None:
-    """A run's counts from its metadata; None when it has none (or an unreadable record)."""
-    rec = (metadata or {}).get(METADATA_KEY)
+def counts_of(metadata: Mapping[str, Any] | None, key: str = METADATA_KEY) -> InstructionCounts | None:
+    """A run's counts from its metadata (``BASE_METADATA_KEY``: its base's); None when it has none (or an
+    unreadable record)."""
+    rec = (metadata or {}).get(key)
     if not rec:
         return None
     try:

@@ -266,10 +266,11 @@ def stage_load(job: Job) -> None:
 
 def _count_instructions(job: Job) -> None:
     """The policy's fixed workload counted in this build (Callgrind), once per load, beside the clock's."""
-    from ..perf.instructions import METADATA_KEY
+    from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
     from .instructions import counts_for
 
     job.state.pop(METADATA_KEY, None)
+    job.state.pop(BASE_METADATA_KEY, None)  # a base measured with this load brings its own again
     if "build_dir" not in job.state:
         return
     counts = counts_for(job.config, Path(job.state["build_dir"]), job.dir / "instructions.log", job.say)
@@ -472,10 +473,27 @@ def _metadata(job: Job) -> dict[str, Any]:
 
 def _counted(job: Job) -> dict[str, Any]:
     """The instruction counts of the load (``perf/instructions.py``), when it counted any."""
-    from ..perf.instructions import METADATA_KEY
+    from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
 
     rec = job.state.get(METADATA_KEY)
-    return {METADATA_KEY: rec} if rec else {}
+    if job.base_out is not None:  # stage load --base-out: the base's counts go with the head's results
+        base = _base_counts_record(job.base_out / job.target / job.variant / "state.json")
+        if base:
+            job.state[BASE_METADATA_KEY] = base
+            job.save()
+    carried = job.state.get(BASE_METADATA_KEY) if rec else None
+    return {**({METADATA_KEY: rec} if rec else {}), **({BASE_METADATA_KEY: carried} if carried else {})}
+
+
+def _base_counts_record(state: Path) -> dict[str, Any] | None:
+    """The counts a base build's load recorded in its ``state.json`` (None: none, or unreadable)."""
+    from ..perf.instructions import METADATA_KEY
+
+    try:
+        rec = json.loads(state.read_text()).get(METADATA_KEY) if state.is_file() else None
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) else None
 
 
 def _skipped(job: Job) -> dict[str, Any]:

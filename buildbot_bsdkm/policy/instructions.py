@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..model import RunResult
 from ..perf.instructions import (
+    BASE_METADATA_KEY,
     InstructionCounts,
     ItemChange,
     compare_item,
@@ -62,15 +63,19 @@ def _machine(run: RunResult) -> str | None:
 
 
 def base_counts(ev: Evaluation, run: RunResult) -> tuple[InstructionCounts | None, str]:
-    """The counts ``run`` is compared with, and where they came from ("base", "base-other-machine",
-    "history"). History only of the same machine fingerprint: which code a CPU dispatch picks follows
-    the CPU Valgrind presents, and that follows the host's."""
+    """The counts ``run`` is compared with, and where they came from: "base", "base-other-machine",
+    "carried" (the base build's, in the head's results) or "history". History only of the same
+    machine fingerprint: the code a CPU dispatch picks follows the CPU Valgrind presents, and that
+    follows the host's."""
     same = [r for r in ev.counted_baseline or [] if r.target == run.target and r.variant == run.variant]
     for r in same:
         counts = counts_of(r.metadata)
         if counts is not None:
             other = _machine(r) is not None and _machine(run) is not None and _machine(r) != _machine(run)
             return counts, "base-other-machine" if other else "base"
+    carried = counts_of(run.metadata, BASE_METADATA_KEY)
+    if carried is not None:  # measured next to the head by the PR build's load
+        return carried, "carried"
     for r in reversed(ev.counted_history):
         if r.target == run.target and r.variant == run.variant and _machine(r) == _machine(run):
             counts = counts_of(r.metadata)
@@ -92,7 +97,9 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
         ev.note(f"{label}: no base instruction counts (no base run or history with them): "
                 "instruction gates not evaluated")
         return
-    if origin == "history":
+    if origin == "carried":
+        ev.note(f"{label}: instruction counts compared with the base build counted next to it")
+    elif origin == "history":
         ev.note(f"{label}: instruction counts compared with the newest history run that has them")
     elif origin == "base-other-machine":
         ev.note(f"{label}: the base was counted on another machine (fingerprint): code chosen by CPU "
