@@ -16,6 +16,7 @@ from typing import Any
 
 from .model import RunResult
 from .policy import GEOMEAN_PREFIX, PER_SECOND, CheckKind, Verdict, display_unit, measure, shown
+from .policy.checks import STATUS_MARKS
 from .report_blocks import md_inline
 
 # gcc/clang: "path/file.c:123:45: warning: text [-Wflag]", and the driver's "cc1: warning: text"
@@ -177,7 +178,8 @@ def comparison(
         "sources": dict(sources),
         "repeats": repeats,
         "software_variant": software_variant,
-        "verdict": {"passed": verdict.passed, "summary": verdict.summary(), "notes": list(verdict.notes),
+        "verdict": {"passed": verdict.passed, "status": verdict.status, "summary": verdict.summary(),
+                    "notes": list(verdict.notes),
                     "failures": [f"{c.run_label} {c.kind}: {c.message}" for c in verdict.failures]},
         "matrix": rows,
         "changes": changes,
@@ -234,10 +236,17 @@ def _source_line(doc: Mapping[str, Any], side: str) -> str:
     return f"{s['source']} (wolfSSL {version}){extra}"
 
 
+def _word(v: Mapping[str, Any], marked: bool = False) -> str:
+    """The verdict's one word (policy ``Verdict.status``; older documents carry only ``passed``)."""
+    status = v.get("status") or ("pass" if v.get("passed") else "fail")
+    word = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}.get(status, "FAIL")
+    return f"{STATUS_MARKS.get(status, '❌')} {word}" if marked else word
+
+
 def markdown_release(doc: Mapping[str, Any]) -> str:
     v = doc["verdict"]
     out = [
-        f"## Release candidate: {'✅ PASS' if v['passed'] else '❌ FAIL'}",
+        f"## Release candidate: {_word(v, marked=True)}",
         "",
         f"- candidate: {_md(_source_line(doc, 'candidate'))}",
         f"- previous: {_md(_source_line(doc, 'previous'))}",
@@ -386,7 +395,7 @@ def html_release(doc: Mapping[str, Any]) -> str:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>bsdkm-ci release report</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>Release candidate: <span class='{cls}'>{'PASS' if v['passed'] else 'FAIL'}</span></h1>",
+        f"<h1>Release candidate: <span class='{cls}'>{_word(v)}</span></h1>",
         f"<p>candidate: {html.escape(_source_line(doc, 'candidate'))}<br>"
         f"previous: {html.escape(_source_line(doc, 'previous'))}<br>"
         f"{doc['repeats']} interleaved repeat(s) per side; {html.escape(v['summary'])}</p>",

@@ -328,3 +328,20 @@ def test_testcase_files_give_enricomi_the_log_line(failing_junit) -> None:
     by_mikepenz = {a.test: (a.path, a.line) for a in mikepenz_annotations(out)}
     for file, line, name in failed:
         assert (file, int(line)) == by_mikepenz[name]
+
+
+def test_every_shell_says_inconclusive() -> None:
+    """The Buildbot gate step's summary, the Action's verdict output and the release report read the
+    core's one word (Verdict.status) rather than deciding it themselves."""
+    from buildbot_bsdkm.buildbot.summaries import verdict_summary
+    from buildbot_bsdkm.commands.action.results import RunOutcome
+    from buildbot_bsdkm.release_report import _word
+
+    base, head = run_of(FIXTURES / "noise" / "accel_r01.txt"), run_of(FIXTURES / "noise" / "accel_r03.txt")
+    v = evaluate([head], load_policy(), [base])
+    assert verdict_summary(v.to_dict()).startswith("gate INCONCLUSIVE (INCONCLUSIVE: 28 gated item(s)")
+    outcome = RunOutcome([head], v, "", None, [])
+    assert outcome.verdict_word() == "inconclusive" and outcome.passed
+    assert outcome.outputs()["summary"].startswith("INCONCLUSIVE: 28")
+    assert _word({"passed": True, "status": v.status}, marked=True) == "⚠️ INCONCLUSIVE"
+    assert _word({"passed": True}) == "PASS"  # a document written before the word existed
