@@ -312,6 +312,11 @@ def test_failure_spec_matches_name_and_pattern() -> None:
     assert failure_outcome(FailureSpec("AES-GCM"), run, verdict).outcome == Outcome.SKIP
     run, verdict = _selftest_run(True)
     assert failure_outcome(FailureSpec("SHA-256"), run, verdict).outcome == Outcome.GOOD
+    # a run that went to its end with another check failed (a required item missing) is good
+    missing = Check("noasm", "userspace", "AES-128-CBC-enc", CheckKind.REQUIRED, False,
+                    "required item missing")
+    probe = failure_outcome(FailureSpec("selftest: SHA-256 (-1)"), run, Verdict([*verdict.checks, missing]))
+    assert probe.outcome == Outcome.GOOD and "required item missing" in probe.reason
 
 
 def test_build_failure_is_skip_unless_it_is_what_is_bisected() -> None:

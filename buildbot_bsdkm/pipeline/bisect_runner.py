@@ -170,13 +170,12 @@ def failure_outcome(spec: FailureSpec, run: RunResult, verdict: Verdict) -> Prob
         return Probe(Outcome.BAD, f"{f.stage} failed: {f.message}", evidence={"failure": f.to_dict()})
     if f is not None and f.stage in BUILD_STAGES:
         return Probe(Outcome.SKIP, f"does not build ({f.stage}: {f.message})")
-    if f is None and not failed:
-        return Probe(Outcome.GOOD)
-    # Another failure: good only if the check bisected ran and passed (else it may be hidden).
+    if f is None:  # the run went to its end: another failed check hid nothing
+        return Probe(Outcome.GOOD, f"(other failure: {failed[0].message})" if failed else "")
+    # A stage stopped early for another reason: good only if the check bisected ran and passed.
     if any(c.passed and fnmatch.fnmatchcase(c.name, spec.name) for c in verdict.checks):
-        return Probe(Outcome.GOOD, f"(other failure: {(failed[0].message if failed else f.message)})")
-    other = failed[0].message if failed else f"{f.stage}: {f.message}" if f else "?"
-    return Probe(Outcome.SKIP, f"another failure hides it: {other}")
+        return Probe(Outcome.GOOD, f"(other failure: {f.stage}: {f.message})")
+    return Probe(Outcome.SKIP, f"another failure hides it: {f.stage}: {f.message}")
 
 
 @dataclass(frozen=True)
