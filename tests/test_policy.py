@@ -86,8 +86,9 @@ def test_default_policy_loads_and_documents_noise_limits() -> None:
     assert [(r.max_pct, r.aggregate, r.limit) for r in p.regressions if r.metric != "instructions"] == [
         (2.0, "item", "learned"), (1.0, "geomean", "learned")]
     # counted instructions: fixed limits at 1 vs 1 (docs/instruction-counts.md)
-    assert [(r.max_pct, r.aggregate, r.limit) for r in p.regressions if r.metric == "instructions"] == [
-        (0.5, "item", "fixed"), (0.5, "geomean", "fixed")]
+    counted = [r for r in p.regressions if r.metric == "instructions"]
+    assert [(r.pattern, r.max_pct, r.aggregate, r.limit) for r in counted] == [
+        ("RSA * private", 1.0, "item", "fixed"), ("*", 0.5, "item", "fixed"), ("*", 0.5, "geomean", "fixed")]
     fixed = load_policy(FIXED_POLICY)
     assert [(r.max_pct, r.aggregate, r.limit) for r in fixed.regressions] == [
         (15.0, "item", "fixed"), (6.0, "geomean", "fixed")]
