@@ -55,7 +55,7 @@ VARIANT_PROPERTY = "bsdkm_variant"
 CONFIG_PROPERTY = "bsdkm_config"  # bsdkm.yml as the worker sees it (a worker property)
 TAGS_PROPERTY = "bsdkm_tags"  # which targets a worker can run (a worker property)
 RUN_KIND_PROPERTY = "bsdkm_run"  # "release-candidate" for the nightly and release runs
-RELEASE_VERDICT_PROPERTY = "bsdkm_release_verdict"  # passed | failed | error
+RELEASE_VERDICT_PROPERTY = "bsdkm_release_verdict"  # passed | failed | inconclusive | error
 
 # Set on every PR build by github/controller.py; read by the steps, the reporters, perf history.
 PR_REPO_PROPERTY = "github_repo"

@@ -131,6 +131,18 @@ class TestReleaseStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         return d.addCallback(lambda _: self.assertEqual(
             self.html_logs, {"release report": "<html><svg></svg>report</html>"}))
 
+    def test_unjudged_items_are_inconclusive_not_passed(self):
+        self.make()
+        line = "INCONCLUSIVE: 28 gated item(s) not judged, 12 of 40 checks passed"
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", command=CMD).stdout(line + "\n").exit(0),
+            upload(f"{OUT}/release.html").upload_string("<html>r</html>").exit(0),
+            upload(f"{OUT}/release.md").upload_string("md").exit(0),
+        )
+        self.expect_outcome(result=SUCCESS, state_string=f"release: {line}")
+        self.expect_property("bsdkm_release_verdict", "inconclusive")
+        return self.run_step()
+
     def test_a_regression_fails_the_build_with_the_report_still_attached(self):
         self.make()
         self.expect_commands(

@@ -104,10 +104,13 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
         output = ((cmd.stdout or "") + (cmd.stderr or ""))[-OUTPUT_LIMIT:]
         lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
         await self.keep_baseline(lines)
-        verdict = next((ln for ln in reversed(lines) if ln.startswith(("PASS:", "FAIL:"))), None)
+        # the core's summary line: PASS, FAIL or INCONCLUSIVE (policy Verdict.summary)
+        verdict = next((ln for ln in reversed(lines) if ln.startswith(("PASS:", "FAIL:", "INCONCLUSIVE:"))),
+                       None)
         if cmd.rc == 0:
             self.summary_text = f"release: {verdict or 'passed'}"
-            self.setProperty(RELEASE_VERDICT_PROPERTY, "passed", PROPERTY_SOURCE)
+            word = "inconclusive" if verdict and verdict.startswith("INCONCLUSIVE:") else "passed"
+            self.setProperty(RELEASE_VERDICT_PROPERTY, word, PROPERTY_SOURCE)
             return SUCCESS
         self.setProperty(RELEASE_VERDICT_PROPERTY, "failed" if cmd.rc == 1 else "error", PROPERTY_SOURCE)
         why = verdict if cmd.rc == 1 and verdict else (lines[-1] if lines else f"exit {cmd.rc}")
