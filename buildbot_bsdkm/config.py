@@ -518,7 +518,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         cache_dir=opt(m, "cache_dir", lambda a: _resolve(base, a.string()), None),
         workers=opt(m, "workers", At.located, LocatedDict(file=source, key="workers")),
         github=opt(m, "github", At.located, LocatedDict(file=source, key="github")),
-        www=opt(m, "www", At.plain, {}),
+        www=opt(m, "www", At.located, {}),  # located: www_security names file:line
         freebsd=_freebsd(m["freebsd"], base) if "freebsd" in m else FreeBSDConfig(),
         release=_release(m["release"]) if "release" in m else ReleaseConfig(),
         known_issues=read_known_issues(m["known_issues"], base) if "known_issues" in m else KnownIssues(),

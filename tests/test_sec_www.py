@@ -82,7 +82,7 @@ def test_anonymous_none_closes_reading_too() -> None:
 def test_github_oauth_and_public_url(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OAUTH_ID", "id")
     monkeypatch.setenv("OAUTH_SECRET", "secret")
-    c = _master("www:\n  url: https://ci.example.org/x\n"
+    c = _master("www:\n  url: https://ci.example.org/x\n  admins: [alice]\n"
                 "  auth: {type: github, client_id_env: OAUTH_ID, client_secret_env: OAUTH_SECRET}\n")
     assert type(c["www"]["auth"]).__name__ == "GitHubAuth"
     assert c["buildbotURL"] == "https://ci.example.org/x/"
