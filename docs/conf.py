@@ -21,5 +21,7 @@ nitpicky = True
 # Code blocks without a language are shell or output, never Python.
 highlight_language = "text"
 html_theme = "alabaster"
+# Wide enough for a 78-column usage line and the reference tables.
+html_theme_options = {"page_width": "1240px", "sidebar_width": "260px"}
 html_static_path = ["_static"]
 html_title = "bsdkm-ci"

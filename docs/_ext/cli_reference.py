@@ -32,6 +32,11 @@ def _help_text(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     return parser._get_formatter()._expand_help(action)
 
 
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if not text or text[-1] in ".!?)" else text + "."
+
+
 def _argument_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
     rows = []
     for action in parser._actions:
@@ -39,14 +44,19 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
             continue
         if action.help == argparse.SUPPRESS:
             continue
+        # Choices are listed in the text, so the term stays short (argparse would print {a,b,c}).
+        shown = action
+        if action.choices and action.metavar is None:
+            shown = argparse.Action(action.option_strings, action.dest, nargs=action.nargs,
+                                    metavar=action.dest.upper() if action.option_strings else action.dest)
         if action.option_strings:
             metavar = ""
             if action.nargs != 0:
-                metavar = " " + (parser._get_formatter()._format_args(action, action.dest.upper()))
+                metavar = " " + (parser._get_formatter()._format_args(shown, action.dest.upper()))
             name = ", ".join(action.option_strings) + metavar
         else:
-            name = parser._get_formatter()._format_args(action, action.dest)
-        text = _help_text(parser, action)
+            name = parser._get_formatter()._format_args(shown, action.dest)
+        text = _sentence(_help_text(parser, action))
         if action.choices and not isinstance(action.choices, dict):
             text = (text + " " if text else "") + "One of: " + ", ".join(map(str, action.choices)) + "."
         if action.required and action.option_strings:
@@ -98,7 +108,7 @@ class CliReference(Directive):
 
         # argparse wraps usage to the terminal: a fixed width keeps the page the same everywhere.
         saved = os.environ.get("COLUMNS")
-        os.environ["COLUMNS"] = "100"
+        os.environ["COLUMNS"] = "78"
         try:
             return self._build(build_parser())
         finally:
