@@ -373,3 +373,44 @@ def test_a_pr_heads_results_carry_the_bases_counts_for_later_readers() -> None:
     sha = next(c for c in verdict.checks if c.name == "instructions:SHA-256")
     assert not sha.passed and "Sha256Update" in sha.message
     assert any("base build counted next to it" in n for n in verdict.notes)
+
+
+@needs_valgrind
+def test_run_counts_each_item_and_function_and_gates_on_them(tmp_path: Path) -> None:
+    """``bsdkm-ci run --target userspace`` (run_matrix) on the real build: the load counts the policy's
+    workload; against a baseline whose SHA-256 did 1 % less work in Sha256Update the gate fails,
+    naming it, in the verdict, the report (with the summary line) and JUnit."""
+    import dataclasses
+    import json
+
+    from buildbot_bsdkm.model import to_json
+    from buildbot_bsdkm.pipeline.run import run_matrix
+
+    build = cached_userspace_build("intelasm")
+    items = load_policy().instructions.items
+    real = pinstr.count_instructions(build, items)
+    sha = real.item("SHA-256")
+    assert sha is not None and sha.instructions
+    less = sha.instructions // 101  # the base did 1/101 less: the head is 1 % above it
+    sha.instructions -= less
+    sha.functions["Sha256Update"] = sha.functions.get("Sha256Update", 0) - less
+    baseline = tmp_path / "baseline.json"
+    base_run = RunResult("intelasm", "userspace", metadata={METADATA_KEY: real.to_dict()})
+    baseline.write_text(to_json([base_run]))
+    config = dataclasses.replace(load_config(ROOT / "bsdkm.yml"), baseline=baseline)
+    result = run_matrix(config, ["intelasm"], ["userspace"], tmp_path / "out", progress=lambda _: None)
+    counts = counts_of(result.runs[0].metadata)
+    assert counts is not None and [i.status for i in counts.items] == [MEASURED] * len(items)
+    assert all(i.functions for i in counts.items)  # per function, for every item
+    checks = {c.name: c for c in result.verdict.of_kind(CheckKind.INSTRUCTIONS)}
+    failed = checks["instructions:SHA-256"]
+    assert not failed.passed and "Sha256Update" in failed.message
+    assert all(c.passed for n, c in checks.items() if n != "instructions:SHA-256"), checks
+    assert not result.passed
+    out = tmp_path / "out"
+    report = (out / "report.md").read_text()
+    assert "instructions: userspace/intelasm +1.00 % (SHA-256)" in report
+    junit = (out / "userspace" / "intelasm" / "junit.xml").read_text()
+    assert 'name="instructions:SHA-256"' in junit and "changed most: Sha256Update" in junit
+    assert (out / "userspace" / "intelasm" / "callgrind").is_dir()  # the profiles are kept
+    assert json.loads((out / "summary.json").read_text())
