@@ -16,6 +16,7 @@ two disagree (a memory or microarchitecture effect the count cannot see).
 from __future__ import annotations
 
 from ..model import RunResult
+from ..targets import KERNEL_NAMES
 from ..perf.instructions import (
     BASE_METADATA_KEY,
     InstructionCounts,
@@ -92,6 +93,10 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
         if base is not None:
             ev.note(f"{label}: the base has instruction counts, this run none: "
                     "instruction gates not evaluated")
+        elif run.target in KERNEL_NAMES and ev.policy.instructions.enabled:
+            ev.note(f"{label}: instructions not counted (not judged, not passed): a kernel module's code "
+                    "runs where Valgrind does not (instructions.kernel_proxy counts a user-space build "
+                    "of its flags)")
         return
     if base is None:
         ev.note(f"{label}: no base instruction counts (no base run or history with them): "
