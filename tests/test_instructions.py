@@ -414,3 +414,11 @@ def test_run_counts_each_item_and_function_and_gates_on_them(tmp_path: Path) -> 
     assert 'name="instructions:SHA-256"' in junit and "changed most: Sha256Update" in junit
     assert (out / "userspace" / "intelasm" / "callgrind").is_dir()  # the profiles are kept
     assert json.loads((out / "summary.json").read_text())
+
+
+def test_a_kernel_run_without_counts_says_its_code_was_not_counted() -> None:
+    policy = parse_policy(POLICY, "p.yml")
+    verdict = evaluate([RunResult("noasm", "linux-kmod-qemu")], policy)
+    assert any("linux-kmod-qemu/noasm: instructions not counted (not judged, not passed): a kernel module"
+               in n for n in verdict.notes)
+    assert not verdict.of_kind(CheckKind.INSTRUCTIONS)

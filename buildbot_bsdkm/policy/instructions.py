@@ -16,7 +16,6 @@ two disagree (a memory or microarchitecture effect the count cannot see).
 from __future__ import annotations
 
 from ..model import RunResult
-from ..targets import KERNEL_NAMES
 from ..perf.instructions import (
     BASE_METADATA_KEY,
     InstructionCounts,
@@ -26,6 +25,7 @@ from ..perf.instructions import (
     fmt_change,
     geomean_change,
 )
+from ..targets import KERNEL_NAMES
 from .checks import GEOMEAN_PREFIX, CheckKind, Verdict
 from .context import Evaluation
 from .instruction_settings import INSTRUCTIONS
