@@ -39,6 +39,12 @@ def triage_property(verdict: Mapping[str, Any]) -> dict[str, Any]:
         names = seen.setdefault(str(c["triage"]), [])
         if sig not in names:
             names.append(sig)
+    summary = verdict.get("triage") if isinstance(verdict.get("triage"), Mapping) else {}
+    for f in summary.get("fixed") or []:  # the base's failures this build no longer shows
+        sig = str(f.get("signature")) if isinstance(f, Mapping) else str(f)
+        names = seen.setdefault("fixed", [])
+        if sig not in names:
+            names.append(sig)
     since = next((m.group(1) for c in failed if c.get("triage") == "pre-existing"
                   and (m := _SINCE.search(str(c.get("triage_note") or "")))), None)
     order = [w for w in (*TRIAGE_ORDER, *sorted(seen)) if w in seen]

@@ -1,6 +1,13 @@
-"""A failed check as a workflow annotation whose title names the algorithm and the numbers."""
+"""A failed check as a workflow annotation whose title names the algorithm and the numbers.
+
+Its level follows the triage: ``::error`` for a new failure (or any the policy lets fail the
+job), ``::warning`` for one that was already on the base, is a known issue, or is flaky by policy;
+the title of any but a new one says which (``[pre-existing since 5.9.2]``).
+"""
 
 from __future__ import annotations
+
+import re
 
 from ... import kernel_health
 from ...actions import Annotation, Level
@@ -13,7 +20,22 @@ from ...policy import (
 
 def check_annotation(c: Check) -> Annotation:
     """A failed check as an annotation whose title names the algorithm and the numbers."""
-    return Annotation(Level.ERROR, f"{c.run_label}: {c.message}", title=check_title(c))
+    new = c.triage in (None, "new")
+    level = Level.ERROR if new or c.blocking else Level.WARNING
+    message = f"{c.run_label}: {c.message}"
+    if c.triage_note:
+        message += f" ({c.triage}: {c.triage_note})"
+    return Annotation(level, message, title=_triage_prefix(c) + check_title(c))
+
+
+def _triage_prefix(c: Check) -> str:
+    if c.triage in (None, "new"):
+        return ""  # the error level says it; a new failure's title stays the check's own
+    since = _SINCE.search(c.triage_note or "") if c.triage == "pre-existing" else None
+    return f"[{c.triage}{' since ' + since.group(1) if since else ''}] "
+
+
+_SINCE = re.compile(r"\bsince ([^,;()\s]+)")
 
 
 def check_title(c: Check) -> str:
