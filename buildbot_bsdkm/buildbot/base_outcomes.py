@@ -25,6 +25,7 @@ from ..model import RunResult
 from ..outcome_store import OutcomeSqlStore
 from ..policy import Verdict
 from ..triage.outcomes import outcomes_of
+from ..worker_trust import may_record_history
 from .perf_history import master_db_url
 
 WINDOW = 10  # base builds a PR is triaged against: "in N of the last M base builds"
@@ -45,12 +46,14 @@ def store_for(db_url: str) -> OutcomeSqlStore:
 
 
 def may_record(step: Any) -> bool:
-    """Whether this build's outcomes describe the base branch: the one rule every recording obeys.
+    """Whether this build's outcomes describe the base branch: the one rule every recording obeys,
+    shared with the perf history (``worker_trust.may_record_history``).
 
-    A PR build never records (its failures are the PR's); anything else that reached the gate is
-    a build of the configured source: a push to the base, the nightly or a release run.
+    A PR build never records (its failures are the PR's), nor a forced build of a typed revision,
+    nor one an ``untrusted`` worker ran; anything else that reached the gate is a build of the
+    configured source: a push to the base, the nightly or a release run.
     """
-    return step.getProperty(PR_NUMBER_PROPERTY) in (None, "")
+    return may_record_history(step)
 
 
 def _add(db_url: str, records: list[dict[str, Any]]) -> int:

@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -23,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,9 +92,45 @@ class Layout:
         return list(self.settings().get("local_workers", {}))
 
 
-def _run(cmd: Sequence[str], what: str, timeout: float = 300.0) -> str:
+# What the master's environment holds for the master alone: the GitHub token, the webhook secret,
+# OAuth and database credentials. A worker runs PR code, so it never inherits them.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|(^|_)KEY$|_KEY_|API_KEY|AUTH|DB_URL",
+                          re.IGNORECASE)
+
+
+def named_secrets(config_path: str | None) -> set[str]:
+    """The variables ``bsdkm.yml`` names for the master's secrets (``*_env`` keys of github/www)."""
+    names = {"GITHUB_TOKEN", "BSDKM_WEBHOOK_SECRET"}
     try:
-        done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, check=False)
+        config = load_config(config_path) if config_path else None
+    except ConfigError:
+        return names  # the master reports the config; the pattern still covers the usual names
+    sections = [getattr(config, "github", None) or {}, (getattr(config, "www", None) or {}).get("auth") or {}]
+    for section in sections:
+        if isinstance(section, Mapping):
+            names |= {str(v) for k, v in section.items() if str(k).endswith("_env") and v}
+    return names
+
+
+def worker_environment(env: Mapping[str, str] | None = None, also: Iterable[str] = ()) -> dict[str, str]:
+    """The environment a local worker starts with: the master's, less every secret in it."""
+    source = os.environ if env is None else env
+    drop = set(also)
+    return {k: v for k, v in source.items() if k not in drop and not _SECRET_NAME.search(k)}
+
+
+def _worker_env(layout: Layout) -> dict[str, str]:
+    try:
+        config_path = layout.settings().get("config_path")
+    except ControlError:
+        config_path = None
+    return worker_environment(also=named_secrets(config_path))
+
+
+def _run(cmd: Sequence[str], what: str, timeout: float = 300.0, env: Mapping[str, str] | None = None) -> str:
+    try:
+        done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, check=False,
+                              env=None if env is None else dict(env))
     except FileNotFoundError:
         raise ControlError(f"{what}: {cmd[0]} not found (is the venv's bin on PATH?)") from None
     except subprocess.TimeoutExpired:
@@ -206,7 +243,8 @@ def stop_master(layout: Layout) -> None:
 def start_worker(layout: Layout, name: str) -> None:
     if running(layout.worker(name)):
         return
-    _run([str(VENV_BIN / "buildbot-worker"), "start", str(layout.worker(name))], f"worker {name} start")
+    _run([str(VENV_BIN / "buildbot-worker"), "start", str(layout.worker(name))], f"worker {name} start",
+         env=_worker_env(layout))
 
 
 def stop_worker(layout: Layout, name: str) -> None:
@@ -223,7 +261,7 @@ def worker_process(layout: Layout, name: str) -> subprocess.Popen[bytes]:
     log = open(layout.worker(name) / "console.log", "ab")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(
         [str(VENV_BIN / "buildbot-worker"), "start", "--nodaemon", str(layout.worker(name))],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=_worker_env(layout),
     )
 
 

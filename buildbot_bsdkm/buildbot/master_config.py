@@ -30,6 +30,7 @@ from . import bisect as bisect_builder
 from . import release
 from . import steps as bsdkm_steps
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
+from .trust_levels import warn_without_levels
 from .workers import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, resolve_env_password
 from .www_perf import apply_perf_dashboard
 from .www_security import apply_www_security
@@ -203,6 +204,7 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
         c["secretsProviders"].append(secrets.SecretInAFile(dirname=settings.secrets_dir))
     if orphans:
         log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
+    warn_without_levels([(s.name, tuple(s.tags)) for s in remote])  # worker_trust: trusted/untrusted
     apply_github(c, config, settings.basedir)
     apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel (issue 10)
     apply_perf_dashboard(c)  # the perf history page; it asks the authz just set who may read it

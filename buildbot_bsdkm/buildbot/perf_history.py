@@ -3,8 +3,9 @@
 CollectResults calls ``provide`` and ``record`` with the runs it read back. ``provide`` writes the
 newest window of this run's (fingerprint, target, variant) history to the worker as
 ``<run dir>/history.json``, which ``bsdkm-ci stage gate`` reads for the learned limits (and as
-the base of a build without one). ``record``: a build that is not a PR build
-(no ``github_pr`` property) and whose run is healthy (every stage passed, logs complete, no
+the base of a build without one). ``record``: a build that may record history
+(``worker_trust.may_record_history``: not a PR, not a forced build of a typed revision, not on an
+``untrusted`` worker) and whose run is healthy (every stage passed, logs complete, no
 failed self-test) is stored per machine fingerprint in ``bsdkm_perf_history``, next to
 Buildbot's own tables on the master's ``db_url`` (sqlite by default, PostgreSQL when set).
 Storing is best effort: history is never a reason to fail a build.
@@ -18,10 +19,10 @@ from typing import Any
 from twisted.internet import threads
 from twisted.python import log
 
-from ..contract import PR_NUMBER_PROPERTY
 from ..model import RunResult, to_json
 from ..perf import fingerprint
 from ..perf.store import SqlStore
+from ..worker_trust import may_record_history
 
 HISTORY_FILE = "history.json"  # stages.HISTORY_FILE
 _stores: dict[str, SqlStore] = {}
@@ -85,7 +86,7 @@ def _add(db_url: str, runs: list[RunResult], commit: str | None) -> int:
 async def record(step: Any, runs: list[RunResult]) -> int:
     """Store the healthy runs of a base-branch build; returns how many were stored."""
     keep = [r for r in runs if healthy(r)]
-    if not keep or step.getProperty(PR_NUMBER_PROPERTY):
+    if not keep or not may_record_history(step):
         return 0
     try:
         db_url = master_db_url(step.master)

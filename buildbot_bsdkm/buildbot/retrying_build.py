@@ -51,6 +51,7 @@ from ..retry_rules import (
     pick_worker,
     worker_lost_failure,
 )
+from .trust_levels import worker_may_take
 
 
 @dataclass
@@ -89,7 +90,10 @@ HOLDS = RetryHolds()
 
 
 def can_start_build(builder: Any, wfb: Any, buildrequest: Any) -> bool:
-    """Builder hook: a request waiting out its backoff does not start yet."""
+    """Builder hook: a request waiting out its backoff does not start yet, and a worker takes only
+    what its trust level allows (trust_levels.worker_may_take)."""
+    if not worker_may_take(wfb, buildrequest):
+        return False
     return HOLDS.ready(buildrequest.id, builder.master.reactor.seconds())
 
 

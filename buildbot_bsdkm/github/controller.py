@@ -23,6 +23,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from ..contract import (
+    PR_AUTHOR_TRUSTED_PROPERTY,
     PR_BASE_REF_PROPERTY,
     PR_BASE_SHA_PROPERTY,
     PR_HEAD_PROPERTY,
@@ -243,7 +244,7 @@ class PullRequestBuilds(service.BuildbotService):
             return Outcome(
                 "coalesced", f"a build of PR #{pull.number} head {pull.head_sha[:12]} is already pending"
             )
-        bsid = await self._add_buildset(pull, record, chosen, decision.reason)
+        bsid = await self._add_buildset(pull, record, chosen, decision.reason, decision.author_trusted)
         latency = (time.monotonic() - received) * 1000.0
         self.latencies_ms.append(latency)
         log.msg(
@@ -265,7 +266,8 @@ class PullRequestBuilds(service.BuildbotService):
         return Outcome("build", decision.reason, bsid, latency)
 
     async def _add_buildset(
-        self, pull: PullRequest, record: PrRecord, chosen: list[PrBuilder], reason: str
+        self, pull: PullRequest, record: PrRecord, chosen: list[PrBuilder], reason: str,
+        author_trusted: bool = False,
     ) -> int:
         builderids = [await self._builder_id(b.name) for b in chosen]
         sourcestamp = {
@@ -285,6 +287,7 @@ class PullRequestBuilds(service.BuildbotService):
             PR_BASE_REF_PROPERTY: (pull.base_ref, source),
             PR_BASE_SHA_PROPERTY: (pull.base_sha, source),  # the perf gate builds it next to the head
             PR_TRIGGER_PROPERTY: (reason, source),
+            PR_AUTHOR_TRUSTED_PROPERTY: (author_trusted, source),  # which workers may run it
             "branch": (f"refs/pull/{pull.number}/head", source),
             "revision": (pull.head_sha, source),
         }

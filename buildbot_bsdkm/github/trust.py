@@ -79,6 +79,7 @@ class TrustDecision:
     trigger: Trigger | None = None
     approve_head: bool = False  # record an approval of head_sha before building
     reply_to: str | None = None  # login the reply addresses
+    author_trusted: bool = False  # the PR's author and head pusher are trusted (not only approved)
 
     @property
     def builds(self) -> bool:
@@ -195,7 +196,7 @@ def decide_pull_request(
     push_problem = event_push_problem(event, policy, approvals)
     if policy.trusts(pull.author, pull.author_association) and push_problem is None:
         trusted = f"PR #{pull.number} by trusted {pull.author} ({pull.author_association})"
-        return TrustDecision(Action.BUILD, trusted, **base)
+        return TrustDecision(Action.BUILD, trusted, author_trusted=True, **base)
     if approvals.is_approved(pull.repo, pull.number, pull.head_sha):
         approved = f"head {pull.head_sha[:12]} of PR #{pull.number} was approved"
         return TrustDecision(Action.BUILD, approved, **base)
@@ -270,7 +271,8 @@ def decide_comment(
             reply_to=event.author,
             **base,
         )
-    return TrustDecision(Action.BUILD, f"{event.author} asked for a retest", trigger=trigger, **base)
+    return TrustDecision(Action.BUILD, f"{event.author} asked for a retest", trigger=trigger,
+                         author_trusted=author_trusted, **base)
 
 
 def _approval_problem(
