@@ -96,9 +96,27 @@ def test_history_add_records_outcomes_and_history_shows_them(tmp_path: Path) -> 
     assert shown.returncode == 0, shown.stderr
     assert "base outcome userspace/intelasm: fail at 5.9.2" in shown.stdout
     assert "selftest: AES-GCM (-216)" in shown.stdout
-    (rec,) = json.loads((tmp_path / "o.json").read_text())
+    (rec,) = json.loads((tmp_path / "o.json").read_text())["base_outcomes"]
     assert rec["commit"] == "a" * 40 and rec["verdict"] == "fail"
     show = _cli("history", "show", "--store", str(store))
     assert show.returncode == 0, show.stderr
     assert "outcomes" not in show.stdout.split("base outcome")[0]  # not mistaken for a fingerprint
     assert "base outcome userspace/intelasm: fail" in show.stdout
+
+
+def test_history_outcomes_reads_a_masters_database_and_exports_for_base_results(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    store = OutcomeSqlStore(url)
+    for i in range(3):
+        store.add(outcome(i))
+    store.close()
+    shown = _cli("history", "outcomes", "--db", url, "--window", "2", "--json", str(tmp_path / "base.json"))
+    assert shown.returncode == 0, shown.stderr
+    assert "freebsd-kmod-qemu/intelasm (debug kernel): fail at 5.9.2 (2 of the last 2 failed)" in shown.stdout
+    doc = json.loads((tmp_path / "base.json").read_text())
+    assert [o["commit"] for o in doc["base_outcomes"]] == ["c01", "c02"]
+    from buildbot_bsdkm.triage.outcomes import outcomes_from_document
+
+    assert [o.signatures for o in outcomes_from_document(doc, "base.json")] == [[PANIC], [PANIC]]
+    bad = _cli("history", "outcomes", "--db", "nosuchdialect://x")
+    assert bad.returncode == 2 and "--db" in bad.stderr

@@ -3,6 +3,7 @@
     bsdkm-ci history add --store DIR RESULTS.json [...]   # after a base-branch run
     bsdkm-ci history show --store DIR [--json FILE]       # runs per fingerprint, drift per item
     bsdkm-ci history outcomes --store DIR [--json FILE]   # the base's verdicts and failure signatures
+    bsdkm-ci history outcomes --db URL [--json FILE]      # ... as a Buildbot master recorded them
 
 ``add`` stores each run under its machine fingerprint (a run without one is refused: history
 must never mix machines), and records the base outcome of each (target, variant, kernel kind):
@@ -10,7 +11,9 @@ its verdict and the signatures of its failures, judged by the document's own ver
 (``summary.json``) or else by the default policy, under ``DIR/outcomes/``. ``compare --history DIR``
 reads the same directory. ``show`` lists every (fingerprint, target, variant) with its run count
 and each item's drift (the commit where a new level began), then the base outcomes; ``outcomes``
-lists only those (``--json``: every record, oldest first). Exit 0, 2 unusable input.
+lists only those, from the directory or a Buildbot master's database (``--json``: every record,
+oldest first, as ``{"base_outcomes": [...]}``, the form ``compare``/``junit --base-results`` read).
+Exit 0, 2 unusable input.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import ModelError, RunResult, from_json
-from ..outcome_store import OUTCOMES_DIR, OutcomeDirStore, describe
+from ..outcome_store import OUTCOMES_DIR, OutcomeDirStore, OutcomeSqlStore, describe
 from ..perf import drift
 from ..perf.store import DirStore, StoreError, best_series
 from ..policy import PolicyError, Verdict, evaluate, load_policy
@@ -45,10 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--window", type=int, default=30, metavar="N", help="newest N runs (default 30)")
     show.add_argument("--json", metavar="FILE", help="also write it as JSON")
     outs = act.add_parser("outcomes", help="the base branch's verdicts and failure signatures")
-    outs.add_argument("--store", required=True, metavar="DIR")
+    where = outs.add_mutually_exclusive_group(required=True)
+    where.add_argument("--store", metavar="DIR", help="a history directory (the CLI's and the Action's)")
+    where.add_argument("--db", metavar="URL", help="a Buildbot master's database (its db_url)")
     outs.add_argument("--window", type=int, default=10, metavar="N",
                       help="newest N base builds per kernel kind (default 10)")
-    outs.add_argument("--json", metavar="FILE", help="also write the records as JSON")
+    outs.add_argument("--json", metavar="FILE",
+                      help="also write them as {\"base_outcomes\": [...]}, which --base-results reads")
     p.set_defaults(func=run)
 
 
@@ -95,7 +101,7 @@ def _read_one(path: str) -> list[RunResult]:
         raise UsageError(str(e)) from None
 
 
-def outcomes(store: OutcomeDirStore, window: int) -> list[dict[str, Any]]:
+def outcomes(store: OutcomeDirStore | OutcomeSqlStore, window: int) -> list[dict[str, Any]]:
     return [rec for target, variant in store.pairs() for rec in store.window(target, variant, window)]
 
 
@@ -107,7 +113,25 @@ def _print_outcomes(records: list[dict[str, Any]]) -> None:
         print(f"base outcome {line}")
 
 
+def _outcomes_command(args: argparse.Namespace) -> int:
+    if args.window < 1:
+        raise UsageError(f"--window must be at least 1, got {args.window}")
+    try:
+        store = OutcomeDirStore(Path(args.store)) if args.store else OutcomeSqlStore(args.db)
+        records = outcomes(store, args.window)
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    except Exception as e:  # noqa: BLE001 - SQLAlchemy's errors (bad URL, no such database) named
+        raise UsageError(f"--db: {type(e).__name__}: {e}") from None
+    _print_outcomes(records)
+    if args.json:
+        write_text(args.json, json.dumps({"base_outcomes": records}, indent=2) + "\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.action == "outcomes":
+        return _outcomes_command(args)
     store = DirStore(Path(args.store))
     outcome_store = OutcomeDirStore(Path(args.store))
     if args.action == "add":
@@ -124,15 +148,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.window < 1:
         raise UsageError(f"--window must be at least 1, got {args.window}")
-    if args.action == "outcomes":
-        try:
-            records = outcomes(outcome_store, args.window)
-        except StoreError as e:
-            raise UsageError(str(e)) from None
-        _print_outcomes(records)
-        if args.json:
-            write_text(args.json, json.dumps(records, indent=2) + "\n")
-        return 0
     try:
         rows = show(store, args.window)
     except StoreError as e:
