@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.config import load_config
+from buildbot_bsdkm.config import Config, parse_config
 from buildbot_bsdkm.instructions_report import instruction_blocks, summary_line
 from buildbot_bsdkm.junit import junit_xml
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult
@@ -30,7 +30,6 @@ from buildbot_bsdkm.pipeline import instructions as pinstr
 from buildbot_bsdkm.policy import CheckKind, PolicyError, evaluate, load_policy, parse_policy
 from buildbot_bsdkm.report import markdown_report
 
-ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "instructions"
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
@@ -261,12 +260,18 @@ def planted_sha256(text: str, rounds: int = 2) -> str:
 """)
 
 
-def cached_userspace_build(variant: str) -> Path:
+def e2e_config(tmp_path: Path) -> Config:
+    """The end-to-end tests' config: its builds are the suite's, made once and cached."""
+    from test_pipeline_e2e import CONFIG
+
+    return parse_config(CONFIG, str(tmp_path / "bsdkm.yml"), tmp_path)
+
+
+def cached_userspace_build(variant: str, config: Config) -> Path:
     """The pipeline's own userspace build of the configured source (made once, then cached)."""
     from buildbot_bsdkm.pipeline.build import userspace_build
     from buildbot_bsdkm.pipeline.source import cache_root, fetch_source
 
-    config = load_config(ROOT / "bsdkm.yml")
     tree = fetch_source(config.source, cache=cache_root(config), timeout_s=900)
     build = userspace_build(config, variant, tree.path, tree.sha256 or str(tree.path), cache_root(config), 2)
     log = build.build_dir.with_name(build.build_dir.name + ".test.log")
@@ -276,7 +281,7 @@ def cached_userspace_build(variant: str) -> Path:
 
 @needs_valgrind
 def test_planted_one_percent_fails_at_1v1_with_the_function_named_on_real_builds(tmp_path: Path) -> None:
-    base_dir = cached_userspace_build("intelasm")
+    base_dir = cached_userspace_build("intelasm", e2e_config(tmp_path))
     source = pinstr.BuiltTree.find(base_dir).source
     sha_c = source / "wolfcrypt" / "src" / "sha256.c"
     original = sha_c.read_text()
@@ -386,7 +391,8 @@ def test_run_counts_each_item_and_function_and_gates_on_them(tmp_path: Path) -> 
     from buildbot_bsdkm.model import to_json
     from buildbot_bsdkm.pipeline.run import run_matrix
 
-    build = cached_userspace_build("intelasm")
+    config = e2e_config(tmp_path)
+    build = cached_userspace_build("intelasm", config)
     items = load_policy().instructions.items
     real = pinstr.count_instructions(build, items)
     sha = real.item("SHA-256")
@@ -397,7 +403,7 @@ def test_run_counts_each_item_and_function_and_gates_on_them(tmp_path: Path) -> 
     baseline = tmp_path / "baseline.json"
     base_run = RunResult("intelasm", "userspace", metadata={METADATA_KEY: real.to_dict()})
     baseline.write_text(to_json([base_run]))
-    config = dataclasses.replace(load_config(ROOT / "bsdkm.yml"), baseline=baseline)
+    config = dataclasses.replace(config, baseline=baseline)
     result = run_matrix(config, ["intelasm"], ["userspace"], tmp_path / "out", progress=lambda _: None)
     counts = counts_of(result.runs[0].metadata)
     assert counts is not None and [i.status for i in counts.items] == [MEASURED] * len(items)
