@@ -157,7 +157,8 @@ def make_history(repo: Path, base: str, branch: str, n: int, *, failure_at: int 
 
 
 # The lean userspace build a bisection's steps use in the suite and bench/bisect_bench.py: the
-# portable C code, the self-test and the SHA-256 benchmark, no ECC or DH (fewer sources to build).
+# portable C code, the self-test and the SHA-256 benchmark, no ECC or DH (fewer sources to build);
+# one configure cache for every step (the same configure script and compiler each time).
 LEAN_POLICY = """\
 version: 1
 selftests: true
@@ -170,7 +171,8 @@ instructions:
 LEAN_CONFIG = """\
 source: {{local: {repo}}}
 targets:
-  userspace: {{flags: [--enable-cryptonly, --enable-crypttests, --disable-ecc, --disable-dh]}}
+  userspace: {{flags: [--enable-cryptonly, --enable-crypttests, --disable-ecc, --disable-dh,
+                      "--cache-file={where}/config.cache"]}}
 variants:
   noasm: {{flags: [--disable-asm], targets: [userspace]}}
 benchmark: {{min_runtime_s: 0.05, embedded: false, ntimes: 1, agreetimes: 1, userspace_args: [-sha256],
@@ -185,5 +187,5 @@ def lean_config(where: Path, repo: Path) -> Path:
     """bsdkm.yml (and its policy) for bisecting ``repo`` on userspace/noasm, written in ``where``."""
     (where / "policy.yml").write_text(LEAN_POLICY)
     config = where / "bsdkm.yml"
-    config.write_text(LEAN_CONFIG.format(repo=repo, policy=where / "policy.yml"))
+    config.write_text(LEAN_CONFIG.format(repo=repo, policy=where / "policy.yml", where=where))
     return config
