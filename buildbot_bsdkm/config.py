@@ -26,6 +26,9 @@ TIMEOUT_STAGES = ("fetch", "configure", "build", "load", "selftest", "benchmark"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
+DEFAULT_CONSOLE_CAP_MIB = 64.0
+
+
 class ConfigError(LocatedError):
     """A config that cannot be used; ``str()`` is ``file:line: key: problem``."""
 
@@ -212,9 +215,16 @@ class Config:
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
     known_issues: KnownIssues = field(default_factory=KnownIssues)  # triage/known.py
     path: Path | None = None  # the file this came from
+    # What one boot may print on its console before the guest is stopped (a module printing in a
+    # loop fills the worker's disk and memory otherwise); the run is then a real failure.
+    console_cap_mib: float = DEFAULT_CONSOLE_CAP_MIB
 
     def timeout(self, stage: str) -> float:
         return self.timeouts.get(stage, DEFAULT_TIMEOUTS.get(stage, 600.0))
+
+    @property
+    def console_cap_bytes(self) -> int:
+        return int(self.console_cap_mib * (1 << 20))
 
     def pairs(
         self, variants: list[str] | None = None, targets: list[str] | None = None
@@ -491,6 +501,7 @@ TOP_KEYS = (
     "freebsd",
     "release",
     "known_issues",
+    "console_cap_mib",
 )
 
 
@@ -522,6 +533,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         freebsd=_freebsd(m["freebsd"], base) if "freebsd" in m else FreeBSDConfig(),
         release=_release(m["release"]) if "release" in m else ReleaseConfig(),
         known_issues=read_known_issues(m["known_issues"], base) if "known_issues" in m else KnownIssues(),
+        console_cap_mib=opt(m, "console_cap_mib", At.mebibytes, DEFAULT_CONSOLE_CAP_MIB),
         path=Path(source) if source != "<config>" else None,
     )
 

@@ -231,6 +231,13 @@ class At:
             raise self.error(f"must be at least {minimum:g}, not {v}")
         return v
 
+    def mebibytes(self) -> float:
+        """A size in MiB: a finite number above 0 (``0.5`` is 512 KiB)."""
+        v = self.number(positive=True)
+        if math.isinf(v):
+            raise self.error("must be a finite number of MiB, not infinity")
+        return v
+
     def integer(self, *, minimum: int = 0) -> int:
         v = self.scalar()
         if isinstance(v, bool) or not isinstance(v, int):

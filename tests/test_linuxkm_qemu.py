@@ -102,6 +102,23 @@ def test_a_module_that_prints_the_harnesss_lines_still_fails(test_modules: dict[
     assert failure.message == "module load failed: finit_module failed: errno 22 (Invalid argument)"
 
 
+def test_a_module_flooding_the_console_is_stopped_at_the_cap(test_modules: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    from buildbot_bsdkm.model import FailureCategory
+    from buildbot_bsdkm.pipeline.target import judge_outcome
+
+    cap = 1 << 20
+    out = linuxkm.run_linux_module(test_modules["bsdkm_flood"], tmp_path, timeout_s=120,
+                                   options=linuxkm.VmOptions(console_cap_bytes=cap))
+    assert out.console_flood_bytes is not None and out.console_flood_bytes > cap
+    assert out.kernel_log.stat().st_size == cap and out.duration_s < 100  # stopped long before its 120 s
+    assert "bsdkm_flood: " in console_text(out)
+    failure = judge_outcome(out, parse_file(out.kernel_log, linuxkm.TARGET.log_format), 120)
+    assert failure is not None
+    assert (failure.category, failure.reason) == (FailureCategory.REAL, "console-flood")
+    assert failure.message.startswith("console flood: 1.")
+
+
 def test_hanging_init_is_caught_by_the_guest_watchdog(test_modules: dict[str, Path], tmp_path: Path) -> None:
     out = boot(test_modules["bsdkm_hang"], tmp_path, timeout_s=90, load_timeout_s=8)
     assert out.timed_out and out.timed_out_stage == "load"

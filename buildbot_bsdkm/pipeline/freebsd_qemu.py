@@ -27,10 +27,11 @@ import json
 import lzma
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,13 +40,14 @@ from .. import targets
 from ..classify import Patterns, classify
 from ..config import Config
 from ..model import FailureCategory, LogFormat, LogResult, StageFailure
+from .console import console_lines
 from .errors import StageError, infra_error
 from .freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
 from .freebsd_release import ReleaseSpec, release_kit
 from .linuxkm import source_fingerprint
 from .loading import ModuleLoadOutcome, outcome_from_record
 from .locks import exclusive
-from .proc import Watched, run_logged, run_watched
+from .proc import CONSOLE_FLOOD, Watched, run_logged, run_watched
 from .source import cache_root
 from .target import KernelTarget, judge_outcome, parse_kernel_log
 
@@ -61,6 +63,7 @@ CONFIGURE_VARS = ("CC=clang", "ac_cv_header_machine_atomic_h=yes")
 # After a panic the kernel prints its backtrace, then reboots (-no-reboot ends QEMU); if it
 # stops in the debugger instead, give the trace this long to reach the console.
 PANIC_GRACE_S = 20.0
+MIB = 1 << 20
 
 
 # --------------------------------------------------------------------------- the kit
@@ -364,7 +367,8 @@ def cached_kernel(kit: Kit, name: str, cache: Path) -> Path:
 ROOT_DEVICE = "/dev/vtbd1"  # the second virtio disk; the first is the ESP
 
 
-def loader_rc(mode: str) -> str:
+def loader_rc(mode: str, nonce: str | None = None) -> str:
+    """``nonce``: kldinit reads it from the kernel environment, and removes it, before it loads the module."""
     lines = [
         "echo bsdkm-ci: loader.rc " + mode,
         "set console=comconsole",
@@ -379,18 +383,20 @@ def loader_rc(mode: str) -> str:
     if mode == "kldload":
         lines += [f"set vfs.root.mountfrom=msdosfs:{ROOT_DEVICE}", "set init_path=/init",
                   "load /boot/kernel/kernel"]
+        if nonce:
+            lines.append(f"set bsdkm_ci.nonce={nonce}")
     else:
         lines += ["load /boot/kernel/kernel", "load /boot/modules/libwolfssl.ko"]
     return "\n".join([*lines, "boot", ""])
 
 
-def make_esp(esp: Path, kit: Kit, kernel: Path, ko: Path | None, mode: str) -> Path:
+def make_esp(esp: Path, kit: Kit, kernel: Path, ko: Path | None, mode: str, nonce: str | None = None) -> Path:
     shutil.rmtree(esp, ignore_errors=True)
     for sub in ("EFI/BOOT", "boot/kernel", "boot/defaults", "boot/modules"):
         (esp / sub).mkdir(parents=True)
     shutil.copy2(kit.loader, esp / "EFI" / "BOOT" / "BOOTX64.EFI")
     (esp / "boot" / "defaults" / "loader.conf").write_text("")  # loader_simp only needs it to exist
-    (esp / "boot" / "loader.rc").write_text(loader_rc(mode))
+    (esp / "boot" / "loader.rc").write_text(loader_rc(mode, nonce))
     shutil.copy2(kernel, esp / "boot" / "kernel" / "kernel")
     if ko is not None:
         shutil.copy2(ko, esp / "boot" / "modules" / "libwolfssl.ko")
@@ -426,32 +432,59 @@ def qemu_command(esp: Path, vars_fd: Path, root: Path | None, cpu: str, memory_m
     return [*cmd, "-net", "none"]
 
 
-def stop_rule(mode: str, clock: Callable[[], float]) -> Callable[[str], str | None]:
-    """When a console has said all it will: the guest is done, panicked, or waits for nothing."""
-    panic_at: list[float] = []
+PANIC_END_RE = re.compile(r"(?:^|\n)(?:Uptime: |Rebooting|KDB: enter|db> )")
 
-    def stop(text: str) -> str | None:
-        if "panic: " in text:
-            if not panic_at:
-                panic_at.append(clock())
-            tail = text[text.index("panic: "):]
-            if re.search(r"^(?:Uptime: |Rebooting|KDB: enter|db> )", tail, re.MULTILINE):
+
+class _StopRule:
+    """``stop_rule``'s state: the console comes in pieces, each seen once (memory stays flat)."""
+
+    def __init__(self, mode: str, clock: Callable[[], float]) -> None:
+        self.mode = mode
+        self.clock = clock
+        self.panic_at: float | None = None
+        self.carry = ""  # the end of the pieces so far: a needle may straddle two
+
+    def _has(self, needle: str, piece: str) -> bool:
+        return needle in self.carry[len(self.carry) - len(needle) + 1:] + piece
+
+    def __call__(self, piece: str) -> str | None:
+        try:
+            return self._verdict(piece)
+        finally:
+            self.carry = (self.carry + piece)[-64:]
+
+    def _verdict(self, piece: str) -> str | None:
+        if self.panic_at is None and self._has("panic: ", piece):
+            self.panic_at = self.clock()
+        if self.panic_at is not None:
+            if PANIC_END_RE.search(self.carry[-16:] + piece):
                 return "panic"
-            return "panic" if clock() - panic_at[0] > PANIC_GRACE_S else None
-        if "mountroot>" in text:
+            return "panic" if self.clock() - self.panic_at > PANIC_GRACE_S else None
+        if self._has("mountroot>", piece):
             return "mountroot"
-        if mode == "preload" and "wolfCrypt Benchmark (" in text:
+        if self.mode == "preload" and self._has("wolfCrypt Benchmark (", piece):
             # Preloaded, the benchmark's clock has not started: it would wait forever.
             return "benchmark-at-preload"
         return None
 
-    return stop
+
+def stop_rule(mode: str, clock: Callable[[], float]) -> Callable[[str], str | None]:
+    """When a console has said all it will: the guest is done, panicked, or waits for nothing.
+
+    The rule is fed the console as it comes (``proc.run_watched``), each piece once.
+    """
+    return _StopRule(mode, clock)
 
 
 # --------------------------------------------------------------------------- the console
 
 
-MARKER_RE = re.compile(r"^### bsdkm-ci: (?P<body>.*?)\s*$")
+# kldinit's markers start their line and end with this boot's nonce, which kldinit takes out of the
+# kernel environment before the module loads: a module printing a marker (a FreeBSD kernel's
+# printf has no prefix) cannot match it.
+MARKER_RE = re.compile(r"^### bsdkm-ci: (?P<body>.*?)(?: nonce=(?P<nonce>[0-9a-f]+))?\s*$")
+# sys/kern/kern_module.c, when a module's MOD_LOAD handler fails.
+MOD_LOAD_ERROR_RE = re.compile(r"^module_register_init: MOD_LOAD \([^,]+, .*\) error (?P<errno>\d+)")
 FRAME_RE = re.compile(r"^(?P<func>[\w.$]+)\(\) at (?P<where>[\w.$]+\+0x[0-9a-f]+)(?:/frame 0x[0-9a-f]+)?\s*$")
 LINK_ERROR_RE = re.compile(
     r"^(?:link_elf_obj: symbol \S+ undefined|KLD file \S+ - could not finalize loading)")
@@ -475,18 +508,29 @@ class ConsoleFacts:
     loaded_line: bool = False  # "info: libwolfssl loaded"
     selftest_passed: bool = False
     mountroot: bool = False
+    mod_load_errno: int | None = None  # the kernel's "module_register_init: MOD_LOAD (...) error N"
+    imitations: int = 0  # marker-shaped lines without this boot's nonce: not kldinit's
 
     def seen(self, prefix: str) -> bool:
         return any(m.startswith(prefix) for m in self.markers)
 
 
-def read_console(text: str) -> ConsoleFacts:
+def read_console(text: str | Iterable[str], nonce: str | None = None) -> ConsoleFacts:
+    """What a console says; ``text`` is the whole text or its lines (streamed, memory stays flat).
+
+    ``nonce``: this boot's; a marker without it is not taken (None: not known here, e.g. a kept
+    console; markers must still start their line). Each step's first result counts.
+    """
     facts = ConsoleFacts()
+    reader = _MarkerReader(facts)
     in_trace = False
-    for raw in text.splitlines():
+    for raw in text.splitlines() if isinstance(text, str) else text:
         line = raw.replace("\r", "").rstrip()
         if m := MARKER_RE.match(line):
-            _marker(facts, m.group("body"))
+            if nonce is None or m.group("nonce") == nonce:
+                reader.marker(m.group("body"))
+            else:
+                facts.imitations += 1
             continue
         if line.startswith("panic: ") and facts.panic is None:
             facts.panic = line
@@ -506,21 +550,42 @@ def read_console(text: str) -> ConsoleFacts:
             facts.mountroot = True
         elif line.startswith("info: wolfCrypt self-test passed"):
             facts.selftest_passed = True
+        elif (m := MOD_LOAD_ERROR_RE.match(line)) and facts.mod_load_errno is None:
+            facts.mod_load_errno = int(m.group("errno"))
     return facts
 
 
-def _marker(facts: ConsoleFacts, body: str) -> None:
-    facts.markers.append(body)
-    if m := re.fullmatch(r"(load|unload) rc=(-?\d+)(?: errno=(\d+))?", body):
-        rc, errno = int(m.group(2)), int(m.group(3)) if m.group(3) else None
-        if m.group(1) == "load":
-            facts.load_rc, facts.load_errno = rc, errno
-        else:
-            facts.unload_rc, facts.unload_errno = rc, errno
-    elif body.startswith("kldstat "):
-        facts.kldstat = body
-    elif body in ("still listed after unload", "not listed after unload"):
-        facts.still_listed = body.startswith("still")
+class _MarkerReader:
+    """kldinit's markers in its fixed order: a step's result is the first after its ``begin``, never a
+    later one; nothing after ``poweroff``, and no unload or kldstat after a load that failed."""
+
+    def __init__(self, facts: ConsoleFacts) -> None:
+        self.facts = facts
+        self.step: str | None = None
+        self.done = False
+
+    def marker(self, body: str) -> None:
+        facts = self.facts
+        after_load = body.startswith(("unload ", "kldstat ", "still listed", "not listed"))
+        if self.done or (after_load and facts.load_rc != 0):
+            facts.imitations += 1
+            return
+        facts.markers.append(body)
+        if body == "poweroff":
+            self.done = True
+        elif body in ("load begin", "unload begin"):
+            self.step = body.split()[0]
+        elif m := re.fullmatch(r"(load|unload) rc=(-?\d+)(?: errno=(\d+))?", body):
+            rc, errno = int(m.group(2)), int(m.group(3)) if m.group(3) else None
+            if m.group(1) == self.step == "load":
+                facts.load_rc, facts.load_errno = rc, errno
+            elif m.group(1) == self.step == "unload":
+                facts.unload_rc, facts.unload_errno = rc, errno
+            self.step = None
+        elif body.startswith("kldstat ") and facts.kldstat is None:
+            facts.kldstat = body
+        elif body in ("still listed after unload", "not listed after unload") and facts.still_listed is None:
+            facts.still_listed = body.startswith("still")
 
 
 def module_symbols(ko: Path) -> set[str]:
@@ -554,9 +619,9 @@ def module_frames(backtrace: Sequence[str], symbols: set[str]) -> list[str]:
 
 
 def outcome_from_boot(boot: Boot, console: Path, run: Watched, symbols: set[str],
-                      extra_logs: dict[str, Path]) -> ModuleLoadOutcome:
+                      extra_logs: dict[str, Path], nonce: str | None = None) -> ModuleLoadOutcome:
     """One boot's outcome: load/unload status from the markers (kldload) or the kernel lines (preload)."""
-    facts = read_console(console.read_text(encoding="utf-8", errors="replace") if console.is_file() else "")
+    facts = read_console(console_lines(console), nonce if boot.mode == "kldload" else None)
     notes: list[str] = []
     if boot.mode == "kldload":
         load_rc, unload_rc = facts.load_rc, facts.unload_rc
@@ -573,9 +638,18 @@ def outcome_from_boot(boot: Boot, console: Path, run: Watched, symbols: set[str]
             # Its init got past the self-test; the benchmark would wait forever for the clock.
             load_rc = 0 if facts.selftest_passed and not facts.panic else load_rc
             notes.append("benchmark not run: preloaded, the module's clock (getnanouptime) has not started")
+    if facts.mod_load_errno is not None and boot.mode == "preload":
+        # The kernel's own word that the preloaded module's init failed, whatever the module printed.
+        load_rc = 1 if load_rc in (None, 0) else load_rc
+        notes.append(f"the module's MOD_LOAD failed: errno {facts.mod_load_errno}")
     if facts.link_errors:
         load_rc = 1 if load_rc in (None, 0) else load_rc
         notes.append(f"module did not link: {facts.link_errors[0]}")
+    flood = run.log_bytes if run.stopped == CONSOLE_FLOOD else None
+    if flood is not None:
+        notes.append(f"console flood: {flood / MIB:.1f} MiB; the guest was stopped at the console cap")
+    if facts.imitations:
+        notes.append(f"{facts.imitations} console line(s) imitate the harness's markers and were ignored")
     if facts.panic:
         frames = module_frames(facts.backtrace, symbols) or facts.backtrace
         where = f" in {frames[0].split('+', 1)[0]}" if frames else ""
@@ -589,7 +663,7 @@ def outcome_from_boot(boot: Boot, console: Path, run: Watched, symbols: set[str]
         stage = "unload" if facts.seen("unload begin") and facts.unload_rc is None else "load"
         notes.append(f"VM killed at the time limit after {run.seconds:.0f} s; last marker: "
                      f"{facts.markers[-1] if facts.markers else None!r}")
-    elif not facts.panic and load_rc is None and not facts.link_errors:
+    elif not facts.panic and load_rc is None and not facts.link_errors and flood is None:
         notes.append(f"{boot.kind} kernel: the module's load never finished on the console "
                      f"(QEMU ended: {run.stopped or f'exit {run.exit_code}'})")
     return ModuleLoadOutcome(
@@ -605,6 +679,7 @@ def outcome_from_boot(boot: Boot, console: Path, run: Watched, symbols: set[str]
         extra_logs=dict(extra_logs),
         load_errno=facts.load_errno,
         unload_errno=facts.unload_errno,
+        console_flood_bytes=flood,
     )
 
 
@@ -615,35 +690,41 @@ class VmOptions:
 
 
 def run_boot(boot: Boot, kit: Kit, ko: Path, work: Path, cache: Path, *, timeout_s: float,
-             options: VmOptions, symbols: set[str]) -> ModuleLoadOutcome:
+             options: VmOptions, symbols: set[str], console_cap: int | None = None) -> ModuleLoadOutcome:
+    """One kernel's boot; ``console_cap``: bytes of console after which the guest is stopped."""
     work.mkdir(parents=True, exist_ok=True)
     kernel = cached_kernel(kit, boot.kernel, cache)
-    esp = make_esp(work / "esp", kit, kernel, ko if boot.mode == "preload" else None, boot.mode)
+    nonce = secrets.token_hex(16)  # kldinit's markers carry it; the module cannot know it
+    esp = make_esp(work / "esp", kit, kernel, ko if boot.mode == "preload" else None, boot.mode, nonce)
     root = make_root(work / "root.img", init_program(cache), ko) if boot.mode == "kldload" else None
     vars_fd = work / "OVMF_VARS.fd"
     shutil.copy2(OVMF_VARS, vars_fd)
     console = work / "console.log"
     run = run_watched(qemu_command(esp, vars_fd, root, options.cpu, options.memory_mb), log=console,
-                      timeout_s=timeout_s, stop=stop_rule(boot.mode, time.monotonic))
+                      timeout_s=timeout_s, stop=stop_rule(boot.mode, time.monotonic), max_bytes=console_cap)
     shutil.rmtree(esp, ignore_errors=True)  # a kernel and a module per boot: do not keep them
     if run.stopped == "benchmark-at-preload":
         _cut_at_benchmark(console)
     if root is not None:
         root.unlink(missing_ok=True)
-    return outcome_from_boot(boot, console, run, symbols, {"console": console})
+    return outcome_from_boot(boot, console, run, symbols, {"console": console}, nonce)
 
 
 def _cut_at_benchmark(console: Path) -> None:
     """The parsed console ends before the benchmark header a preloaded module cannot go past (it
     would read as a cut-off benchmark); the whole console stays beside it as ``console.raw.log``."""
-    text = console.read_text(encoding="utf-8", errors="replace")
-    at = text.find("wolfCrypt Benchmark (")
-    if at < 0:
-        return
-    console.with_name("console.raw.log").write_text(text, encoding="utf-8")
-    start = text.rfind("\n", 0, at) + 1
-    console.write_text(text[:start] + "### bsdkm-ci: benchmark not run at preload (no clock yet)\n",
-                       encoding="utf-8")
+    raw = console.with_name("console.raw.log")
+    console.replace(raw)
+    cut = False
+    with open(console, "w", encoding="utf-8") as out:
+        for line in console_lines(raw):
+            if "wolfCrypt Benchmark (" in line:
+                out.write("### bsdkm-ci: benchmark not run at preload (no clock yet)\n")
+                cut = True
+                break
+            out.write(line)
+    if not cut:
+        raw.replace(console)
 
 
 def kernels_option(config: Config) -> tuple[str, ...]:
@@ -672,7 +753,7 @@ def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None)
     symbols = module_symbols(ko)
     limit = float(opts.get("boot_timeout_s") or config.timeout("load"))
     parts = {b.kind: run_boot(b, kit, ko, work / b.kind, cache, timeout_s=limit, options=options,
-                              symbols=symbols) for b in boots}
+                              symbols=symbols, console_cap=config.console_cap_bytes) for b in boots}
     outcome = combine(parts, not_covered, work)
     outcome.stages["boot_limit_s"] = limit
     return outcome
@@ -702,6 +783,8 @@ def combine(parts: dict[str, ModuleLoadOutcome], not_covered: list[str], work: P
         extra_logs={f"console-{k}": p.kernel_log for k, p in parts.items()},
         parts=parts,
         not_covered=list(not_covered),
+        console_flood_bytes=max((p.console_flood_bytes for p in parts.values() if p.console_flood_bytes),
+                                default=None),
     )
 
 
@@ -725,8 +808,7 @@ def judge_boot(kind: str, outcome: ModuleLoadOutcome, log: LogResult, timeout_s:
     failure = judge_outcome(outcome, log, timeout_s, patterns)
     if failure is None:
         return None
-    text = outcome.kernel_log.read_text(errors="replace") if outcome.kernel_log.is_file() else ""
-    facts = read_console(text)
+    facts = read_console(console_lines(outcome.kernel_log))
     failure.message = f"{kind} kernel: {failure.message}"
     if facts.panic:
         frames = module_frames(facts.backtrace, symbols)

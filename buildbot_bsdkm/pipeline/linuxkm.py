@@ -17,17 +17,18 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import targets
 from ..classify import Patterns, classify, first_compile_error
-from ..config import Config
+from ..config import DEFAULT_CONSOLE_CAP_MIB, Config
 from ..model import LogFormat, LogResult
 from ..resources import kmod_dir
 from .afalg_console import console_logs
+from .console import console_lines
 from .errors import StageError, infra_error, real_error
 from .loading import ModuleLoadOutcome
 from .locks import exclusive
@@ -53,6 +54,9 @@ MAKE_VARS = ("KERNEL_EXTRA_CFLAGS_REMOVE=-pg", "FORCE_NO_MODULE_SIG=1")
 MODULE_RELPATH = Path("linuxkm") / "libwolfssl.ko"
 TEST_MODULES = ("bsdkm_ok", "bsdkm_initfail", "bsdkm_hang", "bsdkm_panic", "bsdkm_forge", "bsdkm_flood")
 HOST_TIMEOUT_RCS = (124, 137)  # timeout(1): TERM sent / KILL sent after --kill-after
+DEFAULT_CONSOLE_CAP_BYTES = int(DEFAULT_CONSOLE_CAP_MIB * (1 << 20))
+FLOOD_RC = 3  # run-qemu.sh stopped the VM at the console cap
+FLOOD_RE = re.compile(r"run-qemu\.sh: console flood: (\d+) bytes")
 
 
 # --------------------------------------------------------------------------- kernels on this worker
@@ -276,7 +280,6 @@ LOADER_RE = re.compile(
 PANIC_RE = re.compile(r"Kernel panic - not syncing: .*")
 ESCAPES_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[A-Za-z])")  # SeaBIOS/kernel terminal resets
 IMITATION_HINT = "### bsdkm-ci:"
-MAX_LINE_CHARS = 64 * 1024  # longer console lines are read in pieces: memory stays flat
 
 
 @dataclass
@@ -408,13 +411,6 @@ def read_console_lines(lines: Iterable[str], nonce: str | None = None) -> Consol
     return reader.report
 
 
-def console_lines(path: Path) -> Iterator[str]:
-    """The console's lines, one at a time; a line longer than ``MAX_LINE_CHARS`` comes in pieces."""
-    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        while line := fh.readline(MAX_LINE_CHARS):
-            yield line
-
-
 def read_console(path: Path, nonce: str | None = None) -> ConsoleReport:
     """Markers of a console log; a missing, unreadable or empty log gives an empty report."""
     try:
@@ -470,6 +466,7 @@ def outcome_from_console(console: Path, *, qemu_rc: int, wall_s: float, qemu_std
                          nonce: str | None = None) -> ModuleLoadOutcome:
     """Judge a finished VM run from its console log and how QEMU ended (``nonce``: the boot's)."""
     report = read_console(console, nonce)
+    flood = FLOOD_RE.search(qemu_stderr) if qemu_rc == FLOOD_RC else None
     host_timed_out = qemu_rc in HOST_TIMEOUT_RCS
     timed_out_stage = report.guest_timeout_stage or (report.stage_in_progress() if host_timed_out else None)
     stages = _stage_times(report)
@@ -487,6 +484,7 @@ def outcome_from_console(console: Path, *, qemu_rc: int, wall_s: float, qemu_std
         extra_logs=dict(extra_logs or {}),
         load_errno=report.load_errno,
         unload_errno=report.unload_errno,
+        console_flood_bytes=int(flood.group(1)) if flood else None,
     )
 
 
@@ -550,6 +548,7 @@ class VmOptions:
     cpu: str = "max"  # "max,-adx,-bmi2" avoids the intermittent ECC self-test failure
     memory_mb: int = 1024
     unload_timeout_s: int = 60
+    console_cap_bytes: int = DEFAULT_CONSOLE_CAP_BYTES  # the VM is stopped past it (run-qemu.sh)
 
 
 def boot_vm(initrd: Path, console: Path, *, kernel_version: str, timeout_s: int, load_timeout_s: int,
@@ -557,7 +556,8 @@ def boot_vm(initrd: Path, console: Path, *, kernel_version: str, timeout_s: int,
     """``run-qemu.sh``; returns (exit status, wall seconds). 124/137 mean the host timeout hit."""
     env = {**os.environ, "KERNEL_VERSION": kernel_version, "QEMU_CPU": options.cpu,
            "QEMU_MEM": str(options.memory_mb), "LOAD_TIMEOUT": str(load_timeout_s),
-           "UNLOAD_TIMEOUT": str(options.unload_timeout_s)}
+           "UNLOAD_TIMEOUT": str(options.unload_timeout_s),
+           "CONSOLE_CAP_BYTES": str(options.console_cap_bytes)}
     initrd, console, stderr_log = Path(initrd).resolve(), Path(console).resolve(), Path(stderr_log).resolve()
     cmd = ["sh", str(_script("run-qemu.sh")), str(initrd), str(console), str(timeout_s)]
     stderr_log.unlink(missing_ok=True)
@@ -642,7 +642,9 @@ class LinuxQemuTarget(KernelTarget):
         opts = config.targets[self.name].options
         # QEMU's -cpu: "max" exercises every instruction the asm uses (ADX included),
         # "max,-adx,-bmi2" avoids the intermittent ECC self-test failure seen under TCG.
-        options = VmOptions(cpu=str(opts["cpu"])) if opts.get("cpu") else None
+        options = VmOptions(console_cap_bytes=config.console_cap_bytes)
+        if opts.get("cpu"):
+            options = replace(options, cpu=str(opts["cpu"]))
         return run_linux_module(ko, work, timeout_s=int(config.timeout("load")),
                                 kernel_version=opts.get("kernel_version"), options=options)
 

@@ -31,6 +31,8 @@ class ModuleLoadOutcome:
     # One outcome per kernel when a run boots several (freebsd-kmod-qemu: debug, release).
     parts: dict[str, ModuleLoadOutcome] = field(default_factory=dict)
     not_covered: list[str] = field(default_factory=list)  # kernels the run could not use, and why
+    # The guest printed more than the console cap: stopped there; bytes written by then.
+    console_flood_bytes: int | None = None
 
 
 def read_status(path: Path) -> dict[str, str]:

@@ -8,6 +8,7 @@ classify it themselves through ``classify``; nothing here decides whose fault it
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import shlex
@@ -115,7 +116,12 @@ class Watched:
     exit_code: int | None  # None: stopped by us (limit or stop condition)
     seconds: float
     timed_out: bool
-    stopped: str | None  # why ``stop`` ended the run early
+    stopped: str | None  # why ``stop`` ended the run early; CONSOLE_FLOOD past ``max_bytes``
+    log_bytes: int = 0  # what the program wrote to ``log`` (before a flood's cut)
+
+
+CONSOLE_FLOOD = "console-flood"
+READ_CHUNK = 1 << 20  # what one look at the log reads at most: memory stays flat in the log's size
 
 
 def run_watched(
@@ -126,32 +132,53 @@ def run_watched(
     stop: Callable[[str], str | None] | None = None,
     env: dict[str, str] | None = None,
     poll_s: float = 0.5,
+    max_bytes: int | None = None,
 ) -> Watched:
-    """Run ``cmd`` with its output going to ``log`` while ``stop`` watches the text so far.
+    """Run ``cmd`` with its output going to ``log`` while ``stop`` watches the text as it comes.
 
-    ``stop(text)`` returns a reason to end the run now (a console reached its verdict and
-    the guest will print nothing more that matters), or None to keep going. A VM that
-    never reaches a verdict is killed at ``timeout_s``.
+    ``stop(new_text)`` sees each piece of output once, in order (at most ``READ_CHUNK`` bytes at a
+    time, so a line may come in two pieces), and returns a reason to end the run now (a console
+    reached its verdict and the guest will print nothing more that matters), or None to keep
+    going. Past ``max_bytes`` of output the run is stopped (``stopped == CONSOLE_FLOOD``) and the
+    log is cut to ``max_bytes``. A VM that never reaches a verdict is killed at ``timeout_s``.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log, "wb") as out:
         proc = _start(list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    read = 0
+
+    def ended(rc: int | None, timed_out: bool, reason: str | None) -> Watched:
+        size = log.stat().st_size if log.exists() else 0
+        if reason == CONSOLE_FLOOD and max_bytes is not None:
+            os.truncate(log, max_bytes)
+        return Watched(rc, time.monotonic() - started, timed_out, reason, size)
+
     try:
-        while True:
-            try:
-                rc = proc.wait(timeout=poll_s)
-                return Watched(rc, time.monotonic() - started, False, None)
-            except subprocess.TimeoutExpired:
-                pass
-            if stop is not None:
-                reason = stop(log.read_text(encoding="utf-8", errors="replace"))
-                if reason:
+        with open(log, "rb") as watch:
+            while True:
+                try:
+                    rc = proc.wait(timeout=poll_s)
+                    return ended(rc, False, None)
+                except subprocess.TimeoutExpired:
+                    pass
+                size = os.fstat(watch.fileno()).st_size
+                if max_bytes is not None and size > max_bytes:
                     kill_group(proc)
-                    return Watched(None, time.monotonic() - started, False, reason)
-            if time.monotonic() - started >= timeout_s:
-                kill_group(proc)
-                return Watched(None, time.monotonic() - started, True, None)
+                    return ended(None, False, CONSOLE_FLOOD)
+                while stop is not None and read < size:
+                    chunk = watch.read(min(READ_CHUNK, size - read))
+                    if not chunk:
+                        break
+                    read += len(chunk)
+                    reason = stop(decoder.decode(chunk))
+                    if reason:
+                        kill_group(proc)
+                        return ended(None, False, reason)
+                if time.monotonic() - started >= timeout_s:
+                    kill_group(proc)
+                    return ended(None, True, None)
     except BaseException:
         kill_group(proc)
         raise

@@ -14,11 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..classify import Patterns, classify
+from ..classify import DEFAULT_PATTERNS, Patterns, classify
 from ..config import Config
 from ..model import FailureCategory, LogFormat, LogResult, Problem, StageFailure
 from ..parsers import ParseError, parse_file
 from ..targets import TargetFacts
+from .console import pattern_lines
 from .loading import ModuleLoadOutcome
 
 
@@ -124,10 +125,15 @@ def judge_outcome(
     outcome: ModuleLoadOutcome, log: LogResult, timeout_s: float, patterns: Patterns | None = None
 ) -> StageFailure | None:
     """The load's failure, classified (self-test names and codes come from the parsed log)."""
-    text = outcome.kernel_log.read_text(errors="replace") if outcome.kernel_log.is_file() else ""
+    ev = [str(outcome.kernel_log)]
+    if outcome.console_flood_bytes is not None:
+        # Whatever else the console says, the module printed without end: its own doing, never retried.
+        mib = outcome.console_flood_bytes / (1 << 20)
+        return StageFailure("load", f"console flood: {mib:.1f} MiB; the guest was stopped at the console cap",
+                            FailureCategory.REAL, "console-flood", ev)
+    text = pattern_lines(outcome.kernel_log, patterns or DEFAULT_PATTERNS)
     # The console is the module's to write; only the loader's notes are the harness's own words.
     notes = "\n".join(outcome.notes)
-    ev = [str(outcome.kernel_log)]
 
     def judged(stage: str, exit_code: int | None, program: str = "the module", **extra: Any) -> StageFailure:
         return classify(stage, exit_code=exit_code, output=text, log_results=[log], patterns=patterns,

@@ -14,7 +14,11 @@
  *   clang --target=x86_64-unknown-freebsd15.0 -static -nostdlib -ffreestanding
  *
  * Every step prints a "### bsdkm-ci:" marker on the console, the same shape the
- * Linux initramfs prints, so the host can tell where a guest stopped.
+ * Linux initramfs prints, so the host can tell where a guest stopped. Each marker
+ * ends with " nonce=<hex>", this boot's nonce from the kernel environment
+ * (bsdkm_ci.nonce, set by the host's loader.rc), which is removed from the
+ * environment before the module loads: the module cannot print a marker the host
+ * takes for ours.
  */
 
 #define SYS_exit 1
@@ -25,6 +29,11 @@
 #define SYS_kldunload 305
 #define SYS_kldfind 306
 #define SYS_kldstat 308
+#define SYS_kenv 390
+
+#define KENV_GET 0
+#define KENV_UNSET 2
+#define NONCE_MAX 64
 
 #define O_RDWR 2
 #define RB_NOSYNC 0x004 /* nothing on the FAT root needs syncing: shorter shutdown */
@@ -72,7 +81,23 @@ sys3(long num, long a, long b, long c)
 	return failed ? -ret : ret;
 }
 
+/* The same with a fourth argument, which the syscall convention passes in r10. */
+static long
+sys4(long num, long a, long b, long c, long d)
+{
+	long ret;
+	unsigned char failed;
+	register long r10 __asm__("r10") = d;
+
+	__asm__ volatile("syscall; setc %1"
+	    : "=a"(ret), "=r"(failed)
+	    : "a"(num), "D"(a), "S"(b), "d"(c), "r"(r10)
+	    : "rcx", "r11", "memory", "cc");
+	return failed ? -ret : ret;
+}
+
 static int console = -1;
+static char nonce[NONCE_MAX + 1];
 
 static size_t
 length(const char *s)
@@ -109,12 +134,55 @@ put_num(long v)
 	put(buf + i);
 }
 
+/* Ends a marker line: the nonce, when the host gave one. */
+static void
+end_marker(void)
+{
+	if (nonce[0] != '\0') {
+		put(" nonce=");
+		put(nonce);
+	}
+	put("\n");
+}
+
 static void
 marker(const char *what)
 {
 	put("### bsdkm-ci: ");
 	put(what);
-	put("\n");
+	end_marker();
+}
+
+/* Reads bsdkm_ci.nonce (lowercase hex only) and removes it from the kernel environment. */
+static void
+take_nonce(void)
+{
+	char buf[NONCE_MAX + 1];
+	char left[4] = {0, 0, 0, 0};
+	long n, i;
+
+	for (i = 0; i <= NONCE_MAX; i++)
+		buf[i] = '\0';
+	n = sys4(SYS_kenv, KENV_GET, (long)"bsdkm_ci.nonce", (long)buf, NONCE_MAX);
+	sys4(SYS_kenv, KENV_UNSET, (long)"bsdkm_ci.nonce", 0, 0);
+	buf[NONCE_MAX] = '\0';
+	if (sys4(SYS_kenv, KENV_GET, (long)"bsdkm_ci.nonce", (long)left, sizeof(left)) >= 0 && left[0] != '\0')
+		put("### bsdkm-ci: the nonce is still in the kernel environment\n");
+	if (n < 0 || buf[0] == '\0') {
+		/* The host then takes no marker of this boot: say why on the console. */
+		put("### bsdkm-ci: no nonce (kenv ");
+		put_num(n);
+		put(")\n");
+		return;
+	}
+	for (i = 0; i < NONCE_MAX && buf[i] != '\0'; i++) {
+		if (!((buf[i] >= '0' && buf[i] <= '9') || (buf[i] >= 'a' && buf[i] <= 'f'))) {
+			put("### bsdkm-ci: no nonce (not hex)\n");
+			return;
+		}
+	}
+	for (i = 0; i <= NONCE_MAX; i++)
+		nonce[i] = buf[i];
 }
 
 /* "### bsdkm-ci: <what> rc=0" or "... rc=-1 errno=N". */
@@ -129,7 +197,7 @@ result(const char *what, long ret)
 	} else {
 		put(" rc=0");
 	}
-	put("\n");
+	end_marker();
 }
 
 static void
@@ -156,7 +224,7 @@ stat_line(long fileid)
 	put_num((long)st.size);
 	put(" name=");
 	put(st.name);
-	put("\n");
+	end_marker();
 }
 
 static void
@@ -175,6 +243,7 @@ _start(void)
 	long fileid, ret;
 
 	console = (int)sys3(SYS_open, (long)"/dev/console", O_RDWR, 0);
+	take_nonce();
 	marker("init begin");
 	marker("module path=" MODULE_PATH " name=libwolfssl");
 	marker("load begin");
@@ -192,8 +261,7 @@ _start(void)
 	result("unload", ret);
 	if (ret >= 0) {
 		ret = sys3(SYS_kldfind, (long)MODULE_FILE, 0, 0);
-		put(ret >= 0 ? "### bsdkm-ci: still listed after unload\n" :
-		    "### bsdkm-ci: not listed after unload\n");
+		marker(ret >= 0 ? "still listed after unload" : "not listed after unload");
 	}
 	finish();
 }

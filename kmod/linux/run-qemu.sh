@@ -14,6 +14,8 @@
 #   LOAD_TIMEOUT    guest-side watchdog for the module load (default TIMEOUT_S - max(60, TIMEOUT_S/5))
 #   UNLOAD_TIMEOUT  guest-side watchdog for the unload (default 60)
 #   EXTRA_APPEND    more kernel command line words
+#   CONSOLE_CAP_BYTES  stop the VM once the console holds more than this; then the console is cut
+#                   to it, "run-qemu.sh: console flood: N bytes" goes to stderr and the exit is 3
 set -eu
 
 die() { echo "run-qemu.sh: $*" >&2; exit 2; }
@@ -45,10 +47,34 @@ unload_timeout=${UNLOAD_TIMEOUT:-60}
 append="console=ttyS0 quiet panic=-1 bsdkm_ci.load_timeout=$load_timeout"
 append="$append bsdkm_ci.unload_timeout=$unload_timeout ${EXTRA_APPEND:-}"
 
+cap=${CONSOLE_CAP_BYTES:-}
+case "$cap" in *[!0-9]*) die "CONSOLE_CAP_BYTES must be whole bytes, got '$cap'" ;; esac
+
 : >"$log"
 rc=0
 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
     -accel tcg -cpu "${QEMU_CPU:-max}" -m "${QEMU_MEM:-1024}" -smp 1 \
     -nographic -no-reboot -kernel "$kernel" -initrd "$initrd" \
-    -append "$append" -serial "file:$log" -monitor none -display none || rc=$?
+    -append "$append" -serial "file:$log" -monitor none -display none &
+vm=$!
+flood=
+if [ -n "$cap" ]; then
+    # A guest that prints without end would fill the disk: stop it at the cap.
+    while kill -0 "$vm" 2>/dev/null; do
+        size=$(stat -c %s "$log")
+        if [ "$size" -gt "$cap" ]; then
+            flood=$size
+            pkill -KILL -P "$vm" 2>/dev/null || true # QEMU, the child of timeout(1)
+            kill -TERM "$vm" 2>/dev/null || true
+            break
+        fi
+        sleep 0.2
+    done
+fi
+wait "$vm" || rc=$?
+if [ -n "$flood" ]; then
+    truncate -s "$cap" "$log"
+    echo "run-qemu.sh: console flood: $flood bytes (cap $cap)" >&2
+    exit 3
+fi
 exit "$rc"
