@@ -151,7 +151,7 @@ def test_panic_in_init_ends_the_vm_without_poweroff(test_modules: dict[str, Path
 
 def test_cut_console_shows_where_the_guest_stopped(test_modules: dict[str, Path], tmp_path: Path) -> None:
     out = boot(test_modules["bsdkm_ok"], tmp_path / "run")
-    lines = out.kernel_log.read_text(errors="replace").splitlines(keepends=True)
+    lines = list(linuxkm.console_lines(out.kernel_log))  # numbered as the reader numbers them
     markers = linuxkm.read_console(out.kernel_log).markers
     line_of = {m.body: m.line for m in markers}
     expected = {"init begin": "boot", "load begin": "load", "load rc=0": "collect",
