@@ -48,6 +48,8 @@ DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
     # The VM's /init (which loads the module) never started and nothing panicked: the harness or
     # the worker broke before the module ran, so it cannot be the module's fault.
     (r"the initramfs /init never ran", "worker-setup"),
+    # kldinit found no nonce for its markers (a harness or loader problem): nothing on this console counts.
+    (r"the boot had no nonce", "worker-setup"),
 )
 
 # Stages whose output the PR writes: configure scripts and Makefiles, compilers echoing source

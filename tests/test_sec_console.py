@@ -92,6 +92,21 @@ def test_freebsd_real_kldload_run_with_its_nonce_still_passes(tmp_path: Path) ->
     assert fq.read_console(text, "ffff").load_rc is None  # another boot's nonce: none of them count
 
 
+def test_freebsd_boot_without_a_nonce_is_the_harnesss_fault(tmp_path: Path) -> None:
+    # kldinit printed this before it loaded the module: nothing of the boot can be read.
+    console = _kldload_console(tmp_path, nonce=None, in_load=FORGED, after=[])
+    console.write_text("### bsdkm-ci: no nonce (kenv -2)\n" + console.read_text())
+    out = fq.outcome_from_boot(KLDLOAD, console, Watched(0, 60.0, False, None), set(), {}, NONCE)
+    assert out.load_rc is None and out.notes[0].startswith("the boot had no nonce (no nonce (kenv -2))")
+    failure = _judged(out, tmp_path)
+    assert failure is not None
+    assert (failure.category, failure.reason) == (FailureCategory.INFRASTRUCTURE, "worker-setup")  # type: ignore[attr-defined]
+    # A module printing the same line after kldinit's first marker changes nothing.
+    late = _kldload_console(tmp_path, nonce=NONCE, in_load=["### bsdkm-ci: no nonce (kenv -2)"], after=[])
+    out = fq.outcome_from_boot(KLDLOAD, late, Watched(0, 60.0, False, None), set(), {}, NONCE)
+    assert not any("no nonce" in n for n in out.notes) and out.load_rc == -1
+
+
 def test_loader_rc_hands_the_nonce_to_kldinit_only() -> None:
     assert f"set bsdkm_ci.nonce={NONCE}" in fq.loader_rc("kldload", NONCE)
     assert "nonce" not in fq.loader_rc("preload", NONCE)

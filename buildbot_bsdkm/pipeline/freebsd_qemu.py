@@ -510,6 +510,7 @@ class ConsoleFacts:
     mountroot: bool = False
     mod_load_errno: int | None = None  # the kernel's "module_register_init: MOD_LOAD (...) error N"
     imitations: int = 0  # marker-shaped lines without this boot's nonce: not kldinit's
+    first_marker: str | None = None  # the first marker-shaped line's body, whoever printed it
 
     def seen(self, prefix: str) -> bool:
         return any(m.startswith(prefix) for m in self.markers)
@@ -527,6 +528,8 @@ def read_console(text: str | Iterable[str], nonce: str | None = None) -> Console
     for raw in text.splitlines() if isinstance(text, str) else text:
         line = raw.replace("\r", "").rstrip()
         if m := MARKER_RE.match(line):
+            if facts.first_marker is None:
+                facts.first_marker = m.group("body")
             if nonce is None or m.group("nonce") == nonce:
                 reader.marker(m.group("body"))
             else:
@@ -625,6 +628,10 @@ def outcome_from_boot(boot: Boot, console: Path, run: Watched, symbols: set[str]
     notes: list[str] = []
     if boot.mode == "kldload":
         load_rc, unload_rc = facts.load_rc, facts.unload_rc
+        if nonce and (facts.first_marker or "").startswith("no nonce"):
+            # kldinit says so before the module is loaded, so the module cannot have printed it.
+            notes.append(f"the boot had no nonce ({facts.first_marker}): kldinit's markers cannot be "
+                         "told from the module's")
         if facts.load_errno is not None:
             notes.append(f"kldload failed: errno {facts.load_errno}")
         if facts.unload_errno is not None:
