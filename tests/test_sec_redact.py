@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -142,3 +143,16 @@ def test_a_failed_fetch_names_the_url_without_its_token(
 ])
 def test_redact_url(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+def test_a_clone_url_with_credentials_is_refused_naming_the_line(tmp_path: Path) -> None:
+    from buildbot_bsdkm.config import load_config
+    from buildbot_bsdkm.github.settings import GitHubConfigError, parse_settings
+
+    cfg = tmp_path / "bsdkm.yml"
+    cfg.write_text("targets: {userspace: null}\nvariants: {noasm: {targets: [userspace]}}\n"
+                   f"github:\n  repo: a/b\n  clone_url: https://bot:{TOKEN}@github.com/a/b.git\n")
+    env = {"GITHUB_TOKEN": "t", "BSDKM_WEBHOOK_SECRET": "s"}
+    with pytest.raises(GitHubConfigError, match=rf"^{re.escape(str(cfg))}:5: github.clone_url: carries") as e:
+        parse_settings(load_config(cfg).github, env=env)
+    assert TOKEN not in str(e.value)

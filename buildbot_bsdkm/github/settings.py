@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..redact import has_credentials, redact_url
 from ..yaml_reader import LocatedError, located
 from .signature import DEFAULT_MAX_BODY_BYTES
 from .triggers import DEFAULT_APPROVE_PHRASES, DEFAULT_RETEST_PHRASES, TriggerConfig
@@ -171,6 +172,12 @@ def parse_settings(
         )
     except ValueError as e:
         raise GitHubConfigError("retest_phrases", str(e), section=section) from None
+    clone_url = str(section.get("clone_url") or f"https://github.com/{repo}.git")
+    if has_credentials(clone_url):
+        # It becomes every PR build's "repository" property and the fetch step's command line,
+        # both shown in the web UI: a token there is a token for anyone who can read a build.
+        raise GitHubConfigError("clone_url", f"carries credentials ({redact_url(clone_url)}): give the "
+                                "workers a git credential helper instead", section=section)
     api_url = str(section.get("api_url", "https://api.github.com")).rstrip("/")
     if not api_url.startswith(("http://", "https://")):
         raise GitHubConfigError("api_url", f"must be an http(s) URL, not {api_url!r}", section=section)
@@ -179,7 +186,7 @@ def parse_settings(
         token=_secret(section, "token", "GITHUB_TOKEN", env),
         webhook_secret=_secret(section, "webhook_secret", "BSDKM_WEBHOOK_SECRET", env),
         api_url=api_url,
-        clone_url=str(section.get("clone_url") or f"https://github.com/{repo}.git"),
+        clone_url=clone_url,
         trust=TrustPolicy.build(_strings(section, "trusted_users", ()), associations),
         triggers=triggers,
         max_payload_bytes=int(_number(section, "max_payload_bytes", DEFAULT_MAX_BODY_BYTES)),
