@@ -24,6 +24,7 @@ from buildbot.process import buildstep
 from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
 from buildbot.steps.worker import CompositeStepMixin
 from buildbot.util import service
+from twisted.internet import defer
 from twisted.python import log
 
 from ..config import Config, GitSource
@@ -167,7 +168,11 @@ class BisectOnNewSignatures(service.BuildbotService):
             consumer.stopConsuming()
         await super().stopService()
 
-    async def _finished(self, _key: Any, build: dict[str, Any]) -> None:
+    def _finished(self, _key: Any, build: dict[str, Any]) -> defer.Deferred:
+        # The message queue calls back plainly and waits on a Deferred, not on a coroutine.
+        return defer.ensureDeferred(self._consider_quietly(build))
+
+    async def _consider_quietly(self, build: dict[str, Any]) -> None:
         try:
             await self.consider(build)
         except Exception as e:  # noqa: BLE001 - a bisection not started never breaks the master
