@@ -131,3 +131,34 @@ def test_the_gate_reads_the_base_outcomes_the_master_wrote_and_the_panic_is_pre_
     (run_dir / "base-outcomes.json").write_text("{not json")
     rc, verdict = _gate(tmp_path, gate)
     assert rc == 1 and any("base outcomes" in n and "unusable" in n for n in verdict["notes"])
+
+
+def test_the_actions_outputs_triage_against_the_base_branchs_artifact(
+        panicking_head: tuple[Path, list[str]]) -> None:
+    """A PR job whose base artifact (the nightly's summary.json) has the panic: a warning, a pass."""
+    tmp_path, _ = panicking_head
+    results = tmp_path / "out" / "freebsd-kmod-qemu" / "intelasm" / "results.json"
+    artifact = tmp_path / "baseline"
+    artifact.mkdir()
+    (artifact / "summary.json").write_text(results.read_text())  # the base's run: the same panic
+    out, summary = tmp_path / "action", tmp_path / "summary.md"
+    out.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "GITHUB_OUTPUT": str(tmp_path / "gh-output"),
+           "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true"}
+    cmd = [sys.executable, "-m", "buildbot_bsdkm.cli", "action", "outputs", "--out", str(out),
+           "--results", str(results), "--config", str(tmp_path / "bsdkm.yml")]
+    alone = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert "::error title=" in alone.stdout and _last_verdict(tmp_path / "gh-output") == "fail"
+    proc = subprocess.run([*cmd, "--baseline-dir", str(artifact)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    annotations = [line for line in proc.stdout.splitlines() if line.startswith("::")]
+    assert not any(a.startswith("::error") for a in annotations), annotations
+    assert any(a.startswith("::warning title=[pre-existing since") for a in annotations), annotations
+    assert _last_verdict(tmp_path / "gh-output") == "pass"
+    assert "re-existing" in summary.read_text()  # the job summary's Pre-existing section
+
+
+def _last_verdict(output: Path) -> str:
+    lines = output.read_text().splitlines()
+    return lines[max(i for i, line in enumerate(lines) if line.startswith("verdict<<")) + 1]

@@ -44,6 +44,7 @@ from .io import (
     write_runner_files,
     write_text,
 )
+from .triage_inputs import triage_for
 
 REPORT_MD = "report.md"
 JUNIT_XML = "junit.xml"
@@ -273,7 +274,10 @@ def _policy_for(req: ResultsRequest) -> Policy:
 
 
 def _judge(req: ResultsRequest, runs: list[RunResult]) -> Verdict:
-    verdict = evaluate(runs, _policy_for(req), _baseline_for(req))
+    policy = _policy_for(req)
+    # Triage: the base branch's outcomes in the results store (the artifact) and a base built here.
+    triage = triage_for(req.config, policy, runs, req.baseline_file, req.baseline_dir, _measured_base(req))
+    verdict = evaluate(runs, policy, _baseline_for(req), triage=triage)
     if req.baseline_dir is not None and req.baseline is None and req.baseline_file is None:
         verdict.notes.append(f"baseline artifact has no {SUMMARY_JSON} ({req.baseline_dir}): "
                              "first run on this branch? regressions were not checked")

@@ -1,0 +1,51 @@
+"""What the Action's ``outputs``/``gate`` triage a re-judged run against.
+
+The Action's results store is the base branch's artifact (``baseline-dir``: the summary.json of
+its last run, which the nightly or a push to the base uploads) and, when the artifact carries one,
+the history directory ``bsdkm-ci history add`` keeps (``<dir>/outcomes/``). The runs of a base
+built next to the head (``base-runs.json``, kernel targets included) are the newest outcome.
+Known issues come from the config, as for ``junit``/``compare --config``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ...model import RunResult
+from ...outcome_store import OutcomeDirStore
+from ...perf.store import StoreError
+from ...policy import Policy, Verdict, evaluate
+from ...triage.classify import TriageInputs
+from ...triage.outcomes import BaseOutcome, outcomes_of
+from ..errors import UsageError
+from ..triage_args import base_outcomes, known_issues
+
+
+def _judge(policy: Policy) -> Callable[[list[RunResult]], Verdict]:
+    def judge(runs: list[RunResult]) -> Verdict:
+        return evaluate(runs, policy, triage=TriageInputs())
+    return judge
+
+
+def stored_outcomes(store_dir: Path | None, runs: list[RunResult]) -> list[BaseOutcome]:
+    """The history directory's recorded outcomes of the runs' (target, variant)s, oldest first."""
+    if store_dir is None or not (store_dir / "outcomes").is_dir():
+        return []
+    store = OutcomeDirStore(store_dir)
+    try:
+        records = [r for pair in sorted({(x.target, x.variant) for x in runs}) for r in store.window(*pair)]
+    except StoreError as e:
+        raise UsageError(f"base outcomes: {e}") from None
+    return [BaseOutcome.from_dict(r) for r in records]
+
+
+def triage_for(config: Path | None, policy: Policy, runs: list[RunResult], baseline_doc: Path | None,
+               store_dir: Path | None, measured_base: list[RunResult]) -> TriageInputs:
+    """Known issues of ``config`` (as ``junit``/``compare --config``) and the base outcomes, oldest first."""
+    base = stored_outcomes(store_dir, runs)
+    if baseline_doc is not None:
+        base += base_outcomes([str(baseline_doc)], _judge(policy))
+    if measured_base:
+        base += outcomes_of(measured_base, evaluate(measured_base, policy, triage=TriageInputs()))
+    return TriageInputs(known=known_issues(str(config) if config else None), base=base)
