@@ -146,3 +146,18 @@ def test_local_workers_do_not_inherit_the_masters_secrets(tmp_path: Path,
     assert len(seen) == 2
     assert all(e is not None and "GITHUB_TOKEN" not in e and "BSDKM_WEBHOOK_SECRET" not in e for e in seen)
     assert all(e.get("PATH") for e in seen)
+
+
+def test_the_hook_reads_buildbots_own_worker_and_request_objects() -> None:
+    from buildbot.plugins import worker as bb_worker
+    from buildbot.process.properties import Properties
+
+    from buildbot_bsdkm.buildbot.trust_levels import worker_may_take
+
+    trusted = bb_worker.Worker("bsd1", "pw", properties={TAGS_PROPERTY: ["freebsd-kmod", "trusted"]})
+    slot = type("WFB", (), {"worker": trusted})()
+    # A buildset's properties as the controller adds them ({name: (value, source)}).
+    untrusted_pr = type("BuildRequest", (), {"properties": Properties.fromDict(
+        {PR_NUMBER_PROPERTY: (5, "github"), PR_AUTHOR_TRUSTED_PROPERTY: (False, "github")})})()
+    push = type("BuildRequest", (), {"properties": Properties.fromDict({"branch": ("main", "change")})})()
+    assert not worker_may_take(slot, untrusted_pr) and worker_may_take(slot, push)
