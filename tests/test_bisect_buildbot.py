@@ -179,6 +179,16 @@ class TestTrigger(TestReactorMixin, unittest.TestCase):
         self.assertEqual(got, [])
         self.assertEqual(svc.master.scheduler.triggered, [])
 
+    @defer.inlineCallbacks
+    def test_the_message_queue_gets_a_deferred_that_does_the_work(self):  # noqa: ANN201
+        """Buildbot's mq waits on what the callback returns: a coroutine would never run."""
+        rows = [outcome("a" * 40), outcome("c" * 40, SIG)]
+        svc = self.service({"bsdkm_target": "userspace", "bsdkm_variant": "noasm"}, rows)
+        d = svc._finished(("builds", "1", "finished"), {"buildid": 1})
+        self.assertIsInstance(d, defer.Deferred)
+        yield d
+        self.assertEqual(len(svc.master.scheduler.triggered), 1)
+
 
 def test_with_a_github_section_the_culprit_gets_a_commit_comment_step(monkeypatch: Any) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
@@ -190,15 +200,3 @@ def test_with_a_github_section_the_culprit_gets_a_commit_comment_step(monkeypatc
     [builder] = [b for b in c["builders"] if b.name == bb.BUILDER]
     assert [s.step_class for s in builder.factory.steps] == [bb.BsdkmBisect, bb.BsdkmBisectComment]
     assert builder.factory.steps[1].kwargs["repo"] == "wolfSSL/wolfssl"
-
-
-class TestQueueCallback(TestTrigger):
-    @defer.inlineCallbacks
-    def test_the_message_queue_gets_a_deferred_that_does_the_work(self):  # noqa: ANN201
-        """Buildbot's mq waits on what the callback returns: a coroutine would never run."""
-        rows = [outcome("a" * 40), outcome("c" * 40, SIG)]
-        svc = self.service({"bsdkm_target": "userspace", "bsdkm_variant": "noasm"}, rows)
-        d = svc._finished(("builds", "1", "finished"), {"buildid": 1})
-        self.assertIsInstance(d, defer.Deferred)
-        yield d
-        self.assertEqual(len(svc.master.scheduler.triggered), 1)
