@@ -25,6 +25,14 @@ def unescaped(markdown: str) -> list[str]:
     return found
 
 
+def rendered_markup(markdown: str) -> list[str]:
+    """Links, images and raw HTML a CommonMark renderer (with tables) makes of ``markdown``."""
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").enable("table").render(markdown)
+    return re.findall(r"<(?:a|img|script)\b[^>]*>", html)
+
+
 def perf_entry(name: str) -> dict:
     item = {"name": name, "change": -0.01, "ci_low": None, "ci_high": None, "limit": None,
             "min_detectable": None, "n_base": 5, "n_head": 5, "verdict": "inconclusive",
@@ -40,6 +48,7 @@ def test_notes_and_paragraphs_with_pr_names_are_escaped() -> None:
     for text in (markdown_report(runs, verdict), delta_report(verdict)):
         assert "mis-timed" in text and "Inconclusive (not judged, not passed)" in text
         assert unescaped(text) == [], text
+        assert rendered_markup(text) == []  # rendered, the names are text: no link, image or tag
     html = html_report(runs, verdict)
     assert "<img" not in html and "&lt;img" in html
 
@@ -84,3 +93,4 @@ def test_release_report_escapes_names() -> None:
     }
     text = markdown_release(doc)
     assert unescaped(text) == [], text
+    assert rendered_markup(text) == []
