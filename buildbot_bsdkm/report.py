@@ -35,6 +35,7 @@ from .report_blocks import (
     md_paragraph,
     md_url,
     plain,
+    unlinked,
 )
 from .triage.sections import triage_blocks
 
@@ -237,7 +238,7 @@ def _md_row(cells: Sequence[str]) -> str:
 def _md_block(block: Block) -> str:
     if block.kind == "details":
         # One line: a newline in a name must not end the HTML block and start Markdown (a link).
-        summary = html.escape(" ".join(plain(block.text).split())).replace("@", "&#64;")
+        summary = unlinked(html.escape(" ".join(plain(block.text).split())))
         return f"<details><summary>{summary}</summary>\n\n"
     if block.kind == "details-end":
         return "</details>\n\n"

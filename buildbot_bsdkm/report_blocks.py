@@ -39,10 +39,15 @@ _CODE_OPEN, _CODE_CLOSE = "\ue000", "\ue001"
 _SPANS = re.compile(f"{_CODE_OPEN}([^{_CODE_OPEN}{_CODE_CLOSE}]*){_CODE_CLOSE}")
 _MARKS = re.compile(f"[{_CODE_OPEN}{_CODE_CLOSE}]")
 
-# Characters that start Markdown syntax (links, images, emphasis, HTML, code, mentions, headings,
-# tables, strike-through). Names come from logs and PR branches: a variant called
+# Characters that start Markdown syntax (links, images, emphasis, HTML, code, headings, tables,
+# strike-through, entities). Names come from logs and PR branches: a variant called
 # "[x](https://evil)" or "@org/team" must show as text, never become a link, a ping or a new row.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&]|(?<![0-9A-Za-z_])@)")  # x@y is no mention
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&])")
+# GitHub links @user/@org/team and #123 after rendering, so a backslash does not stop them (it is
+# consumed first): a zero-width space after the sign does, and the text still reads the same.
+_MENTION = re.compile(r"(?<![0-9A-Za-z_`])@(?=[0-9A-Za-z_-])")
+_ISSUE_REF = re.compile(r"#(?=\d)")
+ZWSP = "\u200b"
 _LINE_START = re.compile(r"^(\d*)([-+=.)])")  # a list item or a setext underline at a line's start
 
 
@@ -60,9 +65,18 @@ def _one_line(text: object) -> str:
     return re.sub(r"\s+", " ", str(text))
 
 
+def unlinked(text: str) -> str:
+    """``text`` with @mentions and #references broken by a zero-width space (for HTML GitHub shows)."""
+    return _ISSUE_REF.sub(f"#{ZWSP}", _MENTION.sub(f"@{ZWSP}", text))
+
+
+def _escape(text: str) -> str:
+    return _MD_SPECIAL.sub(r"\\\1", unlinked(text))
+
+
 def md_text(text: object) -> str:
     """Untrusted text as literal inline Markdown on one line."""
-    return _MD_SPECIAL.sub(r"\\\1", _one_line(plain(text)).strip())
+    return _escape(_one_line(plain(text)).strip())
 
 
 def md_code(text: object, *, in_table: bool = False) -> str:
@@ -81,9 +95,9 @@ def md_inline(text: object, *, in_table: bool = False) -> str:
     """A block's text as Markdown: code spans fenced, everything else escaped."""
     text, out, at = _one_line(text).strip(), [], 0
     for m in _SPANS.finditer(text):
-        out += [_MD_SPECIAL.sub(r"\\\1", plain(text[at:m.start()])), md_code(m[1], in_table=in_table)]
+        out += [_escape(plain(text[at:m.start()])), md_code(m[1], in_table=in_table)]
         at = m.end()
-    out.append(_MD_SPECIAL.sub(r"\\\1", plain(text[at:])))
+    out.append(_escape(plain(text[at:])))
     return "".join(out)
 
 

@@ -65,7 +65,7 @@ def test_comment_body_names_the_evidence_and_escapes() -> None:
     body = comment_body(doc, link="https://ci.example.org/#/builders/7/builds/3")
     assert body.startswith(MARKER)
     assert "`SHA-256`" in body and "`userspace`/`noasm`" in body
-    assert "\\[x\\]" in body and "\\@org" in body
+    assert "\\[x\\]" in body and "@\u200borg" in body  # a zero-width space: GitHub links even \\@org
     assert "verification:" in body and "[Bisection report](https://ci.example.org/" in body
     undecided = {**doc, "decided": False, "culprit": None}
     with pytest.raises(ValueError, match="no culprit"):
