@@ -5,7 +5,7 @@
 - ``instruction_blocks``: per run a table: item, count per byte/op of base and head, change,
   the wall-clock change of the same item beside it, status; for a regressed item the functions
   whose counts changed most. A run with nothing to compare shows its counts and biggest functions.
-The JUnit suite is ``instructions_junit.py``'s.
+The JUnit suite (``junit.py``) takes its facts from ``instruction_facts``.
 """
 
 from __future__ import annotations

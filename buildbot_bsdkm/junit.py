@@ -47,7 +47,10 @@ from pathlib import Path
 from junit_xml import TestCase, TestSuite
 
 from . import kernel_health
+from .instructions_report import GEOMEAN_NAME as INSTRUCTIONS_GEOMEAN
+from .instructions_report import instruction_facts
 from .model import Benchmark, KernelEvent, LogFormat, LogResult, RunResult
+from .perf.instructions import MEASURED, counts_of
 from .policy import COMPLETE_PREFIX, Check, CheckKind, Verdict, fmt_num
 
 _SELFTEST_KINDS = {CheckKind.SELFTEST, CheckKind.COMPLETE}
@@ -461,8 +464,43 @@ def _kernel_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
 
 
 register_suite("kernel", _kernel_cases, kinds=[CheckKind.KERNEL])  # issue 12
-# The instruction counts' suite registers itself; imported here, after register_suite exists.
-from . import instructions_junit  # noqa: E402, F401
+@dataclass
+class _SkippedCase(JUnitCase):
+    """A testcase that could not run: skipped with the reason, never a pass."""
+
+    reason: str = ""
+
+    def to_testcase(self, classname: str) -> TestCase:
+        tc = super().to_testcase(classname)
+        tc.add_skipped_info(message=self.reason)
+        return tc
+
+
+def _instruction_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
+    """The ``instructions`` suite: a testcase per counted item (instructions_report's facts in
+    system-out); an item that could not be counted is skipped with the reason."""
+    counts = counts_of(run.metadata)
+    if counts is None:
+        return [JUnitCase(c.name, checks=[c]) for c in checks]
+    by_item = {str(c.detail.get("item")): c for c in checks if "item" in c.detail}
+    cases: list[JUnitCase] = []
+    for item in counts.items:
+        check = by_item.get(item.name)
+        clock = check.detail.get("clock_change_pct") if check is not None else None
+        facts = instruction_facts(item, check, clock if isinstance(clock, int | float) else None)
+        name = f"instructions:{item.name}"
+        if item.status != MEASURED:
+            cases.append(_SkippedCase(name, facts=facts, reason=f"not counted: {item.reason or item.status}"))
+        else:
+            cases.append(JUnitCase(name, checks=[check] if check else [], facts=facts))
+    for c in checks:
+        if c.name.startswith(INSTRUCTIONS_GEOMEAN):
+            cases.append(JUnitCase(c.name, checks=[c], facts={"change": f"{c.value:+.2f}%",
+                                                              "limit": f"+{c.threshold:g}%"}))
+    return cases
+
+
+register_suite("instructions", _instruction_cases, kinds=[CheckKind.INSTRUCTIONS])
 
 
 def junit_xml(runs: list[RunResult], verdict: Verdict, *, testcase_files: bool = False) -> str:

@@ -1,5 +1,5 @@
 """Instruction counts of a fixed workload (perf/instructions.py, pipeline/instructions.py,
-policy/instructions.py, instructions_report.py, instructions_junit.py)."""
+policy/instructions.py, instructions_report.py, junit.py's instructions suite)."""
 
 from __future__ import annotations
 
