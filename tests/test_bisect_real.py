@@ -85,3 +85,33 @@ def test_a_change_within_the_noise_ends_could_not_decide(repo: tuple[Path, str, 
     assert "the bad end" in result["why"]
     assert len(result["remaining"]) == 8
     assert result["steps"][0]["rounds"] >= 5
+
+
+KERNEL_CONFIG = """\
+source: {{local: {repo}}}
+targets:
+  linux-kmod-qemu: {{flags: [--enable-cryptonly, --enable-crypttests, --disable-ecc, --disable-dh], cpu: max}}
+variants:
+  noasm: {{flags: [--disable-asm], targets: [linux-kmod-qemu]}}
+benchmark: {{min_runtime_s: 0.01, embedded: true, ntimes: 1, agreetimes: 1}}
+timeouts: {{load: 1200}}
+retry: {{max_infra_retries: 1, backoff_s: [1]}}
+policy: {policy}
+"""
+
+
+def test_a_kernel_oops_on_load_is_bisected_on_the_linux_module_in_qemu(
+        repo: tuple[Path, str, Path], tmp_path: Path) -> None:
+    """Four commits, the third makes the module's init write through NULL: an oops at load."""
+    path, base, config = repo
+    kernel = tmp_path / "kernel.yml"
+    kernel.write_text(KERNEL_CONFIG.format(repo=path, policy=config.parent / "policy.yml"))
+    hist = make_history(path, base, "oops", 4, oops_at=3)
+    code = main(["bisect", "--config", str(kernel), "--source-dir", str(path), "--good", hist.good,
+                 "--bad", hist.branch, "--target", "linux-kmod-qemu", "--variant", "noasm",
+                 "--out", str(tmp_path / "out"), "--failure", "*: NULL pointer dereference"])
+    result = json.loads((tmp_path / "out" / "bisect.json").read_text())
+    assert code == 0, result["why"]
+    assert result["culprit"]["sha"] == hist.planted["oops"]
+    assert "wolfssl_init" in result["evidence"]["reason"]
+    assert result["builds"] <= build_limit(4)
