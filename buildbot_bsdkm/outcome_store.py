@@ -7,7 +7,7 @@ failures' stable signatures), ``commit``, ``version``, ``date``, ``fingerprint``
 stores with one interface, beside the perf history they share a home with:
 
 - ``OutcomeDirStore``: JSON files under the perf history directory (the CLI's and the Action's),
-  ``outcomes/<target>/<variant>/<kernel>/<seq>-<commit>.json``;
+  ``outcomes/<target>/<variant>/<kernel>/<seq>-<commit>.outcome`` (JSON);
 - ``OutcomeSqlStore``: the table ``bsdkm_base_outcomes`` in the Buildbot master's database (sqlite
   or PostgreSQL), next to ``bsdkm_perf_history``.
 
@@ -29,6 +29,8 @@ from .triage.outcomes import BaseOutcome
 
 TABLE = "bsdkm_base_outcomes"
 OUTCOMES_DIR = "outcomes"  # under a perf history directory; no fingerprint id is this word
+# JSON, but not named *.json: ``compare --history DIR`` reads every *.json under DIR as a run.
+SUFFIX = ".outcome"
 DEFAULT_KERNEL = "default"  # the directory of a target that boots one kernel (its records say "")
 
 
@@ -70,9 +72,9 @@ class OutcomeDirStore:
         rec = checked(record)
         d = self._dir(rec["target"], rec["variant"], _kernel_dir(rec["kernel"]))
         d.mkdir(parents=True, exist_ok=True)
-        seq = len(list(d.glob("*.json"))) + 1
+        seq = len(list(d.glob(f"*{SUFFIX}"))) + 1
         safe = re.sub(r"[^0-9A-Za-z._-]", "_", rec.get("commit") or "unknown")[:64]
-        path = d / f"{seq:06d}-{safe}.json"
+        path = d / f"{seq:06d}-{safe}{SUFFIX}"
         path.write_text(json.dumps({**rec, "recorded": time.time()}, indent=2) + "\n", encoding="utf-8")
         return path
 
@@ -92,7 +94,7 @@ class OutcomeDirStore:
         base = self.root / safe_name("target", target) / safe_name("variant", variant)
         out: list[dict[str, Any]] = []
         for kdir in sorted(p for p in base.glob("*") if p.is_dir()):
-            for path in sorted(kdir.glob("*.json"))[-n:]:
+            for path in sorted(kdir.glob(f"*{SUFFIX}"))[-n:]:
                 rec = self._read(path)
                 rec["_seq"] = path.stat().st_mtime_ns
                 out.append(rec)
