@@ -342,6 +342,8 @@ def stage_gate(job: Job) -> None:
 
     run = read_run(job)
     base, note = _base_run(job)
+    if not registry.measures_base(job.target):
+        note = None  # a base built for correctness only: not the perf gate's; base_triage says what it is
     history = _history(job)
     gate = GateInputs.load(job.config, read_baseline=base is None)
     # Triage: the base's recorded outcomes (the master's) and the base built here, whatever it did.
