@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SHARED
+from test_pipeline_freebsd_base import _config, _tree, worker  # noqa: F401 - the FreeBSD double fixture
 
 from buildbot_bsdkm.actions import Level
 from buildbot_bsdkm.buildbot import summaries
@@ -162,3 +163,21 @@ def test_the_actions_outputs_triage_against_the_base_branchs_artifact(
 def _last_verdict(output: Path) -> str:
     lines = output.read_text().splitlines()
     return lines[max(i for i, line in enumerate(lines) if line.startswith("verdict<<")) + 1]
+
+
+@pytest.mark.usefixtures("worker")  # test_pipeline_freebsd_base's FreeBSD double
+def test_run_with_a_base_triages_the_heads_failure_against_the_base_built_next_to_it(tmp_path: Path) -> None:
+    """``bsdkm-ci run --base-*`` (the Action's run): a build failure the base has too is pre-existing."""
+    from buildbot_bsdkm.config import LocalSource
+    from buildbot_bsdkm.pipeline.run import run_matrix
+
+    config = _config(tmp_path, 2)
+    (config.source.path / "BROKEN").write_text("")  # the head's build fails ...
+    base = _tree(tmp_path / "base-src")
+    (base / "BROKEN").write_text("")  # ... as the base's does
+    result = run_matrix(config, None, None, tmp_path / "out", progress=lambda m: None,
+                        base_source=LocalSource(base), repeats=2)
+    failures = result.verdict.failures
+    assert failures and {c.triage for c in failures} == {"pre-existing"}, [(c.name, c.triage)
+                                                                          for c in failures]
+    assert result.verdict.passed

@@ -43,6 +43,11 @@ def of_base_run(base: RunResult | None, policy: Policy) -> list[BaseOutcome]:
     return outcomes_of([base], evaluate([base], policy))
 
 
+def of_runs(bases: list[RunResult], policy: Policy) -> list[BaseOutcome]:
+    """The outcomes of base runs measured next to their heads (``bsdkm-ci run --base-*``)."""
+    return outcomes_of(bases, evaluate(bases, policy)) if bases else []
+
+
 def gather(run_dir: Path, base: RunResult | None, policy: Policy) -> tuple[list[BaseOutcome], list[str]]:
     """Every base outcome the gate has for this run, oldest first, and notes on where they came from."""
     outcomes, note = recorded(run_dir)

@@ -23,7 +23,7 @@ from ..perf import extend as perf_extend
 from ..perf.confirm import Remeasure, confirm, to_confirm
 from ..perf.gate import Settings
 from ..policy import Verdict
-from . import registry
+from . import base_triage, registry
 from .errors import StageError
 from .phases import build_phase, concurrency, finish, measure_phase, record_failure, timed
 from .proc import run_logged
@@ -395,7 +395,9 @@ def run_matrix(
 
         def judge(heads: list[RunResult], bases_now: list[RunResult]) -> Verdict:
             # A base side that failed (fetch, build, any round) is no base: its pair is gated against history.
-            return gate_runs(gate, heads, [r for r in bases_now if r.failure is None], history)
+            # Every base run, failed ones too, is what the base did: the triage's newest base outcome.
+            return gate_runs(gate, heads, [r for r in bases_now if r.failure is None], history,
+                             base_outcomes=base_triage.of_runs(bases_now, gate.policy))
 
         last = extend_while_undecided(jobs_list, bases, runs, base_runs, max(1, repeats), gate.policy.perf,
                                       judge, say)
