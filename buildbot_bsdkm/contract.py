@@ -43,6 +43,11 @@ BASE_CORRECTNESS_PROPERTY = "bsdkm_base_correctness"
 # The base's recorded outcomes, written next to a PR build's run before ``stage gate`` reads them
 # (``{"base_outcomes": [BaseOutcome.to_dict(), ...]}``, oldest first).
 BASE_OUTCOMES_FILE = "base-outcomes.json"
+# What ``stage gate`` triaged against (the file above and the base built next to the head), same
+# form, written only when there was any: the Gate step keeps it as BASE_OUTCOMES_PROPERTY, so the PR
+# comment, judged again on the master over every build, says what the statuses say.
+BASE_OUTCOMES_USED_FILE = "base-outcomes.used.json"
+BASE_OUTCOMES_PROPERTY = "bsdkm_base_outcomes"
 
 # Set by the bounded-retry build (buildbot/retrying_build.py).
 ATTEMPT_PROPERTY = "bsdkm_attempt_record"  # this build's own attempt (retry_rules.Attempt.to_dict())

@@ -115,6 +115,16 @@ def run_pr(master: Master, github: FakeGitHub, number: int, head: str) -> tuple[
     return status, master.rest.properties(builds[-1]["buildid"])
 
 
+def final_comment(github: FakeGitHub, number: int, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = [c["body"] for c in github.comments_on(number) if "Still running" not in c["body"]]
+        if done:
+            return done[-1]
+        time.sleep(1)
+    raise AssertionError(f"no finished PR comment on #{number}")
+
+
 def force_base_build(master: Master) -> int:
     """A build of the configured source (the base branch), as the nightly starts one."""
     body = {"jsonrpc": "2.0", "method": "force", "id": 1,
@@ -150,6 +160,7 @@ def test_pre_existing_panic_is_green_and_a_new_selftest_failure_is_red(
         triage = props["bsdkm_triage"]
         assert triage["counts"] == {"pre-existing": 1} and triage["blocking"] == 0
         assert outcome_rows(master) == []  # a PR build records nothing
+        assert "Pre-existing" in final_comment(github, 101)  # the comment agrees with the status
 
         # 2. A build of the base branch records its outcome: the debug kernel's panic.
         bsid = force_base_build(master)
@@ -167,6 +178,8 @@ def test_pre_existing_panic_is_green_and_a_new_selftest_failure_is_red(
         assert status["state"] == "failure", status
         assert "new" in status["description"] and "AES-GCM" in status["description"], status
         assert "bsdkm_base_correctness" not in props  # the recorded outcome was enough
+        comment = final_comment(github, 102)
+        assert "New" in comment and "Fixed" in comment, comment[:2000]
         counts = props["bsdkm_triage"]["counts"]
         assert counts.get("new", 0) >= 1 and counts.get("fixed") == 1  # the panic is gone: "fixed"
         assert github.invalid == [], github.invalid

@@ -21,6 +21,8 @@ from twisted.python import log
 
 from ..contract import (
     BASE_CORRECTNESS_PROPERTY,
+    BASE_OUTCOMES_PROPERTY,
+    BASE_OUTCOMES_USED_FILE,
     BENCHMARKS_PROPERTY,
     FAILURE_PROPERTY,
     INCONCLUSIVE_PROPERTY,
@@ -463,6 +465,7 @@ class Gate(BsdkmStageStep):
             runs = await self.attach_report(verdict)
             if runs is not None:
                 await self.record_outcomes(verdict, runs)
+            await self.keep_base_outcomes(verdict)
         if rc == 0:
             self.stage_summary = summaries.verdict_summary(verdict) if verdict else "gate passed"
             return SUCCESS
@@ -472,6 +475,20 @@ class Gate(BsdkmStageStep):
         if verdict is not None:
             self.stage_summary = summaries.verdict_summary(verdict)
         return result
+
+    async def keep_base_outcomes(self, verdict: dict[str, Any]) -> None:
+        """What the gate triaged against, as a property: the PR comment is judged again on the
+        master over every build and must call the same failures pre-existing."""
+        triage = verdict.get("triage")
+        if not isinstance(triage, dict) or not triage.get("base_outcomes"):
+            return
+        text = await self.read_worker_text(f"{self.run_dir()}/{BASE_OUTCOMES_USED_FILE}")
+        try:
+            doc = json.loads(text) if text is not None else None
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("base_outcomes"), list):
+            self.setProperty(BASE_OUTCOMES_PROPERTY, doc["base_outcomes"], PROPERTY_SOURCE)
 
     async def record_outcomes(self, verdict: dict[str, Any], runs: list[RunResult]) -> None:
         """A base-branch build: its outcome per kernel kind into the master's database."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import contract
 from ..contract import (
+    BASE_OUTCOMES_PROPERTY,
     FAILURE_PROPERTY,
     HISTORY_PROPERTY,
     INCONCLUSIVE_PROPERTY,
@@ -30,6 +31,9 @@ from ..contract import (
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
 from ..policy import BaselineMismatch, Check, CheckKind, Policy, Verdict, evaluate
 from ..report import markdown_report
+from ..triage.classify import TriageInputs
+from ..triage.known import KnownIssues
+from ..triage.outcomes import BaseOutcome
 from ..triage_summary import triage_words
 from .publisher import REPORT_MARKER
 
@@ -206,16 +210,31 @@ def _new_named(build: BuildFacts) -> str:
     return f": {new[0]}" if isinstance(new, list) and new and isinstance(new[0], str) else ""
 
 
+def base_outcomes_of(builds: Sequence[BuildFacts]) -> list[BaseOutcome]:
+    """What each build's gate triaged against (``bsdkm_base_outcomes``), oldest first per build."""
+    out: list[BaseOutcome] = []
+    for b in builds:
+        records = b.properties.get(BASE_OUTCOMES_PROPERTY)
+        for rec in records if isinstance(records, list) else []:
+            try:
+                out.append(BaseOutcome.from_dict(rec))
+            except ValueError:
+                continue  # a property from an older master: that build's failures stay new
+    return out
+
+
 @dataclass
 class PrReport:
     policy: Policy
     baseline: list[RunResult] | None = None
+    known: KnownIssues = field(default_factory=KnownIssues)  # the config's known_issues
 
-    def verdict(self, runs: list[RunResult]) -> Verdict:
+    def verdict(self, runs: list[RunResult], base: Sequence[BaseOutcome] = ()) -> Verdict:
+        triage = TriageInputs(known=self.known, base=list(base))
         try:
-            return evaluate(runs, self.policy, self.baseline)
+            return evaluate(runs, self.policy, self.baseline, triage=triage)
         except BaselineMismatch as e:  # a static baseline of other runs: said in the comment, never a PASS
-            verdict = evaluate(runs, self.policy, None)
+            verdict = evaluate(runs, self.policy, None, triage=triage)
             verdict.checks.append(Check("*", "*", "baseline", CheckKind.REGRESSION, False,
                                         f"bad baseline: {e}", error=True))
             return verdict
@@ -236,7 +255,7 @@ class PrReport:
             header += f"_Still running: {', '.join(running)}; this comment is updated as builds finish._\n\n"
         text = markdown_report(
             runs,
-            self.verdict(runs),
+            self.verdict(runs, base_outcomes_of(finished)),
             retries=retries or None,
             links=all_links or None,
             max_chars=GITHUB_COMMENT_LIMIT - len(header),

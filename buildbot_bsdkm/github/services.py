@@ -45,7 +45,7 @@ def _pr_report(config: Config) -> PrReport | None:
     except (ValueError, OSError) as e:
         log.msg(f"bsdkm github: PR comment disabled: {e}")
         return None
-    return PrReport(policy, baseline)
+    return PrReport(policy, baseline, config.known_issues)
 
 
 def github_services(

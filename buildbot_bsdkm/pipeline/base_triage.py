@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..contract import BASE_OUTCOMES_FILE
+from ..contract import BASE_OUTCOMES_FILE, BASE_OUTCOMES_USED_FILE
 from ..model import RunResult
 from ..policy import Policy, evaluate
 from ..triage.outcomes import BaseOutcome, outcomes_from_document, outcomes_of
@@ -57,3 +57,12 @@ def gather(run_dir: Path, base: RunResult | None, policy: Policy) -> tuple[list[
         what = "; ".join(f"{o.label}: {o.verdict}" for o in built)
         notes.append(f"base built and loaded next to the head, its failures are the base's ({what})")
     return outcomes + built, notes
+
+
+def keep_used(run_dir: Path, outcomes: list[BaseOutcome]) -> None:
+    """What the gate triaged against, for the Buildbot master's PR comment (none: no file)."""
+    path = run_dir / BASE_OUTCOMES_USED_FILE
+    if outcomes:
+        path.write_text(json.dumps({"base_outcomes": [o.to_dict() for o in outcomes]}), encoding="utf-8")
+    else:
+        path.unlink(missing_ok=True)

@@ -350,6 +350,7 @@ def stage_gate(job: Job) -> None:
     outcomes, triage_notes = base_triage.gather(job.dir, _base_any(job), gate.policy)
     verdict = gate_runs(gate, [run], [base] if base is not None else None, history, base_outcomes=outcomes)
     verdict.notes += [n for n in triage_notes if n not in verdict.notes]
+    base_triage.keep_used(job.dir, outcomes)
     # confirm: true re-measures a regression when the base was measured here (run.gate_against_base);
     # against history, or without a way to measure again, the regressions stand, with a note.
     confirm(verdict, gate.policy, job.remeasure if base is not None else None, history)
