@@ -181,3 +181,19 @@ def test_run_with_a_base_triages_the_heads_failure_against_the_base_built_next_t
     assert failures and {c.triage for c in failures} == {"pre-existing"}, [(c.name, c.triage)
                                                                           for c in failures]
     assert result.verdict.passed
+
+
+def test_the_pr_comment_is_triaged_with_the_outcomes_each_build_was_gated_against() -> None:
+    from buildbot_bsdkm.github.aggregate import PrReport, base_outcomes_of
+    from buildbot_bsdkm.model import LogResult, RunResult, SelfTest
+    from buildbot_bsdkm.policy import load_policy
+
+    run = RunResult("intelasm", "userspace", logs=[LogResult(
+        "test.log", tests=[SelfTest("AES-GCM", False, code=-216)], complete=True)])
+    recorded = {"target": "userspace", "variant": "intelasm", "verdict": "fail",
+                "signatures": ["selftest: AES-GCM (-216)"], "commit": BASE, "date": "2026-11-30T02:00:00Z"}
+    build = BuildFacts("userspace", "intelasm", WARNINGS, properties={"bsdkm_base_outcomes": [recorded, 7]})
+    base = base_outcomes_of([build])  # what is no outcome is left out
+    report = PrReport(load_policy(None))
+    assert {c.triage for c in report.verdict([run]).failures} == {"new"}
+    assert {c.triage for c in report.verdict([run], base).failures} == {"pre-existing"}

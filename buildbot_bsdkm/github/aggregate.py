@@ -32,7 +32,7 @@ from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_j
 from ..policy import BaselineMismatch, Check, CheckKind, Policy, Verdict, evaluate
 from ..report import markdown_report
 from ..triage.classify import TriageInputs
-from ..triage.known import KnownIssues
+from ..triage.known import KnownIssueError, KnownIssues
 from ..triage.outcomes import BaseOutcome
 from ..triage_summary import triage_words
 from .publisher import REPORT_MARKER
@@ -230,7 +230,15 @@ class PrReport:
     known: KnownIssues = field(default_factory=KnownIssues)  # the config's known_issues
 
     def verdict(self, runs: list[RunResult], base: Sequence[BaseOutcome] = ()) -> Verdict:
-        triage = TriageInputs(known=self.known, base=list(base))
+        try:
+            return self._verdict(runs, TriageInputs(known=self.known, base=list(base)))
+        except KnownIssueError as e:  # expired for the version tested: the comment says so, never a PASS
+            verdict = self._verdict(runs, TriageInputs(base=list(base)))
+            verdict.checks.append(Check("*", "*", "known_issues", CheckKind.COMPLETE, False,
+                                        f"bad known issue: {e}", error=True))
+            return verdict
+
+    def _verdict(self, runs: list[RunResult], triage: TriageInputs) -> Verdict:
         try:
             return evaluate(runs, self.policy, self.baseline, triage=triage)
         except BaselineMismatch as e:  # a static baseline of other runs: said in the comment, never a PASS
