@@ -158,6 +158,12 @@ def test_the_actions_outputs_triage_against_the_base_branchs_artifact(
     assert any(a.startswith("::warning title=[pre-existing since") for a in annotations), annotations
     assert _last_verdict(tmp_path / "gh-output") == "pass"
     assert "re-existing" in summary.read_text()  # the job summary's Pre-existing section
+    # The base-outcomes artifact: the base's last run, failed (never a perf baseline), same effect.
+    proc = subprocess.run([*cmd, "--base-outcomes-dir", str(artifact)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert _last_verdict(tmp_path / "gh-output") == "pass"
+    assert not any(line.startswith("::error") for line in proc.stdout.splitlines())
 
 
 def _last_verdict(output: Path) -> str:

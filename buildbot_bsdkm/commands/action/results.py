@@ -65,6 +65,9 @@ def _results_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", type=optional_path, help="baseline results JSON (re-judges the run with it)")
     p.add_argument("--baseline-dir", type=optional_path,
                    help="a downloaded baseline artifact; its summary.json is used when present")
+    p.add_argument("--base-outcomes-dir", type=optional_path,
+                   help="a downloaded base-outcomes artifact: the base branch's last summary.json, "
+                        "passed or failed, and/or a history directory (triage: pre-existing failures)")
     p.add_argument("--run-exit-code", type=optional_int,
                    help=f"exit status of `bsdkm-ci run` (default: DIR/{RUN_EXIT_CODE})")
 
@@ -101,11 +104,12 @@ class ResultsRequest:
     baseline: Path | None = None
     baseline_dir: Path | None = None
     run_exit_code: int | None = None
+    base_outcomes_dir: Path | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ResultsRequest:
         return cls(args.out, args.results, args.config, args.policy, args.baseline, args.baseline_dir,
-                   args.run_exit_code)
+                   args.run_exit_code, getattr(args, "base_outcomes_dir", None))
 
     @property
     def results_path(self) -> Path:
@@ -113,8 +117,8 @@ class ResultsRequest:
 
     @property
     def rejudge(self) -> bool:
-        """An explicit policy or baseline overrides the verdict the run stored."""
-        return self.policy is not None or self.baseline_file is not None
+        """An explicit policy or baseline overrides the verdict the run stored; so do base outcomes."""
+        return self.policy is not None or self.baseline_file is not None or self.base_outcomes_dir is not None
 
     @property
     def baseline_file(self) -> Path | None:
@@ -276,7 +280,8 @@ def _policy_for(req: ResultsRequest) -> Policy:
 def _judge(req: ResultsRequest, runs: list[RunResult]) -> Verdict:
     policy = _policy_for(req)
     # Triage: the base branch's outcomes in the results store (the artifact) and a base built here.
-    triage = triage_for(req.config, policy, runs, req.baseline_file, req.baseline_dir, _measured_base(req))
+    triage = triage_for(req.config, policy, runs, req.baseline_file, req.baseline_dir, _measured_base(req),
+                        req.base_outcomes_dir)
     verdict = evaluate(runs, policy, _baseline_for(req), triage=triage)
     if req.baseline_dir is not None and req.baseline is None and req.baseline_file is None:
         verdict.notes.append(f"baseline artifact has no {SUMMARY_JSON} ({req.baseline_dir}): "

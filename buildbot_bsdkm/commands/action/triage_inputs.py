@@ -1,7 +1,8 @@
 """What the Action's ``outputs``/``gate`` triage a re-judged run against.
 
-The Action's results store is the base branch's artifact (``baseline-dir``: the summary.json of
-its last run, which the nightly or a push to the base uploads) and, when the artifact carries one,
+The Action's results store is the base branch's artifacts: ``baseline-dir`` (the summary.json of
+its last passing run, the perf baseline) and ``base-outcomes-dir`` (the summary.json of its last
+run, passed or failed, which the nightly or a push to the base uploads) and, when one carries it,
 the history directory ``bsdkm-ci history add`` keeps (``<dir>/outcomes/``). The runs of a base
 built next to the head (``base-runs.json``, kernel targets included) are the newest outcome.
 Known issues come from the config, as for ``junit``/``compare --config``.
@@ -41,11 +42,16 @@ def stored_outcomes(store_dir: Path | None, runs: list[RunResult]) -> list[BaseO
 
 
 def triage_for(config: Path | None, policy: Policy, runs: list[RunResult], baseline_doc: Path | None,
-               store_dir: Path | None, measured_base: list[RunResult]) -> TriageInputs:
-    """Known issues of ``config`` (as ``junit``/``compare --config``) and the base outcomes, oldest first."""
-    base = stored_outcomes(store_dir, runs)
+               store_dir: Path | None, measured_base: list[RunResult],
+               outcomes_dir: Path | None = None) -> TriageInputs:
+    """Known issues of ``config`` (as ``junit``/``compare --config``) and the base outcomes, oldest
+    first: the history directories' records, the baseline's run (a passing one), the base-outcomes
+    artifact's last run (passed or failed: the newest), the base built next to the head."""
+    base = stored_outcomes(store_dir, runs) + stored_outcomes(outcomes_dir, runs)
     if baseline_doc is not None:
         base += base_outcomes([str(baseline_doc)], _judge(policy))
+    if outcomes_dir is not None and (outcomes_dir / "summary.json").is_file():
+        base += base_outcomes([str(outcomes_dir / "summary.json")], _judge(policy))
     if measured_base:
         base += outcomes_of(measured_base, evaluate(measured_base, policy, triage=TriageInputs()))
     return TriageInputs(known=known_issues(str(config) if config else None), base=base)
