@@ -200,3 +200,40 @@ def test_with_a_github_section_the_culprit_gets_a_commit_comment_step(monkeypatc
     [builder] = [b for b in c["builders"] if b.name == bb.BUILDER]
     assert [s.step_class for s in builder.factory.steps] == [bb.BsdkmBisect, bb.BsdkmBisectComment]
     assert builder.factory.steps[1].kwargs["repo"] == "wolfSSL/wolfssl"
+
+
+class TestRegressionTrigger(TestReactorMixin, unittest.TestCase):
+    def setUp(self) -> None:
+        self.setup_test_reactor()
+
+    @defer.inlineCallbacks
+    def test_a_drop_in_the_perf_history_starts_a_regression_bisection(self):  # noqa: ANN201
+        rows = [{**outcome("a" * 40), "fingerprint": "fp1"}, {**outcome("c" * 40), "fingerprint": "fp1"}]
+        commits = [f"{i:040x}" for i in range(12)]
+        series = {"SHA-256": [(c, 100.0 if i < 6 else 89.0) for i, c in enumerate(commits)]}
+
+        async def window(master: Any, target: str, variant: str, n: int = 10) -> list[dict[str, Any]]:
+            return rows
+
+        async def perf_series(master: Any, fp: str, target: str, variant: str, n: int = 30) -> dict:
+            assert fp == "fp1"
+            return series
+
+        self.patch(bb.base_outcomes, "window", window)
+        self.patch(bb, "perf_series", perf_series)
+
+        class Service(bb.BisectOnNewSignatures):
+            fake = FakeMaster({"bsdkm_target": "userspace", "bsdkm_variant": "noasm"})
+
+            @property
+            def master(self) -> Any:
+                return self.fake
+
+        svc = Service()
+        svc.repository = REPO
+        [req] = yield defer.ensureDeferred(svc.consider({"buildid": 3}))
+        self.assertEqual((req.regression, req.good, req.bad), ("SHA-256", commits[5], commits[6]))
+        cmd = bb.BsdkmBisect(config_path="/x/bsdkm.yml").bisect_command(req, REPO)
+        self.assertIn("--regression=SHA-256", cmd)
+        self.assertIn("--pct=11", cmd)
+        self.assertNotIn("--failure", " ".join(cmd))

@@ -104,3 +104,19 @@ def test_the_loopback_github_refuses_a_malformed_commit_comment(github: FakeGitH
     with pytest.raises(Exception, match="422"):
         run(bad)
     assert len(github.invalid) == before + 1
+
+
+def test_a_confirmed_regression_asks_for_a_bisection_across_the_change_point() -> None:
+    from buildbot_bsdkm.pipeline.bisect_trigger import regression_requests
+
+    commits = [f"{i:040x}" for i in range(14)]
+    level = [100.0, 101.0, 99.5, 100.4, 99.8, 100.9, 100.2, 99.7, 88.1, 87.6, 88.4, 87.9, 88.2, 88.0]
+    series = {"SHA-256": list(zip(commits, level, strict=True)),
+              "AES-128-GCM-enc": [(c, 500.0 + (i % 3)) for i, c in enumerate(commits)]}
+    [req] = regression_requests("userspace", "noasm", series)
+    assert (req.regression, req.good, req.bad) == ("SHA-256", commits[7], commits[8])
+    assert 10 <= (req.pct or 0) <= 14 and req.signature == ""
+    assert regression_requests("userspace", "noasm", series, done=[req.key]) == []
+    assert BisectRequest.from_dict(req.to_dict()) == req
+    small = {"SHA-256": [(c, v if i < 8 else v * 0.98) for i, (c, v) in enumerate(series["SHA-256"][:8] * 2)]}
+    assert regression_requests("userspace", "noasm", small) == []  # a 2 % shift is not bisected

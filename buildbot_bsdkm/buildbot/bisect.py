@@ -3,8 +3,10 @@
 - ``BisectOnNewSignatures`` (a master service) looks at every finished base-branch build of a
   ``target/variant`` builder: the base outcomes its Gate step recorded (``base_outcomes``) say
   whether its newest build shows a failure signature the build before it did not
-  (``pipeline.bisect_trigger.requests_for``). Each such signature is bisected once (the keys asked
-  for are kept in the master's state table), through the ``bisect`` Triggerable scheduler.
+  (``pipeline.bisect_trigger.requests_for``), and the perf history of a perf target whether an
+  item's level dropped (the drift detector's change point, ``regression_requests``). Each is
+  bisected once (the keys asked for are kept in the master's state table), through the ``bisect``
+  Triggerable scheduler.
 - The ``bisect`` builder runs ``bsdkm-ci bisect`` on a worker (``BsdkmBisect``) between the last
   good and the first bad base build, attaches bisect.md/bisect.html, sets ``bsdkm_bisect`` (the
   result document) and, when ``bsdkm.yml`` has a ``github:`` section, comments on the culprit
@@ -29,8 +31,10 @@ from twisted.python import log
 
 from ..config import Config, GitSource
 from ..contract import PR_NUMBER_PROPERTY, PROPERTY_SOURCE, TARGET_PROPERTY, VARIANT_PROPERTY
-from ..pipeline.bisect_trigger import BisectRequest, requests_for
-from . import base_outcomes
+from ..perf.store import best_series
+from ..pipeline.bisect_trigger import BisectRequest, regression_requests, requests_for
+from ..pipeline.registry import measures_base
+from . import base_outcomes, perf_history
 from .workers import WorkerSpec
 
 BUILDER = "bisect"
@@ -59,9 +63,10 @@ class BsdkmBisect(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep)
         super().__init__(**kwargs)
 
     def bisect_command(self, req: BisectRequest, repository: str) -> list[str]:
+        what = ([f"--regression={req.regression}", *([f"--pct={req.pct:g}"] if req.pct else [])]
+                if req.regression else [f"--failure={req.signature}"])
         cmd = [self.bsdkm_ci, "bisect", f"--good={req.good}", f"--bad={req.bad}", "--target", req.target,
-               "--variant", req.variant, f"--failure={req.signature}", f"--source-git={repository}",
-               "--out", self.out_dir]
+               "--variant", req.variant, *what, f"--source-git={repository}", "--out", self.out_dir]
         return [*cmd, "--config", str(self.config_path)] if self.config_path else cmd
 
     async def run(self) -> int:
@@ -69,7 +74,7 @@ class BsdkmBisect(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep)
         repository = self.getProperty(REPOSITORY_PROPERTY)
         try:
             req = BisectRequest.from_dict(raw)
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, AttributeError, ValueError):  # no request, or not one
             req = None
         if req is None or not repository:
             self.summary_text = f"bisect: no usable request ({REQUEST_PROPERTY} and {REPOSITORY_PROPERTY})"
@@ -190,6 +195,10 @@ class BisectOnNewSignatures(service.BuildbotService):
         wanted: list[BisectRequest] = []
         for kernel in sorted({str(r.get("kernel") or "") for r in rows}):
             wanted += requests_for([r for r in rows if str(r.get("kernel") or "") == kernel], done)
+        fingerprint = next((r.get("fingerprint") for r in reversed(rows) if r.get("fingerprint")), None)
+        if fingerprint and measures_base(str(target)):  # a confirmed regression of a perf target
+            series = await perf_series(self.master, str(fingerprint), str(target), str(variant))
+            wanted += regression_requests(str(target), str(variant), series, done)
         if not wanted or not repository:
             return []
         await self._remember(done | {r.key for r in wanted})
@@ -210,6 +219,21 @@ class BisectOnNewSignatures(service.BuildbotService):
 
     async def _remember(self, keys: set[str]) -> None:
         await self.master.db.state.setState(await self._object(), STATE_NAME, sorted(keys))
+
+
+async def perf_series(master: Any, fingerprint: str, target: str, variant: str,
+                      n: int = 30) -> dict[str, list[tuple[str, float]]]:
+    """Each item's best value per recorded base build of this machine, oldest first ({} when none)."""
+    from twisted.internet import threads
+
+    db_url = perf_history.master_db_url(master)
+    if not db_url or db_url in ("sqlite://", "sqlite:///:memory:"):  # no table of ours there
+        return {}
+
+    def read() -> dict[str, list[tuple[str, float]]]:
+        return best_series(perf_history.store_for(db_url).window(fingerprint, target, variant, n))
+
+    return await threads.deferToThread(read)
 
 
 def _properties(req: BisectRequest, repository: str) -> Any:
