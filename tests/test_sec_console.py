@@ -124,6 +124,21 @@ def test_freebsd_preloaded_module_whose_init_failed_is_not_loaded(tmp_path: Path
     assert out.load_rc == 1 and "the module's MOD_LOAD failed: errno 5" in out.notes
 
 
+def test_freebsd_preloaded_module_the_loader_placed_is_loaded(tmp_path: Path) -> None:
+    # The kit's real debug-kernel run: the loader's own line places the module (the kernel names it
+    # only when booting verbose), the self-test passed, the run stops at the benchmark.
+    console = tmp_path / "debug" / "console.log"
+    console.parent.mkdir(parents=True)
+    shutil.copyfile(LOGS / "debug-kernel_nofpecc_selftest-pass.log", console)
+    fq._cut_at_benchmark(console)
+    out = fq.outcome_from_boot(fq.Boot("debug", "debug", "preload"), console,
+                               Watched(None, 60.0, False, "benchmark-at-preload"), set(), {})
+    assert (out.load_rc, out.loaded_seen) == (0, True)
+    combined = fq.combine({"debug": out}, [], tmp_path)
+    _, failure = fq.TARGET.logs({"outcome": kernel.outcome_record(combined)}, tmp_path, 900.0)
+    assert failure is None, failure
+
+
 # --------------------------------------------------------------------------- the console cap
 
 

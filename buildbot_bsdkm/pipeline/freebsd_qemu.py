@@ -483,6 +483,9 @@ def stop_rule(mode: str, clock: Callable[[], float]) -> Callable[[str], str | No
 # kernel environment before the module loads: a module printing a marker (a FreeBSD kernel's
 # printf has no prefix) cannot match it.
 MARKER_RE = re.compile(r"^### bsdkm-ci: (?P<body>.*?)(?: nonce=(?P<nonce>[0-9a-f]+))?\s*$")
+# The loader's line for the module it preloads (the kernel says "Preloaded elf obj module" only when verbose).
+PRELOAD_RE = re.compile(r"^/boot/modules/libwolfssl\.ko size 0x[0-9a-f]+ at 0x[0-9a-f]+")
+PRELOADED = 'Preloaded elf obj module "'
 # sys/kern/kern_module.c, when a module's MOD_LOAD handler fails.
 MOD_LOAD_ERROR_RE = re.compile(r"^module_register_init: MOD_LOAD \([^,]+, .*\) error (?P<errno>\d+)")
 FRAME_RE = re.compile(r"^(?P<func>[\w.$]+)\(\) at (?P<where>[\w.$]+\+0x[0-9a-f]+)(?:/frame 0x[0-9a-f]+)?\s*$")
@@ -545,7 +548,7 @@ def read_console(text: str | Iterable[str], nonce: str | None = None) -> Console
             in_trace = False
         if LINK_ERROR_RE.match(line):
             facts.link_errors.append(line)
-        elif line.startswith('Preloaded elf obj module "') and "libwolfssl" in line:
+        elif PRELOAD_RE.match(line) or (line.startswith(PRELOADED) and "libwolfssl" in line):
             facts.preloaded = True
         elif re.match(r"^(?:libwolf\d+: )?info: (?:libwolfssl\S* loaded|driver loaded: )", line):
             facts.loaded_line = True
