@@ -26,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from buildbot_bsdkm.junit import junit_xml  # noqa: E402
 from buildbot_bsdkm.model import Benchmark, LogFormat, LogResult, RunResult, SelfTest  # noqa: E402
 from buildbot_bsdkm.parsers import iter_records  # noqa: E402
 from buildbot_bsdkm.policy import Verdict, evaluate, load_policy  # noqa: E402
-from buildbot_bsdkm.report import markdown_report  # noqa: E402
+from buildbot_bsdkm.report.junit import junit_xml  # noqa: E402
+from buildbot_bsdkm.report.verdict import markdown_report  # noqa: E402
 
 FIXTURES = Path(os.environ.get("BSDKM_SHARED", ROOT.parent / "shared")) / "fixtures"
 

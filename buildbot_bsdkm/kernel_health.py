@@ -23,7 +23,7 @@ elsewhere). Every judged record also says whose fault it is: ``real`` (the modul
 the module and is not a timing symptom of emulation) or ``environment``.
 
 Pure: reads the model, returns plain check fields; ``policy/run_gates.py`` turns them into ``Check``\\ s.
-The ``kernel`` JUnit suite is ``junit.py``'s (``_kernel_cases``).
+The ``kernel`` JUnit suite is ``report/junit.py``'s (``_kernel_cases``).
 """
 
 from __future__ import annotations

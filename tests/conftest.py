@@ -32,7 +32,7 @@ def fixture_text(rel: str) -> str:
 def _validating_junit() -> None:
     from junit_readers import validate
 
-    import buildbot_bsdkm.junit as junit_module
+    import buildbot_bsdkm.report.junit as junit_module
 
     plain = junit_module.junit_xml
     if getattr(plain, "validated", False):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.bisect_report import write_reports
 from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure
 from buildbot_bsdkm.pipeline.bisect import (
@@ -30,6 +29,7 @@ from buildbot_bsdkm.pipeline.bisect_runner import (
     regression_outcome,
 )
 from buildbot_bsdkm.policy import Check, CheckKind, Verdict
+from buildbot_bsdkm.report.bisect import write_reports
 
 
 def history(n: int) -> list[Commit]:

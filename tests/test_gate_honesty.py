@@ -24,7 +24,7 @@ from buildbot_bsdkm.github.aggregate import SUCCESS, BuildFacts, PrReport, commi
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_file, parse_text
 from buildbot_bsdkm.policy import BaselineMismatch, evaluate, load_policy, parse_policy
-from buildbot_bsdkm.report import html_report, markdown_report
+from buildbot_bsdkm.report.verdict import html_report, markdown_report
 
 ROOT = Path(__file__).resolve().parents[1]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
@@ -297,7 +297,7 @@ def test_test_names_are_the_same_from_any_directory(failing_junit, tmp_path: Pat
 
 
 def test_suites_have_one_log_each() -> None:
-    from buildbot_bsdkm.junit import junit_xml
+    from buildbot_bsdkm.report.junit import junit_xml
 
     run = RunResult("intelasm", "userspace", logs=[parse_file(FIXTURES / "userspace/accel/testwolfcrypt.txt"),
                                                     parse_file(FIXTURES / "noise/accel_r01.txt")])
@@ -335,7 +335,7 @@ def test_every_shell_says_inconclusive() -> None:
     core's one word (Verdict.status) rather than deciding it themselves."""
     from buildbot_bsdkm.buildbot.summaries import verdict_summary
     from buildbot_bsdkm.commands.action.results import RunOutcome
-    from buildbot_bsdkm.release_report import _word
+    from buildbot_bsdkm.report.candidate import _word
 
     base, head = run_of(FIXTURES / "noise" / "accel_r01.txt"), run_of(FIXTURES / "noise" / "accel_r03.txt")
     v = evaluate([head], load_policy(), [base])

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.config import Config, parse_config
-from buildbot_bsdkm.instructions_report import instruction_blocks, summary_line
-from buildbot_bsdkm.junit import junit_xml
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult
 from buildbot_bsdkm.perf.instructions import (
     MEASURED,
@@ -28,7 +26,9 @@ from buildbot_bsdkm.perf.instructions import (
 )
 from buildbot_bsdkm.pipeline import instructions as pinstr
 from buildbot_bsdkm.policy import CheckKind, PolicyError, evaluate, load_policy, parse_policy
-from buildbot_bsdkm.report import markdown_report
+from buildbot_bsdkm.report.instructions import instruction_blocks, summary_line
+from buildbot_bsdkm.report.junit import junit_xml
+from buildbot_bsdkm.report.verdict import markdown_report
 
 DATA = Path(__file__).parent / "data" / "instructions"
 
@@ -305,7 +305,7 @@ def test_planted_one_percent_fails_at_1v1_with_the_function_named_on_real_builds
 
 def test_release_judges_the_candidates_counts_once_and_lists_them_with_the_changes() -> None:
     from buildbot_bsdkm.pipeline.release import judge_candidate
-    from buildbot_bsdkm.release_report import comparison
+    from buildbot_bsdkm.report.candidate import comparison
 
     # with a learned timed rule the release judges every repeat: three runs of one binary
     policy = parse_policy(POLICY + '  - {pattern: "*", max_pct: 2, limit: learned}\n', "p.yml")

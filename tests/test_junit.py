@@ -14,10 +14,10 @@ import xunitparser
 from conftest import FIXTURES
 from junit_readers import JUnitInvalid, enricomi_counts, validate
 
-from buildbot_bsdkm.junit import junit_xml, write_junit
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.policy import evaluate, fmt_num, load_policy, parse_policy
+from buildbot_bsdkm.report.junit import junit_xml, write_junit
 
 
 def parsed(variant: str, target: str, *rel: str) -> RunResult:

@@ -16,11 +16,11 @@ import pytest
 from conftest import FIXTURES, SHARED
 
 from buildbot_bsdkm import kernel_health
-from buildbot_bsdkm.junit import junit_xml
 from buildbot_bsdkm.model import KernelEvent, LogFormat, LogResult, RunResult, from_json, to_json
 from buildbot_bsdkm.parsers import parse_file, parse_text
 from buildbot_bsdkm.policy import Policy, evaluate, parse_policy
-from buildbot_bsdkm.report import html_report, markdown_report
+from buildbot_bsdkm.report.junit import junit_xml
+from buildbot_bsdkm.report.verdict import html_report, markdown_report
 
 DATA = Path(__file__).parent / "data" / "kernel"
 FREEBSD_LOGS = SHARED / "freebsd" / "logs"

@@ -16,9 +16,9 @@ from freebsd_double import FreeBSDDouble, make_offload_scenario
 from freebsd_double.make_offload_scenario import OFFLOAD_SCENARIO
 
 from buildbot_bsdkm.model import RunResult
-from buildbot_bsdkm.offload import KIND_OFFLOAD
 from buildbot_bsdkm.pipeline.freebsd_offload import offload_logs, registered_crid
 from buildbot_bsdkm.policy import KIND_CROSSOVER, evaluate, parse_policy
+from buildbot_bsdkm.report.offload import KIND_OFFLOAD
 
 KMOD = Path(__file__).resolve().parents[1] / "kmod" / "freebsd"
 SH = shutil.which("dash") or "/bin/sh"

@@ -28,7 +28,7 @@ from buildbot_bsdkm.pipeline.release import (
     run_release,
 )
 from buildbot_bsdkm.policy import parse_policy
-from buildbot_bsdkm.release_report import compiler_warnings, parse_size
+from buildbot_bsdkm.report.candidate import compiler_warnings, parse_size
 
 # --------------------------------------------------------------------------- SOURCE
 

@@ -7,9 +7,9 @@ import re
 
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.policy import Verdict
-from buildbot_bsdkm.release_report import markdown_release
-from buildbot_bsdkm.report import delta_report, html_report, markdown_report
-from buildbot_bsdkm.report_blocks import Block
+from buildbot_bsdkm.report.blocks import Block
+from buildbot_bsdkm.report.candidate import markdown_release
+from buildbot_bsdkm.report.verdict import delta_report, html_report, markdown_report
 
 EVIL = "[click me](https://evil.example/) @wolfssl/security-team <img src=x onerror=alert(1)>"
 VARIANT = "[approve here](https://evil.example/) @wolfssl/security"
@@ -54,7 +54,7 @@ def test_notes_and_paragraphs_with_pr_names_are_escaped() -> None:
 
 
 def test_a_newline_or_list_marker_in_a_name_starts_nothing() -> None:
-    from buildbot_bsdkm.report_blocks import md_paragraph
+    from buildbot_bsdkm.report.blocks import md_paragraph
 
     text = md_paragraph("- item\n\n# heading\n| a | b |")
     assert "\n" not in text and text.startswith("\\-") and "\\#" in text and "\\|" in text
@@ -62,7 +62,7 @@ def test_a_newline_or_list_marker_in_a_name_starts_nothing() -> None:
 
 
 def test_code_spans_stay_literal_whatever_they_hold() -> None:
-    from buildbot_bsdkm.report_blocks import code, md_paragraph
+    from buildbot_bsdkm.report.blocks import code, md_paragraph
 
     out = md_paragraph("Source: " + code("git:x`y@main"))
     assert out == "Source: ``git:x`y@main``"
@@ -71,7 +71,7 @@ def test_code_spans_stay_literal_whatever_they_hold() -> None:
 
 
 def test_blocks_added_by_other_report_sections_are_escaped_too() -> None:
-    from buildbot_bsdkm.report import _md_block
+    from buildbot_bsdkm.report.verdict import _md_block
 
     for kind in ("p", "note", "h3", "anything-new"):
         assert unescaped(_md_block(Block(kind, EVIL))) == []
@@ -97,7 +97,7 @@ def test_release_report_escapes_names() -> None:
 
 
 def test_mentions_and_issue_references_are_broken_for_github() -> None:
-    from buildbot_bsdkm.report_blocks import ZWSP, md_paragraph
+    from buildbot_bsdkm.report.blocks import ZWSP, md_paragraph
 
     # GitHub turns @name and #123 into pings and links after rendering, backslash or not.
     out = md_paragraph("@wolfssl/security-team, see #123; kmod@14.3 and a@b.c stay as written")

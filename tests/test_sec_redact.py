@@ -20,7 +20,7 @@ from test_sec_sources import commit_tree, git
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.policy import Verdict
 from buildbot_bsdkm.redact import redact_url
-from buildbot_bsdkm.report import markdown_report
+from buildbot_bsdkm.report.verdict import markdown_report
 
 ROOT = Path(__file__).resolve().parents[1]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"

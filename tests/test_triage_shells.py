@@ -17,7 +17,7 @@ from buildbot_bsdkm.buildbot import summaries
 from buildbot_bsdkm.commands.action.annotations import check_annotation
 from buildbot_bsdkm.github.aggregate import FAILURE, WARNINGS, BuildFacts, commit_status
 from buildbot_bsdkm.policy import Check
-from buildbot_bsdkm.triage_summary import triage_property, triage_words
+from buildbot_bsdkm.report.triage_summary import triage_property, triage_words
 
 PANIC = "panic: malloc: called with spinlock or critical section held | AES_set_decrypt_key_AESNI"
 SINCE = "since 5.9.2, first seen 2026-11-30T02:00:00Z, in 3 of the last 3 base builds"

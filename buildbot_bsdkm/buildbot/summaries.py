@@ -15,8 +15,8 @@ from typing import Any
 from .. import kernel_health
 from ..model import RunResult, SelfTest
 from ..policy import CheckKind, Verdict
-from ..report import html_report, markdown_report
-from ..triage_summary import failed_checks, triage_property, triage_words
+from ..report.triage_summary import failed_checks, triage_property, triage_words
+from ..report.verdict import html_report, markdown_report
 
 MINUS = "\u2212"  # a real minus sign reads better than a hyphen next to a percentage
 MAX_NAMED = 3  # items named in a one-line summary before "and N more"

@@ -27,7 +27,7 @@ from twisted.internet import reactor
 from twisted.internet.threads import blockingCallFromThread
 
 from ..perf.store import trend
-from ..report import trend_svg
+from ..report.verdict import trend_svg
 from . import perf_history
 
 NAME = "perf-history"

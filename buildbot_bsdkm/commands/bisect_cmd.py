@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         except StageError as e:  # the good end of a perf bisection cannot be built or run
             print(f"bisect: the good end cannot be measured: {e.failure.stage}: {e.failure.message}")
             return EXIT_FAILED
-    from ..bisect_report import headline, write_reports
+    from ..report.bisect import headline, write_reports
 
     paths = write_reports(done.result, done.about, out)
     print(f"Report:  {paths['md']} (HTML: {paths['html']}, JSON: {paths['json']})")

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..model import RunResult
-from ..perf import gab
 from ..policy import Verdict, evaluate, fingerprint_problem
-from ..report import delta_report
+from ..report import gab
+from ..report.verdict import delta_report
 from . import triage_args
 from .errors import UsageError
 from .junit_cmd import exit_status, read_policy, read_results, write_text

@@ -15,11 +15,11 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..junit import junit_xml
 from ..model import ModelError, RunResult, from_json
 from ..parsers import ParseError, parse_file
 from ..policy import Policy, PolicyError, Verdict, evaluate, load_policy
-from ..report import html_report, markdown_report
+from ..report.junit import junit_xml
+from ..report.verdict import html_report, markdown_report
 from . import triage_args
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
 

@@ -1,8 +1,8 @@
 """A bisection's result as a commit comment on the culprit (``POST /repos/{o}/{r}/commits/{sha}/comments``).
 
-The body is built from ``bisect.json`` (``bisect_report.result_json``): the culprit, the evidence,
+The body is built from ``bisect.json`` (``report/bisect.py`` result_json): the culprit, the evidence,
 the verification, the builds it took and a link to the master's page. Everything in it that came
-from the repository or its logs is escaped (``report_blocks``), and it is cut to GitHub's limit.
+from the repository or its logs is escaped (``report/blocks.py``), and it is cut to GitHub's limit.
 A "could not decide" result is not posted: there is no commit to put it on.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..report_blocks import md_code, md_text, md_url
+from ..report.blocks import md_code, md_text, md_url
 from .client import ApiResponse, GitHubClient
 
 MAX_BODY = 65536  # characters GitHub accepts in a comment

@@ -5,7 +5,7 @@ variants included) for both with the same flags in the same (fresh) build area o
 worker, then measures them interleaved -- candidate, previous, previous, candidate, ... for
 ``release.repeats`` rounds -- so drift of the machine falls on both sides alike. The candidate
 is then judged by ``judge_candidate`` (the one place a comparison rule is chosen) and the
-comparison in ``release_report.py`` is written next to the runs.
+comparison in ``report/candidate.py`` is written next to the runs.
 
 FreeBSD: one matrix item per declared OS release (``release.freebsd_releases``); a release
 runs here when this host is that release, is "covered elsewhere" when some worker carries its
@@ -41,7 +41,7 @@ from ..config import (
 )
 from ..model import Benchmark, FailureCategory, RunResult, StageFailure, to_json
 from ..policy import Policy, Verdict, evaluate, load_policy
-from ..release_report import comparison, compiler_warnings, html_release, markdown_release, parse_size
+from ..report.candidate import comparison, compiler_warnings, html_release, markdown_release, parse_size
 from ..targets import os_release_tag
 from . import fips as fipsmod
 from . import kernel, registry

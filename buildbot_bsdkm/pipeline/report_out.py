@@ -73,7 +73,7 @@ def gate_runs(inputs: GateInputs, runs: list[RunResult], baseline: list[RunResul
 
 
 def write_run_outputs(run_dir: Path, run: RunResult, verdict: Verdict) -> Path:
-    from ..junit import write_junit
+    from ..report.junit import write_junit
 
     path = run_dir / "junit.xml"
     write_junit([run], verdict, path)
@@ -89,8 +89,8 @@ def write_combined(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
     """summary.json, report.md, report.html, speedup.svg and a combined junit.xml."""
-    from ..junit import write_junit
-    from ..report import html_report, markdown_report, speedup_svg
+    from ..report.junit import write_junit
+    from ..report.verdict import html_report, markdown_report, speedup_svg
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {

@@ -4,7 +4,7 @@ An lkcapi run measures one algorithm along several *paths* in one boot (``parser
 ``afalg:<path>:<ALG>@<bytes>``); FreeBSD's offload run ``openssl:<devcrypto|software>:...``.
 The rule compares two paths of the same run instead of two variants (``max_block``,
 ``max_slower_pct``), and every such rule adds one ``offload`` check per run and algorithm: the
-registered driver was the one used. The tables and charts of these paths are ``offload.py``'s.
+registered driver was the one used. The tables and charts of these paths are ``report/offload.py``'s.
 """
 
 from __future__ import annotations

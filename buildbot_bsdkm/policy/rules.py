@@ -99,7 +99,7 @@ class CrossoverRule:
     targets: tuple[str, ...] = ()
     max_block: int | None = None
     metric: str = "auto"
-    paths: bool = False  # accelerated/software name paths inside one run (offload.py), not variants
+    paths: bool = False  # accelerated/software name paths inside one run (report/offload.py), not variants
     max_slower_pct: float | None = None  # paths: accelerated never slower than this at any block size
 
 

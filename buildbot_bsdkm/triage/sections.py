@@ -1,12 +1,12 @@
 """The triage sections of a report (Markdown/HTML, the PR comment): New, Pre-existing, Known
-issues, Flaky, Fixed. Plain text blocks (``report_blocks``): the renderers escape every cell, since
+issues, Flaky, Fixed. Plain text blocks (``report/blocks.py``): the renderers escape every cell, since
 signatures and messages come from PR-controlled logs."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..report_blocks import KEEP, Block, Row, Table
+from ..report.blocks import KEEP, Block, Row, Table
 from .rules import FLAKY, KNOWN, NEW, PRE_EXISTING
 
 HEADINGS = {NEW: "Failures: New", PRE_EXISTING: "Failures: Pre-existing", KNOWN: "Known issues",

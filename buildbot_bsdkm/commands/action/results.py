@@ -20,7 +20,6 @@ from ... import actions, kernel_health
 from ...actions import Annotation, Level
 from ...config import Config, ConfigError, default_config_path, load_config
 from ...contract import UndeclaredResults, check_declared
-from ...junit import junit_xml
 from ...model import ModelError, RunResult, from_json, to_json
 from ...pipeline.report_out import BASE_RUNS_JSON
 from ...policy import (
@@ -32,7 +31,8 @@ from ...policy import (
     evaluate,
     load_policy,
 )
-from ...report import markdown_report
+from ...report.junit import junit_xml
+from ...report.verdict import markdown_report
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
 from .annotations import check_annotation
 from .io import (

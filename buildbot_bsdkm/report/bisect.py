@@ -2,7 +2,7 @@
 
 The steps (commit, result, rounds, time), the culprit with its evidence and the verification
 runs, the total build time. Commit subjects and authors come from the repository bisected and
-check messages from its logs: every one is escaped (``report_blocks``).
+check messages from its logs: every one is escaped (``report/blocks.py``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .pipeline.bisect import BisectResult
-from .report_blocks import md_code, md_text
+from ..pipeline.bisect import BisectResult
+from .blocks import md_code, md_text
 
 
 def headline(result: BisectResult) -> str:

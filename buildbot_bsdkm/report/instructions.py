@@ -5,7 +5,7 @@
 - ``instruction_blocks``: per run a table: item, count per byte/op of base and head, change,
   the wall-clock change of the same item beside it, status; for a regressed item the functions
   whose counts changed most. A run with nothing to compare shows its counts and biggest functions.
-The JUnit suite (``junit.py``) takes its facts from ``instruction_facts``.
+The JUnit suite (``report/junit.py``) takes its facts from ``instruction_facts``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .model import RunResult
-from .perf.instructions import MEASURED, InstructionCounts, ItemCount, counts_of, fmt_change
-from .policy import Check, CheckKind, Verdict
-from .policy.instructions import clock_changes
-from .report_blocks import BENCHMARK_ROW, KEEP, Block, Row, Table
+from ..model import RunResult
+from ..perf.instructions import MEASURED, InstructionCounts, ItemCount, counts_of, fmt_change
+from ..policy import Check, CheckKind, Verdict
+from ..policy.instructions import clock_changes
+from .blocks import BENCHMARK_ROW, KEEP, Block, Row, Table
 
 HEADING = "Instruction counts: "
 GEOMEAN_NAME = "instructions:geomean:"

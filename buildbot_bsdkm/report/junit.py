@@ -46,12 +46,12 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite
 
-from . import kernel_health
-from .instructions_report import GEOMEAN_NAME as INSTRUCTIONS_GEOMEAN
-from .instructions_report import instruction_facts
-from .model import Benchmark, KernelEvent, LogFormat, LogResult, RunResult
-from .perf.instructions import MEASURED, counts_of
-from .policy import COMPLETE_PREFIX, Check, CheckKind, Verdict, fmt_num
+from .. import kernel_health
+from ..model import Benchmark, KernelEvent, LogFormat, LogResult, RunResult
+from ..perf.instructions import MEASURED, counts_of
+from ..policy import COMPLETE_PREFIX, Check, CheckKind, Verdict, fmt_num
+from .instructions import GEOMEAN_NAME as INSTRUCTIONS_GEOMEAN
+from .instructions import instruction_facts
 
 _SELFTEST_KINDS = {CheckKind.SELFTEST, CheckKind.COMPLETE}
 
@@ -477,7 +477,7 @@ class _SkippedCase(JUnitCase):
 
 
 def _instruction_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
-    """The ``instructions`` suite: a testcase per counted item (instructions_report's facts in
+    """The ``instructions`` suite: a testcase per counted item (report/instructions.py facts in
     system-out); an item that could not be counted is skipped with the reason."""
     counts = counts_of(run.metadata)
     if counts is None:

@@ -15,13 +15,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
-from . import kernel_health as kh
-from .instructions_report import instruction_blocks, instruction_summary
-from .model import LogFormat, RunResult
-from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
-from .policy import Check, CheckKind, Verdict, fmt_num, measure
-from .redact import redact_text
-from .report_blocks import (
+from .. import kernel_health as kh
+from ..model import LogFormat, RunResult
+from ..policy import Check, CheckKind, Verdict, fmt_num, measure
+from ..redact import redact_text
+from ..triage.sections import triage_blocks
+from .blocks import (
     BENCHMARK_ROW,
     COMPARISON_ROW,
     KEEP,
@@ -37,7 +36,8 @@ from .report_blocks import (
     plain,
     unlinked,
 )
-from .triage.sections import triage_blocks
+from .instructions import instruction_blocks, instruction_summary
+from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
 
 DEFAULT_MAX_CHARS = 65536
 
@@ -187,7 +187,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
     if any(c.kind == CheckKind.SELFTEST for c in verdict.checks):
         blocks += _selftest_blocks(runs, verdict)
     blocks += _speedup_blocks(verdict) + _crossover_blocks(verdict)
-    blocks += offload_blocks(runs, verdict)  # AF_ALG / devcrypto paths by block size (offload.py)
+    blocks += offload_blocks(runs, verdict)  # AF_ALG / devcrypto paths by block size (report/offload.py)
     blocks += perf_blocks(verdict)
     blocks += instruction_blocks(runs, verdict)  # counted instructions beside the clock's
     blocks += _benchmark_blocks(runs, verdict)
@@ -218,7 +218,7 @@ def _source_line(runs: Sequence[RunResult]) -> str | None:
 # Markdown
 
 
-# Every block is escaped here, in the one place blocks become Markdown (report_blocks.md_inline):
+# Every block is escaped here, in the one place blocks become Markdown (report/blocks.py md_inline):
 # names come from PR-controlled logs and results, and whoever adds a block adds plain text.
 
 

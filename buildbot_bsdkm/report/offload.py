@@ -32,13 +32,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .model import RunResult
-from .policy import Check, CheckKind, Verdict
-from .policy.paths import path_series
-from .report_blocks import Block, Row, Table
+from ..model import RunResult
+from ..policy import Check, CheckKind, Verdict
+from ..policy.paths import path_series
+from .blocks import Block, Row, Table
 
 KIND_OFFLOAD = CheckKind.OFFLOAD
-OFFLOAD_HEADING = "Offload vs software"  # report.py puts the charts after this heading (HTML)
+OFFLOAD_HEADING = "Offload vs software"  # report/verdict.py puts the charts after this heading (HTML)
 PATH_LABELS = {"lkcapi": "AF_ALG → wolfCrypt driver", "kernel": "AF_ALG → kernel's own driver",
                "name": "AF_ALG by generic name", "user": "wolfCrypt in user space"}
 PATH_COLOURS = {"lkcapi": "#0969da", "kernel": "#cf222e", "user": "#2da44e", "name": "#8250df"}

@@ -14,10 +14,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .model import RunResult
-from .policy import GEOMEAN_PREFIX, PER_SECOND, CheckKind, Verdict, display_unit, measure, shown
-from .policy.checks import STATUS_MARKS
-from .report_blocks import md_inline
+from ..model import RunResult
+from ..policy import GEOMEAN_PREFIX, PER_SECOND, CheckKind, Verdict, display_unit, measure, shown
+from ..policy.checks import STATUS_MARKS
+from .blocks import md_inline
 
 # gcc/clang: "path/file.c:123:45: warning: text [-Wflag]", and the driver's "cc1: warning: text"
 _WARNING = re.compile(r"^(?P<file>[^\s:]+)(?::\d+(?::\d+)?)?: warning: (?P<text>.*)$")
