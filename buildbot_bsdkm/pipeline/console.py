@@ -2,8 +2,9 @@
 
 A module printing in a loop writes tens of MiB a minute (the cap, ``console_cap_mib``, stops the
 guest); everything that reads a console after the boot reads it here, in pieces, so memory stays
-flat in its size. Lines end at ``\\n`` only: a bare ``\\r`` the module prints does not start a
-line of its own (the harness's lines must start one).
+flat in its size. Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (the firmware ends its last
+line with one, right before the first marker). Starting a line does not prove a line is the
+harness's: the boot's nonce does (``linuxkm``, ``freebsd_qemu``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..classify import Patterns
+from ..retry.classify import Patterns
 
 CHUNK_CHARS = 1 << 20
 MAX_LINE_CHARS = 64 * 1024  # a longer line comes in pieces of this size
@@ -27,7 +28,7 @@ def console_lines(path: Path) -> Iterator[str]:
     """
     if not Path(path).is_file():
         return
-    with open(path, encoding="utf-8", errors="replace", newline="\n") as fh:
+    with open(path, encoding="utf-8", errors="replace") as fh:
         carry, dropping = "", False
         while chunk := fh.read(CHUNK_CHARS):
             parts = (carry + chunk).split("\n")
@@ -61,7 +62,7 @@ def pattern_lines(path: Path, patterns: Patterns) -> str:
     rxs = _compiled(patterns)
     kept: list[str] = []
     carry = ""
-    with open(path, encoding="utf-8", errors="replace", newline="\n") as fh:
+    with open(path, encoding="utf-8", errors="replace") as fh:
         while len(kept) < MAX_PATTERN_LINES:
             chunk = fh.read(CHUNK_CHARS)
             if not chunk:
