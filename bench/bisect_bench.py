@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from bisect_history import base_repo, lean_config, make_history  # noqa: E402
 
-from buildbot_bsdkm.config import load_config  # noqa: E402
+from buildbot_bsdkm.config.bsdkm_yml import load_config  # noqa: E402
 from buildbot_bsdkm.pipeline.bisect import Commit, Outcome, Probe, Purpose, bisect, build_limit  # noqa: E402
 from buildbot_bsdkm.pipeline.bisect_runner import FailureSpec, RegressionSpec, bisect_range  # noqa: E402
 from buildbot_bsdkm.pipeline.source import wolfssl_source  # noqa: E402

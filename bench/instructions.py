@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from buildbot_bsdkm.config import load_config  # noqa: E402
+from buildbot_bsdkm.config.bsdkm_yml import load_config  # noqa: E402
 from buildbot_bsdkm.perf.instructions import InstructionCounts, compare_counts, fmt_change  # noqa: E402
 from buildbot_bsdkm.pipeline import instructions as pinstr  # noqa: E402
 from buildbot_bsdkm.pipeline.build import userspace_build  # noqa: E402

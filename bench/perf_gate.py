@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from buildbot_bsdkm.config import load_config  # noqa: E402
+from buildbot_bsdkm.config.bsdkm_yml import load_config  # noqa: E402
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult  # noqa: E402
 from buildbot_bsdkm.parsers import parse_text  # noqa: E402
 from buildbot_bsdkm.perf import confirm as perf_confirm  # noqa: E402

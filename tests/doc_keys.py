@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from buildbot_bsdkm import yaml_reader
+from buildbot_bsdkm.support import yaml_reader
 
 Path_ = tuple[str | int, ...]
 FREE = None  # a mapping whose keys are names the user chooses
@@ -164,8 +164,9 @@ def probe(load: Callable[[str], Any], base: dict[str, Any]) -> KeyTree:
 
 
 def config_tree() -> KeyTree:
-    from buildbot_bsdkm import config, worker_config
     from buildbot_bsdkm.buildbot import www_security
+    from buildbot_bsdkm.config import bsdkm_yml as config
+    from buildbot_bsdkm.config import workers as worker_config
     from buildbot_bsdkm.github import settings
 
     base = {"targets": {"userspace": None}, "variants": {"v": {"targets": ["userspace"]}}}

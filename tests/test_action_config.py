@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from buildbot_bsdkm.actions import read_outputs
-from buildbot_bsdkm.config import LocalSource, load_config
+from buildbot_bsdkm.commands.action.workflow import read_outputs
+from buildbot_bsdkm.config.bsdkm_yml import LocalSource, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"

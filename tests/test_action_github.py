@@ -19,7 +19,7 @@ import pytest
 from github_fake.payloads import github_time, issue_comment, pull_request
 from github_fake.server import FakeGitHub, Fault
 
-from buildbot_bsdkm.actions import read_outputs
+from buildbot_bsdkm.commands.action.workflow import read_outputs
 from buildbot_bsdkm.github.publisher import REPORT_MARKER
 
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"

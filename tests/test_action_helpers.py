@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from buildbot_bsdkm.actions import (
+from buildbot_bsdkm.commands.action.workflow import (
     ActionsError,
     Annotation,
     Level,

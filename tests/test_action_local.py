@@ -31,7 +31,7 @@ import junitparser
 import pytest
 import yaml
 
-from buildbot_bsdkm.actions import read_outputs
+from buildbot_bsdkm.commands.action.workflow import read_outputs
 from buildbot_bsdkm.model import from_json
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ import junitparser
 import pytest
 from conftest import FIXTURES
 
-from buildbot_bsdkm.actions import read_outputs
+from buildbot_bsdkm.commands.action.workflow import read_outputs
 from buildbot_bsdkm.model import from_json, to_json
 from buildbot_bsdkm.policy import evaluate, load_policy
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from buildbot_bsdkm import resources
+from buildbot_bsdkm.support import resources
 
 BUILDBOT = Path(sys.executable).parent / "buildbot"
 

@@ -22,7 +22,7 @@ from buildbot_bsdkm.buildbot.master_config import (
 )
 from buildbot_bsdkm.buildbot.retrying_build import BoundedRetryBuild
 from buildbot_bsdkm.buildbot.workers import WorkerConfigError, parse_workers
-from buildbot_bsdkm.config import load_config, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import load_config, parse_config
 
 LOCAL = MasterSettings(www_port=8010, pb_port=9989, local_workers={"local": "pw"}, config_path="/x/bsdkm.yml")
 

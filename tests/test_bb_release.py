@@ -13,7 +13,7 @@ from twisted.trial import unittest
 
 from buildbot_bsdkm.buildbot import release
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
-from buildbot_bsdkm.config import parse_config
+from buildbot_bsdkm.config.bsdkm_yml import parse_config
 
 LOCAL = MasterSettings(www_port=8010, pb_port=9989, local_workers={"local": "pw"}, config_path="/x/bsdkm.yml")
 

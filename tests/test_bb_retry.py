@@ -13,12 +13,12 @@ from buildbot_bsdkm.buildbot import retrying_build
 from buildbot_bsdkm.buildbot.classification import classify_stage
 from buildbot_bsdkm.buildbot.retrying_build import RetryHolds
 from buildbot_bsdkm.buildbot.simulate import simulate
-from buildbot_bsdkm.config import RetryConfig, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import RetryConfig, parse_config
 from buildbot_bsdkm.contract import failure_from_property as failure_from_dict
 from buildbot_bsdkm.contract import failure_property as failure_to_dict
 from buildbot_bsdkm.model import FailureCategory, StageFailure
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.retry_rules import (
+from buildbot_bsdkm.retry.rules import (
     Attempt,
     AttemptVerdict,
     RetryConfigError,

@@ -16,7 +16,7 @@ from twisted.trial import unittest
 
 from buildbot_bsdkm.buildbot import bisect as bb
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
-from buildbot_bsdkm.config import load_config
+from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.pipeline.bisect_trigger import BisectRequest
 
 LOCAL = MasterSettings(www_port=8010, pb_port=9989, local_workers={"local": "pw"}, config_path="/x/bsdkm.yml")
@@ -193,7 +193,7 @@ class TestTrigger(TestReactorMixin, unittest.TestCase):
 def test_with_a_github_section_the_culprit_gets_a_commit_comment_step(monkeypatch: Any) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
     monkeypatch.setenv("BSDKM_WEBHOOK_SECRET", "s3cret")
-    from buildbot_bsdkm.config import parse_config
+    from buildbot_bsdkm.config.bsdkm_yml import parse_config
 
     text = (ROOT / "bsdkm.yml").read_text().replace("github: {}", "github: {repo: wolfSSL/wolfssl}")
     c = buildmaster_config(parse_config(text, "bsdkm.yml", ROOT), LOCAL)

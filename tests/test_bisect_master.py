@@ -21,8 +21,8 @@ from github_fake.master import SECRET_ENV, TOKEN_ENV, Master
 from github_fake.server import FakeGitHub
 
 from buildbot_bsdkm.buildbot.bisect import BUILDER, RESULT_PROPERTY
-from buildbot_bsdkm.outcome_store import OutcomeSqlStore
 from buildbot_bsdkm.pipeline.source import wolfssl_source
+from buildbot_bsdkm.triage.outcome_store import OutcomeSqlStore
 
 pytestmark = pytest.mark.slow
 REPO = "Codertocat/Hello-World"

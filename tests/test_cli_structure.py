@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.commands.action import results
-from buildbot_bsdkm.config import default_config_path, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import default_config_path, parse_config
 from buildbot_bsdkm.model import to_json
 from buildbot_bsdkm.pipeline import report_out
 from buildbot_bsdkm.pipeline.proc import run_streamed

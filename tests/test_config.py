@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.config import (
+from buildbot_bsdkm.config.bsdkm_yml import (
     ConfigError,
     DebianSource,
     GitSource,
@@ -181,7 +181,7 @@ def test_unknown_names_in_a_selection_are_errors() -> None:
 def test_workers_block_errors_name_the_line_of_the_key(block: str, line: int, message: str) -> None:
     # workers: is checked when the master reads it (worker_config.parse_workers), not when bsdkm-ci
     # loads the file; the check still names where in bsdkm.yml the problem is.
-    from buildbot_bsdkm.worker_config import WorkerConfigError, parse_workers
+    from buildbot_bsdkm.config.workers import WorkerConfigError, parse_workers
 
     cfg = parse(MINIMAL + "jobs: 1\n" + block)
     with pytest.raises(WorkerConfigError) as e:

@@ -16,7 +16,7 @@ from conftest import ROOT
 
 from buildbot_bsdkm import contract
 from buildbot_bsdkm.buildbot import retrying_build, steps
-from buildbot_bsdkm.config import Config, load_config
+from buildbot_bsdkm.config.bsdkm_yml import Config, load_config
 from buildbot_bsdkm.github.aggregate import BuildFacts, commit_status, runs_of
 from buildbot_bsdkm.github.controller import PrBuilder
 from buildbot_bsdkm.github.services import pr_builders

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from buildbot_bsdkm.config import DebianSource
+from buildbot_bsdkm.config.bsdkm_yml import DebianSource
 from buildbot_bsdkm.pipeline.errors import StageError
 from buildbot_bsdkm.pipeline.source import ArchiveFile, SourcePackage, parse_sources, pick_package
 

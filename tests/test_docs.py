@@ -21,7 +21,7 @@ import doc_keys
 import pytest
 import yaml
 
-from buildbot_bsdkm import config
+from buildbot_bsdkm.config import bsdkm_yml as config
 from buildbot_bsdkm.policy import rules
 
 ROOT = Path(__file__).resolve().parents[1]

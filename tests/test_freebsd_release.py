@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import SHARED
 
-from buildbot_bsdkm.config import ConfigError, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline import freebsd_qemu as fq
 from buildbot_bsdkm.pipeline.errors import StageError

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from github_fake.master import SECRET_ENV, TOKEN_ENV, write_config
 
-from buildbot_bsdkm.config import load_config
+from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.github import github_services
 from buildbot_bsdkm.github.controller import PullRequestBuilds
 from buildbot_bsdkm.github.reporters import GitHubPrReporter
@@ -99,7 +99,7 @@ def test_github_services_for_master_cfg(tmp_path: Path) -> None:
 
 
 def test_no_github_section_adds_nothing() -> None:
-    from buildbot_bsdkm.config import Config
+    from buildbot_bsdkm.config.bsdkm_yml import Config
 
     assert github_services(Config()) == {}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.config import Config, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import Config, parse_config
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult
 from buildbot_bsdkm.perf.instructions import (
     MEASURED,

@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, SHARED
 
-from buildbot_bsdkm import kernel_health
 from buildbot_bsdkm.model import KernelEvent, LogFormat, LogResult, RunResult, from_json, to_json
 from buildbot_bsdkm.parsers import parse_file, parse_text
-from buildbot_bsdkm.policy import Policy, evaluate, parse_policy
+from buildbot_bsdkm.policy import Policy, evaluate, kernel_health, parse_policy
 from buildbot_bsdkm.report.junit import junit_xml
 from buildbot_bsdkm.report.verdict import html_report, markdown_report
 
@@ -282,7 +281,7 @@ def test_buildbot_summary_line_names_the_lockups() -> None:
 
 
 def test_main_job_tcg_settings_leave_out_the_long_rsa_key_generations_on_the_kernel_target_only() -> None:
-    from buildbot_bsdkm.config import load_config
+    from buildbot_bsdkm.config.bsdkm_yml import load_config
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "bsdkm.yml")
     assert "-DRSA_MAX_SIZE=2048" in cfg.cflags("linux-kmod-qemu", "noasm")

@@ -238,7 +238,7 @@ def test_command_line_prints_the_outcome(test_modules: dict[str, Path], tmp_path
 @pytest.mark.parametrize(("cpu", "has_adx"), [("max", True), ("max,-adx", False)])
 def test_target_cpu_option_reaches_qemu(test_modules: dict[str, Path], tmp_path: Path,
                                         cpu: str, has_adx: bool) -> None:
-    from buildbot_bsdkm.config import parse_config
+    from buildbot_bsdkm.config.bsdkm_yml import parse_config
     from buildbot_bsdkm.pipeline.kernel import load_module
 
     config = parse_config(

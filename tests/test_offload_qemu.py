@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.config import load_config
+from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.model import LogFormat, from_json
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, interleaved_rounds
 from test_perf_stage_base import scripted, slowed_text
 
-from buildbot_bsdkm.config import ConfigError, load_config
+from buildbot_bsdkm.config.bsdkm_yml import ConfigError, load_config
 from buildbot_bsdkm.model import from_json
 from buildbot_bsdkm.perf import extend
 from buildbot_bsdkm.perf.gate import Settings

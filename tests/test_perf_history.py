@@ -141,7 +141,7 @@ def test_the_worker_side_gate_reads_the_history_the_master_provides(tmp_path: Pa
     from test_pipeline_e2e import CONFIG
 
     from buildbot_bsdkm.buildbot import perf_history
-    from buildbot_bsdkm.config import parse_config
+    from buildbot_bsdkm.config.bsdkm_yml import parse_config
     from buildbot_bsdkm.model import to_json
     from buildbot_bsdkm.pipeline import stages
 

@@ -14,7 +14,7 @@ from test_gh_pr_source import CLONE_URL, build_properties, pr_buildset
 
 from buildbot_bsdkm.buildbot import steps
 from buildbot_bsdkm.buildbot.master_config import buildmaster_config
-from buildbot_bsdkm.config import load_config, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import load_config, parse_config
 from buildbot_bsdkm.github.events import pull_request_from
 
 BASE = "d" * 40

@@ -120,7 +120,7 @@ def test_base_options_apply_to_load_and_gate_only() -> None:
 
 
 def test_confirm_re_measures_base_and_head_interleaved_as_new_runs(tmp_path: Path) -> None:
-    from buildbot_bsdkm.config import load_config
+    from buildbot_bsdkm.config.bsdkm_yml import load_config
     from buildbot_bsdkm.pipeline.run import _remeasurer, load_interleaved
     from buildbot_bsdkm.pipeline.stages import Job, collect
 
@@ -171,7 +171,7 @@ def test_the_base_of_the_same_repository_gets_a_work_tree_of_its_own(repo, tmp_p
 
 
 def test_release_sides_of_one_repository_get_trees_of_their_own(repo, tmp_path: Path) -> None:  # noqa: F811
-    from buildbot_bsdkm.config import GitSource, load_config
+    from buildbot_bsdkm.config.bsdkm_yml import GitSource, load_config
     from buildbot_bsdkm.pipeline import release
 
     url, main, pr = repo

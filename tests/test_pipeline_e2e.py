@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
-from buildbot_bsdkm.config import Config, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import Config, parse_config
 from buildbot_bsdkm.model import FailureCategory, from_json
 from buildbot_bsdkm.pipeline.run import MatrixResult, run_matrix
 

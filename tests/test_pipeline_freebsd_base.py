@@ -17,7 +17,7 @@ import pytest
 from conftest import FIXTURES, interleaved_rounds
 from freebsd_double import FreeBSDDouble, load_scenario
 
-from buildbot_bsdkm.config import LocalSource, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import LocalSource, parse_config
 from buildbot_bsdkm.model import RunResult, from_json
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.pipeline import freebsd, linuxkm, registry

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.config import DebianSource, GitSource, LocalSource, TarballSource
+from buildbot_bsdkm.config.bsdkm_yml import DebianSource, GitSource, LocalSource, TarballSource
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline.errors import StageError
 from buildbot_bsdkm.pipeline.source import (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.cli import main as cli_main
-from buildbot_bsdkm.config import parse_config
+from buildbot_bsdkm.config.bsdkm_yml import parse_config
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline.stages import Job, StageSkipped, run_stage
 

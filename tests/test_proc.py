@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.classify import Patterns
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline import linuxkm
 from buildbot_bsdkm.pipeline.errors import StageError
 from buildbot_bsdkm.pipeline.proc import run_captured, run_logged, run_watched
+from buildbot_bsdkm.retry.classify import Patterns
 
 
 def _tree(tmp_path: Path, configure: str) -> Path:

@@ -12,7 +12,7 @@ import pytest
 from freebsd_double import FreeBSDDouble, load_scenario
 
 from buildbot_bsdkm.cli import main
-from buildbot_bsdkm.config import DebianSource, GitSource, LocalSource, TarballSource, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import DebianSource, GitSource, LocalSource, TarballSource, parse_config
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult, SelfTest, StageFailure, from_json
 from buildbot_bsdkm.pipeline import fips, kernel
 from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module

@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, interleaved_rounds
 from test_perf_stage_base import built
 
-from buildbot_bsdkm.config import ConfigError, load_config, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import ConfigError, load_config, parse_config
 from buildbot_bsdkm.pipeline import rounds
 from buildbot_bsdkm.pipeline.run import load_interleaved
 from buildbot_bsdkm.pipeline.stages import Job

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import SHARED
 
-from buildbot_bsdkm.config import DEFAULT_CONSOLE_CAP_MIB, ConfigError, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline import freebsd_qemu as fq
 from buildbot_bsdkm.pipeline import kernel, linuxkm

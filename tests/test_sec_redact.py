@@ -19,8 +19,8 @@ from test_sec_sources import commit_tree, git
 
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.policy import Verdict
-from buildbot_bsdkm.redact import redact_url
 from buildbot_bsdkm.report.verdict import markdown_report
+from buildbot_bsdkm.support.redact import redact_url
 
 ROOT = Path(__file__).resolve().parents[1]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
@@ -146,7 +146,7 @@ def test_redact_url(url: str, shown: str) -> None:
 
 
 def test_a_clone_url_with_credentials_is_refused_naming_the_line(tmp_path: Path) -> None:
-    from buildbot_bsdkm.config import load_config
+    from buildbot_bsdkm.config.bsdkm_yml import load_config
     from buildbot_bsdkm.github.settings import GitHubConfigError, parse_settings
 
     cfg = tmp_path / "bsdkm.yml"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.classify import classify
-from buildbot_bsdkm.config import GitSource, TarballSource
+from buildbot_bsdkm.config.bsdkm_yml import GitSource, TarballSource
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline.errors import StageError
 from buildbot_bsdkm.pipeline.source import fetch_source, git_tree
+from buildbot_bsdkm.retry.classify import classify
 
 
 def git(cwd: Path, *args: str) -> str:

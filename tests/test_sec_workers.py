@@ -62,7 +62,7 @@ UNTRUSTED_PR = request(**{PR_NUMBER_PROPERTY: 5, PR_AUTHOR_TRUSTED_PROPERTY: Fal
 def test_which_worker_takes_which_build(tags: tuple[str, ...], base: bool, trusted_pr: bool,
                                         untrusted_pr: bool) -> None:
     from buildbot_bsdkm.buildbot.trust_levels import worker_may_take
-    from buildbot_bsdkm.worker_trust import may_run
+    from buildbot_bsdkm.config.worker_trust import may_run
 
     assert worker_may_take(wfb(*tags), BASE) is base
     assert worker_may_take(wfb(*tags), TRUSTED_PR) is trusted_pr
@@ -100,7 +100,7 @@ def test_what_may_record_history(props: dict[str, Any], recorded: bool, tmp_path
     stored: list[Any] = []
     defer.ensureDeferred(perf_history.record(step, [healthy])).addBoth(stored.append)
     assert stored == [1 if recorded else 0]
-    from buildbot_bsdkm.worker_trust import may_record_history
+    from buildbot_bsdkm.config.worker_trust import may_record_history
 
     assert may_record_history(step) is recorded  # the one rule both call
 

@@ -9,7 +9,7 @@ import pytest
 
 from buildbot_bsdkm.buildbot import www_security
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
-from buildbot_bsdkm.config import parse_config
+from buildbot_bsdkm.config.bsdkm_yml import parse_config
 
 BASE = """
 targets:

@@ -11,7 +11,7 @@ from test_sec_www import _allowed, _github_secrets, _master  # noqa: F401 (an au
 
 from buildbot_bsdkm.buildbot import www_security
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
-from buildbot_bsdkm.config import load_config
+from buildbot_bsdkm.config.bsdkm_yml import load_config
 
 GITHUB = "{type: github, client_id_env: OAUTH_ID, client_secret_env: OAUTH_SECRET"
 CONTROL = [(("forceschedulers", "force"), "force"), (("builds", "1"), "stop"),

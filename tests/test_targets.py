@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm import kernel_health, targets
+from buildbot_bsdkm import targets
 from buildbot_bsdkm.cli import main
-from buildbot_bsdkm.config import ConfigError, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
+from buildbot_bsdkm.config.workers import PasswordRef, WorkerSpec
 from buildbot_bsdkm.github.aggregate import PrReport
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult, SelfTest, to_json
 from buildbot_bsdkm.pipeline import registry
 from buildbot_bsdkm.pipeline.target import KernelTarget
-from buildbot_bsdkm.policy import parse_policy
-from buildbot_bsdkm.worker_config import PasswordRef, WorkerSpec
+from buildbot_bsdkm.policy import kernel_health, parse_policy
 
 FIXED = "regressions:\n  - {pattern: '*', max_pct: 15}\n"
 QEMU = "linux-kmod-qemu"

@@ -6,11 +6,11 @@ import copy
 
 from conftest import SHARED
 
-from buildbot_bsdkm.config import load_config
+from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.model import RunResult, SelfTest, StageFailure
 from buildbot_bsdkm.parsers import parse_file, parse_text
 from buildbot_bsdkm.policy import Verdict, evaluate, load_policy, parse_policy
-from buildbot_bsdkm.resources import default_config_path, default_policy_path
+from buildbot_bsdkm.support.resources import default_config_path, default_policy_path
 from buildbot_bsdkm.triage.classify import TriageInputs, failed_signatures
 from buildbot_bsdkm.triage.known import KnownIssues
 from buildbot_bsdkm.triage.outcomes import BaseOutcome

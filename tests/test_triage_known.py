@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.config import ConfigError, load_config, parse_config
-from buildbot_bsdkm.resources import default_config_path
+from buildbot_bsdkm.config.bsdkm_yml import ConfigError, load_config, parse_config
+from buildbot_bsdkm.support.resources import default_config_path
 from buildbot_bsdkm.triage.known import KnownIssue, KnownIssueError, KnownIssues, version_tuple
 
 HEAD = """\

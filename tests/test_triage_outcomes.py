@@ -10,7 +10,7 @@ from conftest import SHARED
 from buildbot_bsdkm.model import RunResult, to_json
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.policy import evaluate, load_policy
-from buildbot_bsdkm.resources import default_policy_path
+from buildbot_bsdkm.support.resources import default_policy_path
 from buildbot_bsdkm.triage.outcomes import BaseOutcome, kernel_of_source, outcomes_from_document, outcomes_of
 
 LOGS = SHARED / "freebsd" / "logs"

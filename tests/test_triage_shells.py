@@ -12,9 +12,9 @@ import pytest
 from conftest import ROOT, SHARED
 from test_pipeline_freebsd_base import _config, _tree, worker  # noqa: F401 - the FreeBSD double fixture
 
-from buildbot_bsdkm.actions import Level
 from buildbot_bsdkm.buildbot import summaries
 from buildbot_bsdkm.commands.action.annotations import check_annotation
+from buildbot_bsdkm.commands.action.workflow import Level
 from buildbot_bsdkm.github.aggregate import FAILURE, WARNINGS, BuildFacts, commit_status
 from buildbot_bsdkm.policy import Check
 from buildbot_bsdkm.report.triage_summary import triage_property, triage_words
@@ -174,7 +174,7 @@ def _last_verdict(output: Path) -> str:
 @pytest.mark.usefixtures("worker")  # test_pipeline_freebsd_base's FreeBSD double
 def test_run_with_a_base_triages_the_heads_failure_against_the_base_built_next_to_it(tmp_path: Path) -> None:
     """``bsdkm-ci run --base-*`` (the Action's run): a build failure the base has too is pre-existing."""
-    from buildbot_bsdkm.config import LocalSource
+    from buildbot_bsdkm.config.bsdkm_yml import LocalSource
     from buildbot_bsdkm.pipeline.run import run_matrix
 
     config = _config(tmp_path, 2)

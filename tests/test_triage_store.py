@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pg_server import pg_server
 
-from buildbot_bsdkm.outcome_store import OutcomeDirStore, OutcomeSqlStore, describe, latest
 from buildbot_bsdkm.perf.store import StoreError
+from buildbot_bsdkm.triage.outcome_store import OutcomeDirStore, OutcomeSqlStore, describe, latest
 
 PANIC = "panic: malloc: called with spinlock or critical section held | AES_set_decrypt_key_AESNI"
 

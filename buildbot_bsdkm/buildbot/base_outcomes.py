@@ -20,12 +20,12 @@ from typing import Any
 from twisted.internet import threads
 from twisted.python import log
 
+from ..config.worker_trust import may_record_history
 from ..contract import BASE_OUTCOMES_FILE, PR_NUMBER_PROPERTY
 from ..model import RunResult
-from ..outcome_store import OutcomeSqlStore
 from ..policy import Verdict
+from ..triage.outcome_store import OutcomeSqlStore
 from ..triage.outcomes import outcomes_of
-from ..worker_trust import may_record_history
 from .perf_history import master_db_url
 
 WINDOW = 10  # base builds a PR is triaged against: "in N of the last M base builds"

@@ -29,7 +29,7 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
-from ..config import Config, GitSource
+from ..config.bsdkm_yml import Config, GitSource
 from ..contract import PR_NUMBER_PROPERTY, PROPERTY_SOURCE, TARGET_PROPERTY, VARIANT_PROPERTY
 from ..perf.store import best_series
 from ..pipeline.bisect_trigger import BisectRequest, regression_requests, requests_for

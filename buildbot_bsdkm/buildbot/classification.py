@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..classify import DEFAULT_PATTERNS, Patterns, classify
 from ..model import FailureCategory, LogResult, StageFailure
 from ..parsers import parse_text
+from ..retry.classify import DEFAULT_PATTERNS, Patterns, classify
 
 
 def _log_results(output: str, stage: str) -> list[LogResult]:

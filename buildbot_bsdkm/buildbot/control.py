@@ -31,8 +31,7 @@ from typing import Any
 
 import requests
 
-from .. import resources
-from ..config import ConfigError, load_config
+from ..config.bsdkm_yml import ConfigError, load_config
 from ..contract import (
     REGRESSIONS_PROPERTY,
     RETRY_SUMMARY_PROPERTY,
@@ -40,6 +39,7 @@ from ..contract import (
     VERDICT_PROPERTY,
     builder_name,
 )
+from ..support import resources
 from ..targets import USERSPACE
 from .master_config import SETTINGS_FILE
 

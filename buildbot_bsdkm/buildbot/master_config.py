@@ -15,7 +15,7 @@ from typing import Any
 from buildbot.plugins import schedulers, secrets, util, worker
 from twisted.python import log
 
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..contract import (
     CONFIG_PROPERTY,
     RUN_KIND_PROPERTY,
@@ -25,7 +25,7 @@ from ..contract import (
     builder_name,
 )
 from ..github.services import github_services
-from ..retry_rules import RetrySettings
+from ..retry.rules import RetrySettings
 from . import bisect as bisect_builder
 from . import release
 from . import steps as bsdkm_steps

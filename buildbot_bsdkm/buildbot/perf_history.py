@@ -19,10 +19,10 @@ from typing import Any
 from twisted.internet import threads
 from twisted.python import log
 
+from ..config.worker_trust import may_record_history
 from ..model import RunResult, to_json
 from ..perf import fingerprint
 from ..perf.store import SqlStore
-from ..worker_trust import may_record_history
 
 HISTORY_FILE = "history.json"  # stages.HISTORY_FILE
 _stores: dict[str, SqlStore] = {}

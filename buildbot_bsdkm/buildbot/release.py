@@ -23,7 +23,7 @@ from buildbot.process import buildstep
 from buildbot.process.results import FAILURE, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
 
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..contract import PROPERTY_SOURCE, RELEASE_VERDICT_PROPERTY, RUN_KIND_PROPERTY
 from ..targets import FACTS as TARGET_FACTS
 from ..targets import os_release_tag

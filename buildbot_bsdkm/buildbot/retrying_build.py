@@ -1,4 +1,4 @@
-"""Buildbot glue for the bounded retry policy in ``buildbot_bsdkm.retry_rules``.
+"""Buildbot glue for the bounded retry policy in ``buildbot_bsdkm.retry.rules``.
 
 * ``BoundedRetryBuild`` replaces Buildbot's "RETRY means re-queue forever": when
   a build ends it turns what happened (a step's ``bsdkm_failure`` record, a lost
@@ -41,7 +41,7 @@ from ..contract import (
     failure_from_property,
 )
 from ..model import FailureCategory, StageFailure
-from ..retry_rules import (
+from ..retry.rules import (
     Attempt,
     AttemptVerdict,
     RetryDecision,

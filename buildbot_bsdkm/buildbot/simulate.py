@@ -13,9 +13,9 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..classify import classify
 from ..model import LogResult
-from ..retry_rules import Attempt, AttemptVerdict, RetryDecision, RetrySettings, decide, worker_lost_failure
+from ..retry.classify import classify
+from ..retry.rules import Attempt, AttemptVerdict, RetryDecision, RetrySettings, decide, worker_lost_failure
 
 NETWORK_ERRORS = (
     "curl: (6) Could not resolve host: deb.debian.org",

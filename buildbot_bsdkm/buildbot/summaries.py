@@ -12,9 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import kernel_health
 from ..model import RunResult, SelfTest
-from ..policy import CheckKind, Verdict
+from ..policy import CheckKind, Verdict, kernel_health
 from ..report.triage_summary import failed_checks, triage_property, triage_words
 from ..report.verdict import html_report, markdown_report
 

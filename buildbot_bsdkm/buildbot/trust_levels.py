@@ -11,8 +11,8 @@ from typing import Any
 
 from twisted.python import log
 
+from ..config.worker_trust import TRUST_TAGS, has_level, may_run
 from ..contract import PR_AUTHOR_TRUSTED_PROPERTY, PR_NUMBER_PROPERTY, TAGS_PROPERTY
-from ..worker_trust import TRUST_TAGS, has_level, may_run
 
 
 def _tags(worker: Any) -> list[str]:

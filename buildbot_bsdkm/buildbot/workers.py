@@ -1,6 +1,6 @@
 """The Buildbot side of ``bsdkm.yml``'s ``workers:`` block: the password behind an ``env:`` reference.
 
-The block itself is read by the core (``buildbot_bsdkm/worker_config.py``: ``WorkerSpec``,
+The block itself is read by the core (``buildbot_bsdkm/config/workers.py``: ``WorkerSpec``,
 ``parse_workers``, errors naming ``file:line``); its names are re-exported here for the shell.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ..worker_config import (
+from ..config.workers import (
     NAME_RE,
     WORKER_KEYS,
     PasswordRef,

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..yaml_reader import LocatedError, located
+from ..support.yaml_reader import LocatedError, located
 
 ADMIN_ROLE = "bsdkm-admins"
 VIEWER_ROLE = "bsdkm-viewers"

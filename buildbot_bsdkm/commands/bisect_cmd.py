@@ -12,7 +12,7 @@ import argparse
 import math
 from pathlib import Path
 
-from ..config import ConfigError, GitSource, LocalSource, usable_git_ref
+from ..config.bsdkm_yml import ConfigError, GitSource, LocalSource, usable_git_ref
 from ..pipeline import registry
 from ..pipeline.bisect import BisectSettings
 from ..pipeline.bisect_runner import FailureSpec, HistoryError, RegressionSpec, bisect_range

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..config import ConfigError
+from ..config.bsdkm_yml import ConfigError
 from ..pipeline.report_out import BaselineError
 from ..policy import PolicyError
 from ..triage.known import KnownIssueError

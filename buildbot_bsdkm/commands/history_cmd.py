@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from ..model import ModelError, RunResult, from_json
-from ..outcome_store import OUTCOMES_DIR, OutcomeDirStore, OutcomeSqlStore, describe
 from ..perf import drift
 from ..perf.store import DirStore, StoreError, best_series
 from ..policy import PolicyError, Verdict, evaluate, load_policy
+from ..triage.outcome_store import OUTCOMES_DIR, OutcomeDirStore, OutcomeSqlStore, describe
 from ..triage.outcomes import outcomes_of
 from .compare_cmd import _read_all
 from .errors import UsageError

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..config import default_config_path
+from ..config.bsdkm_yml import default_config_path
 from .run_cmd import add_run_arguments, execute, print_result, read_config
 
 

@@ -11,10 +11,10 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import kernel_health
 from ..model import LogFormat, LogResult, RunResult, to_json
 from ..parsers import FAILURE_KINDS, ParseError, parse_file
 from ..parsers.api import DEFAULT_MAX_BYTES, DEFAULT_MAX_SECONDS
+from ..policy import kernel_health
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 _FORMATS = [f.value for f in LogFormat if f != LogFormat.UNKNOWN]

@@ -14,7 +14,7 @@ import argparse
 import re
 from pathlib import Path
 
-from ..config import SourceSpec
+from ..config.bsdkm_yml import SourceSpec
 from ..pipeline.release import SourceSyntaxError, UnknownSourceError, parse_source, run_release
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 from .run_cmd import config_path, read_config

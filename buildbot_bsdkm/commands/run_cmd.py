@@ -11,7 +11,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from ..config import (
+from ..config.bsdkm_yml import (
     Config,
     ConfigError,
     GitSource,

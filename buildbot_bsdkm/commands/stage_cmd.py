@@ -13,7 +13,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..config import ConfigError
+from ..config.bsdkm_yml import ConfigError
 from ..pipeline.report_out import BaselineError
 from ..pipeline.run import gate_against_base, load_interleaved
 from ..pipeline.stages import BASE_DIR, STAGES, Job, StageSkipped, run_stage

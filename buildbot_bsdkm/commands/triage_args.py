@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..config import ConfigError, load_config
+from ..config.bsdkm_yml import ConfigError, load_config
 from ..model import RunResult
 from ..policy import Policy, Verdict, evaluate
 from ..triage.classify import TriageInputs

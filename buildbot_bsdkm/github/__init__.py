@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..config import Config
+    from ..config.bsdkm_yml import Config
 
 
 def github_services(config: Config, **kwargs: Any) -> dict[str, Any]:

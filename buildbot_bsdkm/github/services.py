@@ -15,7 +15,7 @@ from typing import Any
 
 from twisted.python import log
 
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..contract import builder_name
 from ..model import from_json
 from ..policy import load_policy

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..redact import has_credentials, redact_url
-from ..yaml_reader import LocatedError, located
+from ..support.redact import has_credentials, redact_url
+from ..support.yaml_reader import LocatedError, located
 from .signature import DEFAULT_MAX_BODY_BYTES
 from .triggers import DEFAULT_APPROVE_PHRASES, DEFAULT_RETEST_PHRASES, TriggerConfig
 from .trust import TRUSTED_ASSOCIATIONS, TrustPolicy

@@ -27,7 +27,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from . import registry
 from .errors import real_error
 from .linuxkm import default_kernel_version, linux_kmod_dir, module_vermagic_version, source_fingerprint

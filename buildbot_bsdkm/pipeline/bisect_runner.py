@@ -25,12 +25,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, GitSource
+from ..config.bsdkm_yml import Config, GitSource
 from ..model import FailureCategory, RunResult
 from ..perf import extend as perf_extend
 from ..perf import gate as perf_gate
 from ..policy import CheckKind, Verdict
-from ..retry_rules import RetrySettings
+from ..retry.rules import RetrySettings
 from ..triage.signature import signature
 from .bisect import BisectResult, BisectSettings, Commit, Outcome, Probe, Purpose, bisect
 from .errors import StageError

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import targets
-from ..classify import Patterns, classify
-from ..config import Config
+from ..config.bsdkm_yml import Config
+from ..retry.classify import Patterns, classify
 from .errors import StageError
 from .locks import exclusive
 from .proc import CommandResult, run_logged

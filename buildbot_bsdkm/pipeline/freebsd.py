@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import targets
-from ..classify import Patterns, classify
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..model import LogFormat, LogResult
-from ..resources import kmod_dir
+from ..retry.classify import Patterns, classify
+from ..support.resources import kmod_dir
 from .errors import StageError, infra_error
 from .freebsd_offload import offload_logs, registered_crid
 from .loading import ModuleLoadOutcome, read_status

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import targets
-from ..classify import Patterns, classify
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..model import FailureCategory, LogFormat, LogResult, StageFailure
+from ..retry.classify import Patterns, classify
 from .console import console_lines
 from .errors import StageError, infra_error
 from .freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir

@@ -24,7 +24,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..config import release_mirror_problem as mirror_problem
+from ..config.bsdkm_yml import release_mirror_problem as mirror_problem
 from .errors import infra_error, real_error
 from .locks import exclusive
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import targets
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..perf.instructions import (
     MEASURED,
     MISSING,
@@ -43,7 +43,7 @@ from ..perf.instructions import (
     parse_callgrind,
     parse_driver_output,
 )
-from ..resources import data_path
+from ..support.resources import data_path
 from .errors import real_error
 from .locks import exclusive
 from .proc import run_logged

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..classify import Patterns
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..model import LogResult, StageFailure
+from ..retry.classify import Patterns
 from .errors import infra_error
 from .loading import ModuleLoadOutcome, outcome_from_record, outcome_record
 from .registry import KERNEL_TARGETS

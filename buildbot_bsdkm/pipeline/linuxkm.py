@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import targets
-from ..classify import Patterns, classify, first_compile_error
-from ..config import DEFAULT_CONSOLE_CAP_MIB, Config
+from ..config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, Config
 from ..model import LogFormat, LogResult
-from ..resources import kmod_dir
+from ..retry.classify import Patterns, classify, first_compile_error
+from ..support.resources import kmod_dir
 from .afalg_console import console_logs
 from .console import console_lines
 from .errors import StageError, infra_error, real_error

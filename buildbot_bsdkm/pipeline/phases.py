@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..model import FailureCategory, RunResult, StageFailure
 from .errors import StageError
 from .stages import Job, Progress, collect, run_stage

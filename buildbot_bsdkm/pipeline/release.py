@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import (
+from ..config.bsdkm_yml import (
     Config,
     DebianSource,
     GitSource,

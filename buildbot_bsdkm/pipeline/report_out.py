@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..model import RunResult, from_json, run_to_dict
 from ..policy import Policy, Verdict, evaluate, load_policy
 from ..triage.classify import TriageInputs

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 
-from ..config import ROUND_ORDERS
+from ..config.bsdkm_yml import ROUND_ORDERS
 
 BASE_FIRST = ("base", "head")
 HEAD_FIRST = ("head", "base")

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..config import Config, SourceSpec
+from ..config.bsdkm_yml import Config, SourceSpec
 from ..model import LogResult, RunResult, StageFailure, to_json
 from ..perf import extend as perf_extend
 from ..perf.confirm import Remeasure, confirm, to_confirm

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..classify import Patterns
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..contract import RUNS_AFTER_FAILURE, UndeclaredResults, check_declared
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, from_json, to_json
 from ..perf.fingerprint import machine_fingerprint
+from ..retry.classify import Patterns
 from . import afalg, base_triage, kernel, registry, userspace
 from . import build as buildmod
 from .errors import StageError, real_error

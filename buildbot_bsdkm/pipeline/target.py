@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..classify import DEFAULT_PATTERNS, Patterns, classify
-from ..config import Config
+from ..config.bsdkm_yml import Config
 from ..model import FailureCategory, LogFormat, LogResult, Problem, StageFailure
 from ..parsers import ParseError, parse_file
+from ..retry.classify import DEFAULT_PATTERNS, Patterns, classify
 from ..targets import TargetFacts
 from .console import pattern_lines
 from .loading import ModuleLoadOutcome

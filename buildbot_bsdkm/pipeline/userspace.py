@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import targets
-from ..classify import Patterns, classify
 from ..model import LogFormat, LogResult, Problem, StageFailure
 from ..parsers import ParseError, parse_file
+from ..retry.classify import Patterns, classify
 from .build import CommandResult, run_logged
 from .target import Target
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..yaml_reader import At
+from ..support.yaml_reader import At
 
 _KEYS = ("k", "flaky_k")
 

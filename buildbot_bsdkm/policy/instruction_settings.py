@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..yaml_reader import At
+from ..support.yaml_reader import At
 
 INSTRUCTIONS = "instructions"  # a regression rule's metric: counted instructions, 1 vs 1
 _KEYS = ("items", "block_bytes", "top_functions", "kernel_proxy")

@@ -12,14 +12,14 @@ from typing import Any
 
 from yaml.nodes import MappingNode, ScalarNode
 
-from .. import kernel_health
 from ..model import RATE_UNITS, RunResult
 from ..perf import clock as perf_clock
 from ..perf import gate as perf_gate
-from ..resources import default_policy_path
+from ..support.resources import default_policy_path
+from ..support.yaml_reader import At, LocatedError, compose, node_kind, read_text
 from ..triage.rules import TriageRules
 from ..triage.rules import read_rules as read_triage_rules
-from ..yaml_reader import At, LocatedError, compose, node_kind, read_text
+from . import kernel_health
 from .bisect_settings import BisectPolicy, read_bisect_settings
 from .instruction_settings import INSTRUCTIONS, InstructionSettings, read_instruction_settings
 

@@ -46,10 +46,9 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite
 
-from .. import kernel_health
 from ..model import Benchmark, KernelEvent, LogFormat, LogResult, RunResult
 from ..perf.instructions import MEASURED, counts_of
-from ..policy import COMPLETE_PREFIX, Check, CheckKind, Verdict, fmt_num
+from ..policy import COMPLETE_PREFIX, Check, CheckKind, Verdict, fmt_num, kernel_health
 from .instructions import GEOMEAN_NAME as INSTRUCTIONS_GEOMEAN
 from .instructions import instruction_facts
 

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
-from .. import kernel_health as kh
 from ..model import LogFormat, RunResult
 from ..policy import Check, CheckKind, Verdict, fmt_num, measure
-from ..redact import redact_text
+from ..policy import kernel_health as kh
+from ..support.redact import redact_text
 from ..triage.sections import triage_blocks
 from .blocks import (
     BENCHMARK_ROW,

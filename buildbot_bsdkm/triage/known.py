@@ -27,8 +27,8 @@ from pathlib import Path
 
 from yaml.nodes import MappingNode, ScalarNode
 
+from ..support.yaml_reader import At, LocatedError, compose, read_text
 from ..targets import NAMES as TARGET_NAMES
-from ..yaml_reader import At, LocatedError, compose, read_text
 
 ENTRY_KEYS = ("id", "signatures", "targets", "variants", "kernels", "url", "reason", "until")
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+){1,3})(?:[-.]\w+)*$")

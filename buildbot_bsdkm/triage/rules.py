@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..yaml_reader import At
+from ..support.yaml_reader import At
 
 ACTIONS = ("fail", "warn")
 KEYS = ("pre_existing", "known", "flaky")

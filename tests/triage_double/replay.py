@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from buildbot_bsdkm import cli
-from buildbot_bsdkm.config import GitSource
+from buildbot_bsdkm.config.bsdkm_yml import GitSource
 from buildbot_bsdkm.pipeline import freebsd_qemu, stages
 from buildbot_bsdkm.pipeline.proc import Watched
 from buildbot_bsdkm.pipeline.source import SourceTree

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 
-from ... import kernel_health
-from ...actions import Annotation, Level
 from ...policy import (
     Check,
     CheckKind,
     fmt_num,
+    kernel_health,
 )
+from .workflow import Annotation, Level
 
 
 def check_annotation(c: Check) -> Annotation:

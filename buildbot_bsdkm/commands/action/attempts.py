@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ... import actions
-from ...actions import Annotation, Level
-from ...classify import Patterns, classify
-from ...config import ConfigError, load_config
+from ...config.bsdkm_yml import ConfigError, load_config
 from ...model import FailureCategory, StageFailure
 from ...pipeline.proc import run_streamed
-from ...retry_rules import Attempt, RetryConfigError, RetrySettings, decide, worker_lost_failure
+from ...retry.classify import Patterns, classify
+from ...retry.rules import Attempt, RetryConfigError, RetrySettings, decide, worker_lost_failure
 from ..errors import EXIT_OK, UsageError
+from . import workflow as actions
 from .io import RUN_EXIT_CODE, SUMMARY_JSON, write_runner_files
+from .workflow import Annotation, Level
 
 # The last lines of an attempt are what classification needs; older ones are already on screen.
 OUTPUT_TAIL_LINES = 400

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from ...config import ConfigError, default_config_path, parse_config
+from ...config.bsdkm_yml import ConfigError, default_config_path, parse_config
 from ..errors import EXIT_OK, UsageError
 from .io import optional_path, read_text, write_text
 

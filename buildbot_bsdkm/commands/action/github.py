@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ... import actions
 from ..errors import UsageError
+from . import workflow as actions
 from .io import read_text
 
 DEFAULT_API_URL = "https://api.github.com"

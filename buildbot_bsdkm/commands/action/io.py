@@ -8,8 +8,8 @@ import argparse
 from collections.abc import Mapping
 from pathlib import Path
 
-from ... import actions
 from ..errors import UsageError
+from . import workflow as actions
 
 SUMMARY_JSON = "summary.json"
 RUN_EXIT_CODE = "run.exit-code"  # written by action/run-bsdkm-ci.sh

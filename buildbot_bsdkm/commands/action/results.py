@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ... import actions, kernel_health
-from ...actions import Annotation, Level
-from ...config import Config, ConfigError, default_config_path, load_config
+from ...config.bsdkm_yml import Config, ConfigError, default_config_path, load_config
 from ...contract import UndeclaredResults, check_declared
 from ...model import ModelError, RunResult, from_json, to_json
 from ...pipeline.report_out import BASE_RUNS_JSON
@@ -29,11 +27,13 @@ from ...policy import (
     PolicyError,
     Verdict,
     evaluate,
+    kernel_health,
     load_policy,
 )
 from ...report.junit import junit_xml
 from ...report.verdict import markdown_report
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
+from . import workflow as actions
 from .annotations import check_annotation
 from .io import (
     RUN_EXIT_CODE,
@@ -45,6 +45,7 @@ from .io import (
     write_text,
 )
 from .triage_inputs import triage_for
+from .workflow import Annotation, Level
 
 REPORT_MD = "report.md"
 JUNIT_XML = "junit.xml"

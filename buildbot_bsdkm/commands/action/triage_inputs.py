@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ...model import RunResult
-from ...outcome_store import OutcomeDirStore
 from ...perf.store import StoreError
 from ...policy import Policy, Verdict, evaluate
 from ...triage.classify import TriageInputs
+from ...triage.outcome_store import OutcomeDirStore
 from ...triage.outcomes import BaseOutcome, outcomes_of
 from ..errors import UsageError
 from ..triage_args import base_outcomes, known_issues

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import actions
 from ...github.events import EventError, parse_comment_event, parse_time
 from ...github.triggers import TriggerKind, parse_comment
 from ..errors import EXIT_OK, UsageError
+from . import workflow as actions
 from .github import ApiContext, read_event, with_github
 from .io import write_runner_files
 

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .model import FailureCategory, StageFailure
+from ..model import FailureCategory, StageFailure
 
 # Real failures worth one reproducibility run: the machine (not the code we
 # built) may be what went wrong, and a second worker tells the two apart.

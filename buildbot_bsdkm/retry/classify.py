@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .model import FailureCategory, LogResult, StageFailure
+from ..model import FailureCategory, LogResult, StageFailure
 
 INFRA = FailureCategory.INFRASTRUCTURE
 REAL = FailureCategory.REAL

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .contract import PR_NUMBER_PROPERTY, TAGS_PROPERTY
+from ..contract import PR_NUMBER_PROPERTY, TAGS_PROPERTY
 
 TRUSTED, UNTRUSTED, VM_RESET = "trusted", "untrusted", "vm-reset"
 TRUST_TAGS = frozenset({TRUSTED, UNTRUSTED, VM_RESET})

@@ -14,12 +14,12 @@ from typing import Any
 
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from .redact import redact_url
-from .resources import default_config_path as packaged_config_path
-from .targets import FREEBSD_NAMES
-from .targets import NAMES as TARGET_NAMES
-from .triage.known import KnownIssues, read_known_issues
-from .yaml_reader import At, LocatedDict, LocatedError, compose, opt, read_text
+from ..support.redact import redact_url
+from ..support.resources import default_config_path as packaged_config_path
+from ..support.yaml_reader import At, LocatedDict, LocatedError, compose, opt, read_text
+from ..targets import FREEBSD_NAMES
+from ..targets import NAMES as TARGET_NAMES
+from ..triage.known import KnownIssues, read_known_issues
 
 # The stages a ``timeouts:`` key may name (DEFAULT_TIMEOUTS); pipeline/stages.STAGES are the CLI's.
 TIMEOUT_STAGES = ("fetch", "configure", "build", "load", "selftest", "benchmark", "unload", "collect")

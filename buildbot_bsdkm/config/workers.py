@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .targets import FACTS as TARGET_FACTS
-from .yaml_reader import LocatedError, located
+from ..support.yaml_reader import LocatedError, located
+from ..targets import FACTS as TARGET_FACTS
 
 WORKER_KEYS = ("password", "tags", "targets", "max_builds", "properties")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

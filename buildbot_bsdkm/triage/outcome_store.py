@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .perf.store import StoreError, safe_name
-from .triage.outcomes import BaseOutcome
+from ..perf.store import StoreError, safe_name
+from .outcomes import BaseOutcome
 
 TABLE = "bsdkm_base_outcomes"
 OUTCOMES_DIR = "outcomes"  # under a perf history directory; no fingerprint id is this word

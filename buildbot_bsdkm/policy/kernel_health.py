@@ -34,9 +34,9 @@ from typing import Any
 
 from yaml.nodes import MappingNode
 
-from .model import KernelEvent, LogResult, RunResult
-from .targets import EMULATED_NAMES
-from .yaml_reader import At
+from ..model import KernelEvent, LogResult, RunResult
+from ..support.yaml_reader import At
+from ..targets import EMULATED_NAMES
 
 # policy/checks.py's CheckKind.KERNEL; a plain string here because the policy package imports this
 # module (the kernel: rules), so this one cannot import the policy package back.
