@@ -19,8 +19,8 @@ from test_perf_stage_base import scripted, slowed_text
 
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, load_config
 from buildbot_bsdkm.model import from_json
-from buildbot_bsdkm.perf import extend
 from buildbot_bsdkm.perf.gate import Settings
+from buildbot_bsdkm.pipeline import extend
 from buildbot_bsdkm.pipeline.run import load_interleaved
 from buildbot_bsdkm.pipeline.stages import EXTENDED_KEY, Job, run_stage
 from buildbot_bsdkm.policy import PolicyError, Verdict, load_policy, parse_policy

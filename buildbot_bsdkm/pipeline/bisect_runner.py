@@ -27,11 +27,11 @@ from typing import Any
 
 from ..config.bsdkm_yml import Config, GitSource
 from ..model import FailureCategory, RunResult
-from ..perf import extend as perf_extend
 from ..perf import gate as perf_gate
 from ..policy import CheckKind, Verdict
 from ..retry.rules import RetrySettings
 from ..triage.signature import signature
+from . import extend as perf_extend
 from .bisect import BisectResult, BisectSettings, Commit, Outcome, Probe, Purpose, bisect
 from .errors import StageError
 from .phases import build_phase, measure_phase

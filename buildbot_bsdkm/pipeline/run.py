@@ -19,11 +19,11 @@ from pathlib import Path
 
 from ..config.bsdkm_yml import Config, SourceSpec
 from ..model import LogResult, RunResult, StageFailure, to_json
-from ..perf import extend as perf_extend
-from ..perf.confirm import Remeasure, confirm, to_confirm
 from ..perf.gate import Settings
 from ..policy import Verdict
 from . import base_triage, registry
+from . import extend as perf_extend
+from .confirm import Remeasure, confirm, to_confirm
 from .errors import StageError
 from .phases import build_phase, concurrency, finish, measure_phase, record_failure, timed
 from .proc import run_logged
@@ -197,7 +197,7 @@ def _measure_rounds(head: Job, base: Job, plan: list[tuple[str, str]], first: in
 
 
 def _extra_rounds(head: Job, base: Job, done: int, more: int, say: Progress) -> None:
-    """Rounds ``done+1``..``more`` of a pair (perf/extend.py), each round's order drawn like the first
+    """Rounds ``done+1``..``more`` of a pair (pipeline/extend.py), each round's order drawn like the first
     ones'; the plan and the growth (``EXTENDED_KEY``: first and last round count) go in the head's
     state.json."""
     plan = round_plan(more - done, head.config.benchmark.round_order)

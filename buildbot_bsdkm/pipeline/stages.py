@@ -64,7 +64,7 @@ class Job:
     # The base build's output root (``stage gate --base-out``): its run of this (target, variant)
     # is the gate's base instead of history.
     base_out: Path | None = None
-    # ``stage gate``'s re-measurement for ``perf: {confirm: true}`` (a perf.confirm.Remeasure), set by
+    # ``stage gate``'s re-measurement for ``perf: {confirm: true}`` (a pipeline.confirm.Remeasure), set by
     # run.gate_against_base: base and head were measured on this worker and can be again.
     remeasure: Callable[..., Any] | None = None
 
@@ -337,7 +337,7 @@ def _repeat_logs(job: Job) -> tuple[list[LogResult], StageFailure | None]:
 
 def stage_gate(job: Job) -> None:
     """Per-run gate (policy on this run alone + baseline); run_matrix gates all runs together instead."""
-    from ..perf.confirm import confirm
+    from .confirm import confirm
     from .report_out import GateInputs, gate_runs, write_run_outputs
 
     run = read_run(job)

@@ -28,9 +28,9 @@ A policy file (see ``policies/default.yml`` for the documented default) holds:
 ``perf``        settings of learned limits: ``alpha`` (false alarms per run, all items together),
                 ``tail``, ``min_repeats`` (per side; fewer is ``inconclusive``), ``min_history``,
                 ``window``, ``prior_dof``, ``power``, ``clock_tolerance`` (see ``policies/default.yml``),
-                ``confirm`` (re-measure a regression's base and head before failing, ``perf/confirm.py``),
+                ``confirm`` (re-measure a regression's base and head before failing, ``pipeline/confirm.py``),
                 ``resolve_pct`` (measure more rounds, up to the config's ``benchmark.max_repeats``,
-                while an item cannot resolve a drop this big, ``perf/extend.py``), ``reduce``, ``center``,
+                while an item cannot resolve a drop this big, ``pipeline/extend.py``), ``reduce``, ``center``,
                 ``gross_ratio`` (a change beyond this ratio fails at any repeat count, 1 vs 1 included:
                 the widest healthy ratio recorded, with a margin, ``bench/gross_bound.py``) and
                 ``inconclusive`` (``pass``: unjudged gated items make the verdict INCONCLUSIVE with
