@@ -1,6 +1,7 @@
 """The package's import graph (issue 13): no cycles, none hidden inside functions, and the core never
 imports a shell. Read from the source with ``ast``, so an import inside a function counts as much as
-one at the top, and ``from . import x`` counts as importing the package ``x`` lives in."""
+one at the top, and ``from pkg import x`` counts as importing the package ``x`` lives in (unless the
+importer lives in that package too and ``x`` is a module of it)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,12 @@ def _graph() -> dict[str, set[str]]:
             if isinstance(node, ast.ImportFrom):
                 base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else []))
-                names = [target] + [f"{target}.{a.name}" for a in node.names]
+                subs = [f"{target}.{a.name}" for a in node.names]
+                # ``from . import sub`` names a package the importer lives in, so that package is loaded
+                # before the importer anyway: the import is of ``sub`` alone. A name that is no module
+                # (``from . import Check``) still comes from the package's ``__init__``.
+                ancestor = m == target or m.startswith(target + ".")
+                names = subs if ancestor and all(n in mods for n in subs) else [target] + subs
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             else:

@@ -19,7 +19,7 @@ from ..pipeline.bisect_runner import FailureSpec, HistoryError, RegressionSpec, 
 from ..pipeline.errors import StageError
 from ..policy import load_policy
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
-from .run_cmd import config_path, read_config
+from .io import config_path, read_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from ..report import gab
 from ..report.verdict import delta_report
 from . import triage_args
 from .errors import UsageError
-from .junit_cmd import exit_status, read_policy, read_results, write_text
+from .io import exit_status, history_files, read_all, read_policy, write_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,40 +61,6 @@ def _sides(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     if not args.base or not args.head:
         raise UsageError("give --base B.json ... and --head H.json ... (or BASE.json HEAD.json)")
     return list(args.base), list(args.head)
-
-
-def history_files(specs: list[str]) -> list[str]:
-    """Files named, and every ``*.json`` under directories named, oldest first by name."""
-    out: list[str] = []
-    for spec in specs:
-        p = Path(spec)
-        if p.is_dir():
-            found = sorted(str(f) for f in p.rglob("*.json"))
-            if not found:
-                raise UsageError(f"{spec}: history directory has no .json results documents")
-            out += found
-        else:
-            out.append(spec)
-    return out
-
-
-def _non_finite(runs: list[RunResult], path: str) -> None:
-    for run in runs:
-        for b in run.benchmarks:
-            for field in ("value", "per_second", "cycles"):
-                v = getattr(b, field)
-                if isinstance(v, float) and not math.isfinite(v):
-                    raise UsageError(f"{path}: {run.target}/{run.variant} {b.name}: {field} is {v!r}, "
-                                     "not a finite number")
-
-
-def _read_all(paths: list[str]) -> list[RunResult]:
-    runs: list[RunResult] = []
-    for path in paths:
-        got = read_results(path)
-        _non_finite(got, path)
-        runs += got
-    return runs
 
 
 def merged(runs: list[RunResult]) -> list[RunResult]:
@@ -131,9 +96,9 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     base_paths, head_paths = _sides(args)
-    base = merged(_read_all(base_paths))
-    head = merged(_read_all(head_paths))
-    history = _read_all(history_files(args.history)) if args.history else None
+    base = merged(read_all(base_paths))
+    head = merged(read_all(head_paths))
+    history = read_all(history_files(args.history)) if args.history else None
     problem = fingerprint_problem(base, head)
     if problem:
         raise UsageError(problem)

@@ -29,9 +29,8 @@ from ..perf.store import DirStore, StoreError, best_series
 from ..policy import PolicyError, Verdict, evaluate, load_policy
 from ..triage.outcome_store import OUTCOMES_DIR, OutcomeDirStore, OutcomeSqlStore, describe
 from ..triage.outcomes import outcomes_of
-from .compare_cmd import _read_all
 from .errors import UsageError
-from .junit_cmd import write_text
+from .io import read_all, write_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -135,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     store = DirStore(Path(args.store))
     outcome_store = OutcomeDirStore(Path(args.store))
     if args.action == "add":
-        runs = _read_all(list(args.results))
+        runs = read_all(list(args.results))
         try:
             for r in runs:
                 print(store.add(r, args.commit))

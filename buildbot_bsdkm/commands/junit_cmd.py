@@ -12,16 +12,12 @@ or threshold failed (or items went unjudged under ``perf.inconclusive: fail``), 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from pathlib import Path
 
-from ..model import ModelError, RunResult, from_json
-from ..parsers import ParseError, parse_file
-from ..policy import Policy, PolicyError, Verdict, evaluate, load_policy
+from ..policy import Verdict, evaluate
 from ..report.junit import junit_xml
 from ..report.verdict import html_report, markdown_report
 from . import triage_args
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .io import exit_status, load_runs, read_policy, read_results, write_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,50 +55,6 @@ def run(args: argparse.Namespace) -> int:
     return exit_status(verdict)
 
 
-def load_runs(paths: Sequence[str], variant: str, target: str) -> list[RunResult]:
-    """Results documents as they are; every text log together as one run."""
-    runs: list[RunResult] = []
-    text_logs = []
-    for path in paths:
-        if path.endswith(".json"):
-            runs.extend(read_results(path))
-            continue
-        try:
-            text_logs.append(parse_file(path))
-        except ParseError as e:
-            raise UsageError(str(e)) from None
-    if text_logs:
-        runs.insert(0, RunResult(variant, target, logs=text_logs))
-    return runs
-
-
-def read_results(path: str) -> list[RunResult]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot be read: {e}") from None
-    try:
-        return from_json(text, path)
-    except ModelError as e:
-        raise UsageError(str(e)) from None
-
-
-def read_policy(path: str | None) -> Policy:
-    try:
-        return load_policy(path)
-    except PolicyError as e:
-        raise UsageError(f"bad policy: {e}") from None
-
-
-def write_text(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"{path}: cannot write: {e.strerror or e}") from None
-
-
 def print_verdict(verdict: Verdict) -> None:
     print(verdict.headline())
     for note in verdict.notes:
@@ -114,6 +66,3 @@ def print_verdict(verdict: Verdict) -> None:
             print(f"    {c.triage}{'' if c.blocking else ' (does not block)'}{why} [{c.signature}]")
 
 
-def exit_status(verdict: Verdict) -> int:
-    """0 unless a check failed, or the policy fails unjudged items (``Verdict.accepted``)."""
-    return EXIT_OK if verdict.accepted else EXIT_FAILED

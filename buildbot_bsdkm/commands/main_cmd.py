@@ -10,7 +10,8 @@ import argparse
 from pathlib import Path
 
 from ..config.bsdkm_yml import default_config_path
-from .run_cmd import add_run_arguments, execute, print_result, read_config
+from .io import read_config
+from .matrix_run import add_run_arguments, execute, print_result
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..config.bsdkm_yml import SourceSpec
 from ..pipeline.release import SourceSyntaxError, UnknownSourceError, parse_source, run_release
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
-from .run_cmd import config_path, read_config
+from .io import config_path, read_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:

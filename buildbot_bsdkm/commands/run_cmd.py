@@ -7,24 +7,23 @@ Exit 0 everything passed, 1 a stage, test or threshold failed, 2 unusable config
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import re
 from pathlib import Path
 
 from ..config.bsdkm_yml import (
-    Config,
-    ConfigError,
-    GitSource,
-    LocalSource,
     SourceSpec,
-    default_config_path,
-    load_config,
-    usable_git_ref,
 )
 from ..model import RunResult
-from ..pipeline.run import MatrixResult, run_matrix
-from .compare_cmd import _read_all, history_files
-from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
+from .errors import UsageError
+from .io import config_path, history_files, read_all, read_config
+from .matrix_run import (
+    add_run_arguments,
+    add_source_arguments,
+    base_side,
+    execute,
+    print_result,
+    source_override,
+    with_source,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,116 +69,6 @@ def base_override(args: argparse.Namespace) -> SourceSpec | None:
     return base_side(spec)
 
 
-def base_side(spec: SourceSpec | None) -> SourceSpec | None:
-    """The base's source with a git work tree of its own (it is often the head's repository)."""
-    return dataclasses.replace(spec, slot="base") if isinstance(spec, GitSource) else spec
-
-
-def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", metavar="DIR", default="bsdkm-out", help="output directory (default: bsdkm-out)")
-    p.add_argument("--jobs", type=int, metavar="N", help="compile jobs in total (default: the config's)")
-
-
-def add_source_arguments(p: argparse.ArgumentParser) -> None:
-    """Overrides of the config's ``source:``: a PR build builds the PR's head, not the config's tree."""
-    g = p.add_argument_group("source override (instead of the config's source:)")
-    g.add_argument("--source-git", metavar="URL", help="fetch wolfSSL from this git repository")
-    g.add_argument(
-        "--source-ref",
-        metavar="REF",
-        help="with --source-git: branch, tag, commit or refs/pull/N/head|merge (default: HEAD)",
-    )
-    g.add_argument(
-        "--source-commit",
-        metavar="SHA",
-        help="with --source-git: fail unless the ref resolves to this commit (a PR build's head)",
-    )
-    g.add_argument("--source-dir", metavar="DIR", help="use this local wolfSSL checkout as is")
-
-
-def source_override(args: argparse.Namespace) -> SourceSpec | None:
-    """The source the command line asks for, or None to keep the config's; bad combinations → exit 2."""
-    url = getattr(args, "source_git", None)
-    ref = getattr(args, "source_ref", None)
-    local = getattr(args, "source_dir", None)
-    commit = getattr(args, "source_commit", None)
-    if url is not None and local is not None:
-        raise UsageError("--source-git and --source-dir are two different sources: give one")
-    if ref is not None and url is None:
-        raise UsageError(f"--source-ref {ref!r} needs --source-git URL (a ref of which repository?)")
-    if commit is not None and url is None:
-        raise UsageError(f"--source-commit {commit!r} needs --source-git URL")
-    if local is not None:
-        path = Path(local).expanduser().resolve()
-        if not path.is_dir():
-            raise UsageError(f"--source-dir {local}: not a directory")
-        return LocalSource(path)
-    if url is None:
-        return None
-    # A URL or ref starting with '-' would reach git as an option, not as a repository or ref.
-    if not url.strip() or url.startswith("-"):
-        raise UsageError(f"--source-git {url!r}: not a usable repository URL")
-    ref = "HEAD" if ref is None else ref
-    if not usable_git_ref(ref):
-        raise UsageError(f"--source-ref {ref!r}: not a usable git ref")
-    if commit is not None and not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit):
-        raise UsageError(f"--source-commit {commit!r}: not a commit sha (7 to 64 hex digits)")
-    return GitSource(url=url, ref=ref, commit=commit.lower() if commit else None)
-
-
-def with_source(config: Config, args: argparse.Namespace) -> Config:
-    """``config`` with the command line's source override applied (unchanged when there is none)."""
-    spec = source_override(args)
-    return config if spec is None else dataclasses.replace(config, source=spec)
-
-
-def config_path(given: str | None) -> Path:
-    if given:
-        return Path(given)
-    local = Path("bsdkm.yml")
-    return local if local.is_file() else default_config_path()
-
-
-def read_config(path: Path) -> Config:
-    try:
-        return load_config(path)
-    except ConfigError as e:
-        raise UsageError(f"bad config: {e}") from None
-
-
-def execute(
-    config: Config, variants: list[str] | None, targets: list[str] | None, out: Path, jobs: int | None,
-    base: SourceSpec | None = None, repeats: int = 5, history: list[RunResult] | None = None,
-) -> MatrixResult:
-    if jobs is not None and jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, got {jobs}")
-    if repeats < 1:
-        raise UsageError(f"--repeats must be at least 1, got {repeats}")
-    with run_input_errors(out):
-        result = run_matrix(config, variants, targets, out, jobs=jobs, base_source=base, repeats=repeats,
-                            history=history)
-    return result
-
-
-def print_result(result: MatrixResult, out: Path) -> int:
-    print(f"JUnit:   {result.outputs.get('junit.xml', out / 'junit.xml')}")
-    print(f"Report:  {result.outputs.get('report.md')} (HTML: {result.outputs.get('report.html')})")
-    print(f"Summary: {result.outputs.get('summary.json')}")
-    for r in result.runs:
-        status = (
-            "ok"
-            if r.failure is None
-            else f"FAILED {r.failure.stage} ({r.failure.category}): {r.failure.message}"
-        )
-        print(
-            f"  {r.target}/{r.variant}: {len(r.tests)} self-tests, {len(r.benchmarks)} benchmarks; {status}"
-        )
-    print(result.verdict.summary())
-    for c in result.verdict.failures:
-        print(f"  {c.run_label} {c.kind}{' (error)' if c.error else ''}: {c.message}")
-    return EXIT_OK if result.passed else EXIT_FAILED
-
-
 def run(args: argparse.Namespace) -> int:
     config = with_source(read_config(config_path(args.config)), args)
     out = Path(args.out)
@@ -191,4 +80,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def read_history(specs: list[str]) -> list[RunResult]:
-    return _read_all(history_files(specs))
+    return read_all(history_files(specs))

@@ -20,7 +20,7 @@ from ..triage.classify import TriageInputs
 from ..triage.signature import signature
 from . import triage_args
 from .errors import EXIT_OK, UsageError
-from .junit_cmd import load_runs, read_policy
+from .io import load_runs, read_policy
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -20,7 +20,8 @@ from ..pipeline.stages import BASE_DIR, STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
 from ..triage.known import KnownIssueError
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
-from .run_cmd import add_source_arguments, base_side, config_path, read_config, source_override, with_source
+from .io import config_path, read_config
+from .matrix_run import add_source_arguments, base_side, source_override, with_source
 
 
 def register(sub: argparse._SubParsersAction) -> None:

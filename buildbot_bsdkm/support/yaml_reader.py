@@ -93,6 +93,19 @@ def compose(text: str, source: str, error: type[LocatedError]) -> Node | None:
         raise error(source, None, "yaml", f"not valid YAML: {e}") from None
 
 
+def load_plain(text: str, source: str, error: type[LocatedError]) -> Any:
+    """The document as plain Python values (safe types only); ``error`` at the line of a syntax error.
+
+    For a shell that edits a document and writes it back (``dump``) rather than reading settings."""
+    root = compose(text, source, error)
+    return None if root is None else yaml.SafeLoader("").construct_document(root)
+
+
+def dump(doc: Any) -> str:
+    """``doc`` as YAML text in the order its keys were given (what ``load_plain`` reads back)."""
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
 def node_kind(node: Node) -> str:
     if isinstance(node, MappingNode):
         return "a mapping"

@@ -6,9 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
 from ...config.bsdkm_yml import ConfigError, default_config_path, parse_config
+from ...support.yaml_reader import dump, load_plain
 from ..errors import EXIT_OK, UsageError
 from .io import optional_path, read_text, write_text
 
@@ -28,9 +27,9 @@ def config_with_source(config: Path, source: Path) -> str:
     """``config``'s text with ``source: {local: SOURCE}`` and its relative paths made absolute."""
     text = read_text(config, "config")
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise UsageError(f"config {config} is not YAML: {e}") from None
+        doc = load_plain(text, str(config), ConfigError)
+    except ConfigError as e:
+        raise UsageError(f"config {config} is not YAML: {e.problem}") from None
     if not isinstance(doc, dict):
         raise UsageError(f"config {config} is not a mapping of settings")
     if not source.is_dir():
@@ -41,7 +40,7 @@ def config_with_source(config: Path, source: Path) -> str:
         value = doc.get(key)
         if isinstance(value, str) and not Path(value).expanduser().is_absolute():
             doc[key] = str(base / value)
-    derived = yaml.safe_dump(doc, sort_keys=False)
+    derived = dump(doc)
     try:
         parse_config(derived, f"{config} with source {source}", base)
     except ConfigError as e:
