@@ -535,7 +535,7 @@ def read_console(text: str | Iterable[str], nonce: str | None = None) -> Console
                 facts.first_marker = m.group("body")
             if nonce is None or m.group("nonce") == nonce:
                 reader.marker(m.group("body"))
-            else:
+            elif facts.seen("load begin"):  # before it, the module has not run: not an imitation
                 facts.imitations += 1
             continue
         if line.startswith("panic: ") and facts.panic is None:

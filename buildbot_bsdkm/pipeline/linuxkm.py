@@ -355,7 +355,9 @@ class _ConsoleReader:
         if m and (self._nonce is None or m.group("nonce") == self._nonce):
             self._marker(Marker(m.group("body").strip(), _float(m.group("uptime")), lineno))
         elif IMITATION_HINT in line:
-            if len(r.imitations) < 20:
+            # The module runs only from "load begin" on: a broken marker before it is the console's
+            # doing (a kernel line printed into the middle of one), not an imitation.
+            if len(r.imitations) < 20 and self.report.seen("load begin"):
                 r.imitations.append(lineno)
         elif m := LOADER_RE.match(line):
             self._loader(m)
