@@ -267,6 +267,35 @@ class RunResult:
         return any(log.clock_quantised for log in self.logs)
 
 
+def merge_runs(runs: list[RunResult], *, repeats: bool) -> tuple[list[RunResult], list[tuple[int, int]]]:
+    """Runs of several documents with one run per (target, variant): the one rule for a pair seen twice.
+
+    ``repeats=True``: the documents are repeats of one measurement (``bsdkm-ci compare``), so the
+    pair's run is a copy of its first with every later run's logs added (and its first failure).
+    ``repeats=False``: the documents are jobs that should not overlap (the Action's merge), so the
+    first run of a pair is kept as it is and each later one is left out. Either way the order is that
+    of each pair's first run. Also returned: ``(kept, left_out)`` indices into ``runs`` for every run
+    folded in or left out, so the caller can say where each came from.
+    """
+    out: dict[tuple[str, str], RunResult] = {}
+    first: dict[tuple[str, str], int] = {}
+    folded: list[tuple[int, int]] = []
+    for i, r in enumerate(runs):
+        key = (r.target, r.variant)
+        if key not in out:
+            first[key] = i
+            out[key] = (RunResult(r.variant, r.target, logs=list(r.logs), failure=r.failure,
+                                  stages=dict(r.stages), attempts=list(r.attempts), metadata=dict(r.metadata))
+                        if repeats else r)
+            continue
+        folded.append((first[key], i))
+        if repeats:
+            into = out[key]
+            into.logs += r.logs
+            into.failure = into.failure or r.failure
+    return list(out.values()), folded
+
+
 # ---------------------------------------------------------------------------
 # JSON round trip. Hand-written so a baseline written by one version reads back
 # in the next, and so a bad file fails with the field that is wrong.

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..model import RunResult
+from ..model import RunResult, merge_runs
 from ..policy import Verdict, evaluate, fingerprint_problem
 from ..report import gab
 from ..report.verdict import delta_report
@@ -65,17 +65,7 @@ def _sides(args: argparse.Namespace) -> tuple[list[str], list[str]]:
 
 def merged(runs: list[RunResult]) -> list[RunResult]:
     """Runs of one (target, variant) from several documents as one run whose logs are the repeats."""
-    out: dict[tuple[str, str], RunResult] = {}
-    for r in runs:
-        key = (r.target, r.variant)
-        if key not in out:
-            out[key] = RunResult(r.variant, r.target, logs=list(r.logs), failure=r.failure,
-                                 stages=dict(r.stages), attempts=list(r.attempts), metadata=dict(r.metadata))
-            continue
-        into = out[key]
-        into.logs += r.logs
-        into.failure = into.failure or r.failure
-    return list(out.values())
+    return merge_runs(runs, repeats=True)[0]
 
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 from ..config.bsdkm_yml import Config
 from ..model import RunResult, from_json, run_to_dict
 from ..policy import Policy, Verdict, evaluate, load_policy
+from ..policy.pairing import baseline_for
 from ..triage.classify import TriageInputs
 from ..triage.known import KnownIssues
 from ..triage.outcomes import BaseOutcome
@@ -67,7 +68,7 @@ def gate_runs(inputs: GateInputs, runs: list[RunResult], baseline: list[RunResul
     place of the config's baseline file. ``base_outcomes``: what the base branch's builds did,
     oldest first, for the triage (a failure already there is pre-existing).
     """
-    base = baseline if baseline is not None else inputs.baseline
+    base = baseline_for(baseline, inputs.baseline, per_pair=False)
     triage = TriageInputs(known=inputs.known, base=list(base_outcomes or []))
     return evaluate(runs, inputs.policy, base, history, triage=triage)
 

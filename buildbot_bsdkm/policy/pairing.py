@@ -45,3 +45,22 @@ def pair_baseline(runs: list[RunResult], baseline: list[RunResult] | None
                            f"{', '.join(_labels(baseline))}; the head has {', '.join(_labels(runs))} "
                            "(runs are matched by target/variant: give --target/--variant, or a baseline "
                            "of the same runs)")
+
+
+def baseline_for(measured: list[RunResult] | None, recorded: list[RunResult] | None, *,
+                 per_pair: bool) -> list[RunResult] | None:
+    """The base runs a head is gated against: the one rule for base runs measured next to the head
+    (same machine, interleaved) against a recorded baseline (a file, an artifact). Measured wins.
+
+    ``per_pair=True``: measured runs win for their own (target, variant) and the recorded baseline
+    fills in every other pair (the Action's report job: some jobs measured a base, others did not).
+    ``per_pair=False``: measured runs, when there are any to give (even none), take the whole place
+    of the recorded baseline (one run of the pipeline measured the bases of all its pairs, and a
+    pair whose base failed is left without one rather than gated against an older recording).
+    """
+    if not per_pair:
+        return measured if measured is not None else recorded
+    if recorded is None:
+        return measured or None
+    have = {(r.target, r.variant) for r in measured or []}
+    return [*(measured or []), *(r for r in recorded if (r.target, r.variant) not in have)]

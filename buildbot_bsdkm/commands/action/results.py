@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...config.bsdkm_yml import Config, ConfigError, default_config_path, load_config
 from ...contract import UndeclaredResults, check_declared
-from ...model import ModelError, RunResult, from_json, to_json
+from ...model import ModelError, RunResult, from_json, merge_runs, to_json
 from ...pipeline.report_out import BASE_RUNS_JSON
 from ...policy import (
     Check,
@@ -30,6 +30,7 @@ from ...policy import (
     kernel_health,
     load_policy,
 )
+from ...policy.pairing import baseline_for
 from ...report.junit import junit_xml
 from ...report.verdict import markdown_report
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -294,14 +295,13 @@ def _baseline_for(req: ResultsRequest) -> list[RunResult] | None:
     path = req.baseline_file or req.config_paths[1]
     measured = _measured_base(req)
     if path is None:
-        return measured or None
+        return baseline_for(measured, None, per_pair=True)
     try:
         baseline = from_json(read_text(path, "baseline"), str(path))
     except ModelError as e:
         raise UsageError(f"baseline: {e}") from None
     # A base measured next to the head (same runner, interleaved) beats the artifact's for its pairs.
-    have = {(r.target, r.variant) for r in measured}
-    return [*measured, *(r for r in baseline if (r.target, r.variant) not in have)]
+    return baseline_for(measured, baseline, per_pair=True)
 
 
 def _measured_base(req: ResultsRequest) -> list[RunResult]:
@@ -362,9 +362,8 @@ def merge_results(sources: Sequence[Path]) -> tuple[list[RunResult], list[str]]:
     The merged document carries runs only: its verdict is evaluated afresh over all of them,
     since speedup and crossover gates compare variants that ran in different jobs.
     """
-    runs: list[RunResult] = []
-    notes: list[str] = []
-    seen: dict[tuple[str, str], Path] = {}
+    found_runs: list[RunResult] = []
+    origin: list[Path] = []
     for source in sources:
         found = [source] if source.is_file() else sorted(source.rglob(SUMMARY_JSON))
         if not found:
@@ -374,13 +373,11 @@ def merge_results(sources: Sequence[Path]) -> tuple[list[RunResult], list[str]]:
                 doc_runs = from_json(read_text(path, "results"), str(path))
             except ModelError as e:
                 raise UsageError(f"merge: {e}") from None
-            for run in doc_runs:
-                key = (run.target, run.variant)
-                if key in seen:
-                    notes.append(f"{run.target}/{run.variant} is in {seen[key]} and {path}; kept the first")
-                    continue
-                seen[key] = path
-                runs.append(run)
+            found_runs += doc_runs
+            origin += [path] * len(doc_runs)
+    runs, left_out = merge_runs(found_runs, repeats=False)
+    notes = [f"{found_runs[j].target}/{found_runs[j].variant} is in {origin[i]} and {origin[j]}; "
+             "kept the first" for i, j in left_out]
     return runs, notes
 
 
