@@ -54,7 +54,7 @@ ATTEMPT_PROPERTY = "bsdkm_attempt_record"  # this build's own attempt (retry_rul
 HISTORY_PROPERTY = "bsdkm_attempts"  # every attempt of the build request so far
 RETRY_SUMMARY_PROPERTY = "bsdkm_retry"  # the retry decision's one-line summary
 
-# Set by the master's configuration (buildbot/master_config.py, buildbot/release.py).
+# Set by the master's configuration (buildbot/master_config.py, buildbot/candidate.py).
 TARGET_PROPERTY = "bsdkm_target"
 VARIANT_PROPERTY = "bsdkm_variant"
 CONFIG_PROPERTY = "bsdkm_config"  # bsdkm.yml as the worker sees it (a worker property)

@@ -11,7 +11,7 @@ from buildbot.test.steps import ExpectRemoteRef, ExpectShell, ExpectUploadFile, 
 from conftest import ROOT
 from twisted.trial import unittest
 
-from buildbot_bsdkm.buildbot import release
+from buildbot_bsdkm.buildbot import candidate as release
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
 

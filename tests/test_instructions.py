@@ -304,7 +304,7 @@ def test_planted_one_percent_fails_at_1v1_with_the_function_named_on_real_builds
 
 
 def test_release_judges_the_candidates_counts_once_and_lists_them_with_the_changes() -> None:
-    from buildbot_bsdkm.pipeline.release import judge_candidate
+    from buildbot_bsdkm.pipeline.candidate import judge_candidate
     from buildbot_bsdkm.report.candidate import comparison
 
     # with a learned timed rule the release judges every repeat: three runs of one binary

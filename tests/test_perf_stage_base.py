@@ -172,7 +172,7 @@ def test_the_base_of_the_same_repository_gets_a_work_tree_of_its_own(repo, tmp_p
 
 def test_release_sides_of_one_repository_get_trees_of_their_own(repo, tmp_path: Path) -> None:  # noqa: F811
     from buildbot_bsdkm.config.bsdkm_yml import GitSource, load_config
-    from buildbot_bsdkm.pipeline import release
+    from buildbot_bsdkm.pipeline import candidate as release
 
     url, main, pr = repo
     config = dataclasses.replace(load_config(ROOT / "bsdkm.yml"), cache_dir=tmp_path / "cache")

@@ -15,8 +15,7 @@ from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource, GitSource, LocalSource, TarballSource, parse_config
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult, SelfTest, StageFailure, from_json
 from buildbot_bsdkm.pipeline import fips, kernel
-from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module
-from buildbot_bsdkm.pipeline.release import (
+from buildbot_bsdkm.pipeline.candidate import (
     ELSEWHERE,
     NOT_COVERED,
     RUN,
@@ -27,6 +26,7 @@ from buildbot_bsdkm.pipeline.release import (
     plan_matrix,
     run_release,
 )
+from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module
 from buildbot_bsdkm.policy import parse_policy
 from buildbot_bsdkm.report.candidate import compiler_warnings, parse_size
 

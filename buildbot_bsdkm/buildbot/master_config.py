@@ -27,7 +27,7 @@ from ..contract import (
 from ..github.services import github_services
 from ..retry.rules import RetrySettings
 from . import bisect as bisect_builder
-from . import release
+from . import candidate
 from . import steps as bsdkm_steps
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
 from .trust_levels import warn_without_levels
@@ -209,7 +209,7 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel (issue 10)
     apply_perf_dashboard(c)  # the perf history page; it asks the authz just set who may read it
     config_path = util.Property(CONFIG_PROPERTY, default=settings.config_path or "")
-    release.apply_release(c, config, specs, config_path, settings.bsdkm_ci)
+    candidate.apply_release(c, config, specs, config_path, settings.bsdkm_ci)
     bisect_builder.apply_bisect(c, config, specs, config_path, settings.bsdkm_ci, _github_settings(config))
     return c
 

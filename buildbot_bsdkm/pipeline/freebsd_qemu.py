@@ -43,7 +43,7 @@ from ..retry.classify import Patterns, classify
 from .console import console_lines
 from .errors import StageError, infra_error
 from .freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
-from .freebsd_release import ReleaseSpec, release_kit
+from .freebsd_release_set import ReleaseSpec, release_kit
 from .linuxkm import source_fingerprint
 from .loading import ModuleLoadOutcome, outcome_from_record
 from .locks import exclusive
