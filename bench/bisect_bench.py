@@ -5,7 +5,7 @@
 
 Two parts:
 
-- the search alone (``pipeline/bisect.py`` with a deterministic fake runner): every culprit
+- the search alone (``bisection/search.py`` with a deterministic fake runner): every culprit
   position of histories of each size, with and without a commit that does not build in the
   middle; builds used (max, mean) against the limit;
 - real bisections (``bsdkm-ci bisect``'s core, ``pipeline/bisect_runner.bisect_range``) of
@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from bisect_history import base_repo, lean_config, make_history  # noqa: E402
 
+from buildbot_bsdkm.bisection.search import Commit, Outcome, Probe, Purpose, bisect, build_limit  # noqa: E402
 from buildbot_bsdkm.config.bsdkm_yml import load_config  # noqa: E402
-from buildbot_bsdkm.pipeline.bisect import Commit, Outcome, Probe, Purpose, bisect, build_limit  # noqa: E402
 from buildbot_bsdkm.pipeline.bisect_runner import FailureSpec, RegressionSpec, bisect_range  # noqa: E402
 from buildbot_bsdkm.pipeline.source import wolfssl_source  # noqa: E402
 

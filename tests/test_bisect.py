@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.cli import main
-from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure
-from buildbot_bsdkm.pipeline.bisect import (
+from buildbot_bsdkm.bisection.search import (
     BisectSettings,
     Commit,
     Outcome,
@@ -21,6 +19,8 @@ from buildbot_bsdkm.pipeline.bisect import (
     build_limit,
     next_index,
 )
+from buildbot_bsdkm.cli import main
+from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure
 from buildbot_bsdkm.pipeline.bisect_runner import (
     FailureSpec,
     RegressionSpec,

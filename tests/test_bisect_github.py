@@ -10,9 +10,9 @@ import pytest
 from github_fake.reactor_thread import run
 from github_fake.server import FakeGitHub
 
+from buildbot_bsdkm.bisection.search import Commit, Outcome, Probe, Purpose, bisect
 from buildbot_bsdkm.github.bisect_comment import MARKER, comment_body, post_commit_comment
 from buildbot_bsdkm.github.client import GitHubClient
-from buildbot_bsdkm.pipeline.bisect import Commit, Outcome, Probe, Purpose, bisect
 from buildbot_bsdkm.pipeline.bisect_trigger import BisectRequest, requests_for
 from buildbot_bsdkm.report.bisect import result_json
 

@@ -10,7 +10,7 @@ import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "buildbot_bsdkm"
-SHELLS = {"commands", "buildbot", "github", "cli", "actions"}
+SHELLS = {"commands", "buildbot", "github", "cli"}
 
 
 def _modules() -> dict[str, Path]:
@@ -101,3 +101,56 @@ def test_the_core_imports_no_shell() -> None:
     upward = sorted((m, d) for m, deps in _graph().items() if _group(m) not in SHELLS
                     for d in deps if _group(d) in SHELLS)
     assert upward == []
+
+
+# The layers, bottom first: a package (or top-level module) may import its own layer and those below,
+# never one above. policy/ and triage/ share a layer: the triage decides, inside the policy's
+# evaluation, which failures block, and reads the policy's checks. config/ sits above them because
+# bsdkm.yml names the known issues the triage reads.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"", "model", "targets", "contract", "support"}),
+    frozenset({"parsers", "perf", "retry", "bisection"}),
+    frozenset({"policy", "triage"}),
+    frozenset({"config"}),
+    frozenset({"report"}),
+    frozenset({"pipeline"}),
+    frozenset(SHELLS),
+)
+MAX_LOOSE_MODULES = 8
+
+
+def _layer(group: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if group in layer)
+
+
+def test_every_package_has_a_layer() -> None:
+    unplaced = sorted({_group(m) for m in _graph()} - set().union(*LAYERS))
+    assert unplaced == []
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    upward = sorted((m, d) for m, deps in _graph().items() for d in deps
+                    if _layer(_group(d)) > _layer(_group(m)))
+    assert upward == []
+
+
+def _subcommand(module: str) -> str | None:
+    """The subcommand a module of ``commands/`` belongs to: ``x_cmd`` or the ``action`` package."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] != "commands":
+        return None
+    if parts[2].endswith("_cmd") or parts[2] == "action":
+        return parts[2]
+    return None
+
+
+def test_no_subcommand_imports_another() -> None:
+    """Subcommands share what they read and write through ``commands/io.py`` and ``matrix_run.py``."""
+    crossing = sorted((m, d) for m, deps in _graph().items() for d in deps
+                      if _subcommand(m) and _subcommand(d) and _subcommand(m) != _subcommand(d))
+    assert crossing == []
+
+
+def test_few_modules_lie_loose_at_the_package_top() -> None:
+    loose = sorted(f.name for f in PACKAGE.glob("*.py"))
+    assert len(loose) <= MAX_LOOSE_MODULES, loose

@@ -12,9 +12,9 @@ import argparse
 import math
 from pathlib import Path
 
+from ..bisection.search import BisectSettings
 from ..config.bsdkm_yml import ConfigError, GitSource, LocalSource, usable_git_ref
 from ..pipeline import registry
-from ..pipeline.bisect import BisectSettings
 from ..pipeline.bisect_runner import FailureSpec, HistoryError, RegressionSpec, bisect_range
 from ..pipeline.errors import StageError
 from ..policy import load_policy

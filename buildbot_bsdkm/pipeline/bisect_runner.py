@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..bisection.search import BisectResult, BisectSettings, Commit, Outcome, Probe, Purpose, bisect
 from ..config.bsdkm_yml import Config, GitSource
 from ..model import FailureCategory, RunResult
 from ..perf import gate as perf_gate
@@ -32,7 +33,6 @@ from ..policy import CheckKind, Verdict
 from ..retry.rules import RetrySettings
 from ..triage.signature import signature
 from . import extend as perf_extend
-from .bisect import BisectResult, BisectSettings, Commit, Outcome, Probe, Purpose, bisect
 from .errors import StageError
 from .phases import build_phase, measure_phase
 from .report_out import GateInputs, gate_runs

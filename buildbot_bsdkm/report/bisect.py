@@ -1,4 +1,4 @@
-"""A bisection's report: Markdown, HTML and JSON of one ``pipeline.bisect.BisectResult``.
+"""A bisection's report: Markdown, HTML and JSON of one ``bisection.search.BisectResult``.
 
 The steps (commit, result, rounds, time), the culprit with its evidence and the verification
 runs, the total build time. Commit subjects and authors come from the repository bisected and
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..pipeline.bisect import BisectResult
+from ..bisection.search import BisectResult
 from .blocks import md_code, md_text
 
 

@@ -19,7 +19,6 @@ from ..model import LogFormat, RunResult
 from ..policy import Check, CheckKind, Verdict, fmt_num, measure
 from ..policy import kernel_health as kh
 from ..support.redact import redact_text
-from ..triage.sections import triage_blocks
 from .blocks import (
     BENCHMARK_ROW,
     COMPARISON_ROW,
@@ -38,6 +37,7 @@ from .blocks import (
 )
 from .instructions import instruction_blocks, instruction_summary
 from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
+from .triage_sections import triage_blocks
 
 DEFAULT_MAX_CHARS = 65536
 
@@ -61,7 +61,7 @@ def _verdict_line(verdict: Verdict) -> str:
 
 def _failures_block(verdict: Verdict) -> list[Block]:
     """Every failed check under its triage word (New, Pre-existing, Known issues, Flaky), and what
-    the change fixed (triage/sections.py)."""
+    the change fixed (report/triage_sections.py)."""
     return triage_blocks(verdict)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..report.blocks import KEEP, Block, Row, Table
-from .rules import FLAKY, KNOWN, NEW, PRE_EXISTING
+from ..triage.rules import FLAKY, KNOWN, NEW, PRE_EXISTING
+from .blocks import KEEP, Block, Row, Table
 
 HEADINGS = {NEW: "Failures: New", PRE_EXISTING: "Failures: Pre-existing", KNOWN: "Known issues",
             FLAKY: "Failures: Flaky"}
