@@ -330,3 +330,13 @@ def test_a_zero_status_needs_the_loader_and_the_module_list(tmp_path: Path) -> N
         failure = judge_outcome(outcome, log, 60)
         assert failure is not None
         assert (failure.category, failure.reason) == (FailureCategory.REAL, "load-error")
+
+
+def test_the_first_marker_after_the_firmwares_unfinished_line_counts(tmp_path: Path) -> None:
+    # A real console: SeaBIOS's last line has no newline; the kernel resets the terminal before /init.
+    console = tmp_path / "console.log"
+    first = f"### bsdkm-ci: init begin kernel=6.1.0-57-amd64 uptime=1.80 nonce={NONCE}\n"
+    rest = _forged_console(NONCE).encode()
+    console.write_bytes(b"Booting from ROM..\x1bc\x1b[?7l\x1b[2J" + first.encode() + rest)
+    report = linuxkm.read_console(console, NONCE)
+    assert report.markers[0].body == "init begin kernel=6.1.0-57-amd64" and report.markers[0].uptime == 1.80

@@ -280,6 +280,7 @@ LOADER_RE = re.compile(
 PANIC_RE = re.compile(r"Kernel panic - not syncing: .*")
 ESCAPES_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[A-Za-z])")  # SeaBIOS/kernel terminal resets
 IMITATION_HINT = "### bsdkm-ci:"
+TERMINAL_RESET = "\x1bc"
 
 
 @dataclass
@@ -347,7 +348,9 @@ class _ConsoleReader:
         self._loader_seen: set[str] = set()
 
     def feed(self, lineno: int, raw: str) -> None:
-        line = ESCAPES_RE.sub("", raw).replace("\r", "").rstrip("\n")
+        # The kernel resets the terminal (ESC c) right before /init's first marker, on the firmware's
+        # unfinished last line ("Booting from ROM.."): what follows a reset starts the screen afresh.
+        line = ESCAPES_RE.sub("", raw.rpartition(TERMINAL_RESET)[2]).replace("\r", "").rstrip("\n")
         r = self.report
         if r.panic is None and (m := PANIC_RE.search(line)):
             r.panic = m.group(0).strip()
