@@ -25,6 +25,12 @@ PROPERTY_SOURCE = "bsdkm"  # the "source" Buildbot shows next to every property 
 # Set by the stage steps (buildbot/steps.py).
 FAILURE_PROPERTY = "bsdkm_failure"  # StageFailure.to_dict() of the first failing stage
 VERDICT_PROPERTY = "bsdkm_verdict"  # passed | failed | inconclusive | infrastructure
+
+
+def verdict_word(status: str | None, ok: bool) -> str:
+    """``VERDICT_PROPERTY``'s (and a passed release's) value from the core's word (``Verdict.status``)
+    and whether the step passed: unjudged items are never called passed."""
+    return "inconclusive" if status == "inconclusive" else ("passed" if ok else "failed")
 # Gated items the gate could not judge (policy.Verdict.inconclusive): the commit status says how many.
 INCONCLUSIVE_PROPERTY = "bsdkm_inconclusive"
 REGRESSIONS_PROPERTY = "bsdkm_regressions"  # ["AES-128-GCM-enc −31 %", ...]

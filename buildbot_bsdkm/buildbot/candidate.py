@@ -24,7 +24,8 @@ from buildbot.process.results import FAILURE, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
 
 from ..config.bsdkm_yml import Config
-from ..contract import PROPERTY_SOURCE, RELEASE_VERDICT_PROPERTY, RUN_KIND_PROPERTY
+from ..contract import PROPERTY_SOURCE, RELEASE_VERDICT_PROPERTY, RUN_KIND_PROPERTY, verdict_word
+from ..policy.checks import status_of_summary
 from ..targets import FACTS as TARGET_FACTS
 from ..targets import os_release_tag
 from .workers import WorkerSpec
@@ -109,7 +110,7 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
                        None)
         if cmd.rc == 0:
             self.summary_text = f"release: {verdict or 'passed'}"
-            word = "inconclusive" if verdict and verdict.startswith("INCONCLUSIVE:") else "passed"
+            word = verdict_word(status_of_summary(verdict) if verdict else None, True)
             self.setProperty(RELEASE_VERDICT_PROPERTY, word, PROPERTY_SOURCE)
             return SUCCESS
         self.setProperty(RELEASE_VERDICT_PROPERTY, "failed" if cmd.rc == 1 else "error", PROPERTY_SOURCE)

@@ -44,6 +44,7 @@ from ..contract import (
     read_state,
     stage_outcome,
     state_path,
+    verdict_word,
 )
 from ..contract import run_dir as run_dir_of
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
@@ -457,8 +458,7 @@ class Gate(BsdkmStageStep):
         if verdict is not None:
             passed = bool(verdict.get("passed")) and rc == 0
             # The core's word (Verdict.status): unjudged items are never called passed.
-            word = "inconclusive" if verdict.get("verdict") == "inconclusive" else None
-            self.setProperty(VERDICT_PROPERTY, word or ("passed" if passed else "failed"), PROPERTY_SOURCE)
+            self.setProperty(VERDICT_PROPERTY, verdict_word(verdict.get("verdict"), passed), PROPERTY_SOURCE)
             self.setProperty(INCONCLUSIVE_PROPERTY, int(verdict.get("inconclusive") or 0), PROPERTY_SOURCE)
             self.setProperty(REGRESSIONS_PROPERTY, summaries.regression_labels(verdict), PROPERTY_SOURCE)
             self.setProperty(TRIAGE_PROPERTY, summaries.triage_property(verdict), PROPERTY_SOURCE)

@@ -44,6 +44,15 @@ STATUS_FAIL = "fail"
 STATUS_INCONCLUSIVE = "inconclusive"
 STATUS_MARKS = {STATUS_PASS: "✅", STATUS_FAIL: "❌", STATUS_INCONCLUSIVE: "⚠️"}
 
+
+def status_of_summary(line: str) -> str | None:
+    """The overall verdict word a ``Verdict.summary()`` line opens with (``INCONCLUSIVE: ...`` →
+    ``inconclusive``), or None for any other line: how a shell that has only the printed summary
+    reads the core's word instead of deciding one."""
+    head, sep, _ = line.partition(":")
+    word = head.strip().lower()
+    return word if sep and word in STATUS_MARKS else None
+
 GEOMEAN_PREFIX = "geomean:"  # a regression gate over the geometric mean: "geomean:<pattern>"
 COMPLETE_PREFIX = "complete:"  # a log's completeness: "complete:<log source>"
 
