@@ -14,6 +14,7 @@ from conftest import ROOT
 from twisted.internet import defer
 from twisted.trial import unittest
 
+from buildbot_bsdkm import contract
 from buildbot_bsdkm.buildbot import bisect as bb
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
 from buildbot_bsdkm.config.bsdkm_yml import load_config
@@ -58,8 +59,8 @@ class TestBisectStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
 
     def make(self) -> None:
         self.setup_step(bb.BsdkmBisect(config_path="/x/bsdkm.yml"))
-        self.build.setProperty(bb.REQUEST_PROPERTY, REQ.to_dict(), "test")
-        self.build.setProperty(bb.REPOSITORY_PROPERTY, REPO, "test")
+        self.build.setProperty(contract.BISECT_REQUEST_PROPERTY, REQ.to_dict(), "test")
+        self.build.setProperty(contract.REPOSITORY_PROPERTY, REPO, "test")
 
     def expect_reports(self, doc: dict[str, Any]) -> None:
         self.expect_commands(
@@ -76,7 +77,7 @@ class TestBisectStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.expect_reports(doc)
         self.expect_outcome(result=SUCCESS, state_string="bisect: culprit bbbbbbbbbbbb")
         self.expect_log_file("bisect.md", "# bsdkm-ci bisect\n")
-        self.expect_property(bb.RESULT_PROPERTY, {k: v for k, v in doc.items() if k != "steps"})
+        self.expect_property(contract.BISECT_RESULT_PROPERTY, {k: v for k, v in doc.items() if k != "steps"})
         return self.run_step()
 
     def test_could_not_decide_is_a_warning_not_a_failure(self) -> defer.Deferred:
@@ -113,8 +114,8 @@ class FakeScheduler:
 
     def trigger(self, waited_for: bool, sourcestamps: list[dict[str, Any]], set_props: Any) -> None:
         self.triggered.append({"sourcestamps": sourcestamps,
-                               "request": set_props.getProperty(bb.REQUEST_PROPERTY),
-                               "repository": set_props.getProperty(bb.REPOSITORY_PROPERTY)})
+                               "request": set_props.getProperty(contract.BISECT_REQUEST_PROPERTY),
+                               "repository": set_props.getProperty(contract.REPOSITORY_PROPERTY)})
 
 
 class FakeMaster:

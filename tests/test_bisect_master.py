@@ -20,7 +20,8 @@ from bisect_history import LEAN_POLICY, base_repo, make_history
 from github_fake.master import SECRET_ENV, TOKEN_ENV, Master
 from github_fake.server import FakeGitHub
 
-from buildbot_bsdkm.buildbot.bisect import BUILDER, RESULT_PROPERTY
+from buildbot_bsdkm.buildbot.bisect import BUILDER
+from buildbot_bsdkm.contract import BISECT_RESULT_PROPERTY
 from buildbot_bsdkm.pipeline.source import wolfssl_source
 from buildbot_bsdkm.triage.outcome_store import OutcomeSqlStore
 
@@ -80,7 +81,7 @@ def test_a_new_failure_on_the_base_branch_is_bisected_and_the_culprit_commented(
 
         bisects = master.rest.wait(done, "the bisect build", timeout=2400, interval=5)
         props = master.rest.properties(bisects[0]["buildid"])
-        result = props[RESULT_PROPERTY]
+        result = props[BISECT_RESULT_PROPERTY]
         assert result["decided"], result
         assert result["culprit"]["sha"] == hist.planted["failure"]
         deadline = time.monotonic() + 120

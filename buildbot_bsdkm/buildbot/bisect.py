@@ -30,7 +30,16 @@ from twisted.internet import defer
 from twisted.python import log
 
 from ..config.bsdkm_yml import Config, GitSource
-from ..contract import PR_NUMBER_PROPERTY, PROPERTY_SOURCE, TARGET_PROPERTY, VARIANT_PROPERTY
+from ..contract import (
+    BISECT_REQUEST_PROPERTY,
+    BISECT_RESULT_PROPERTY,
+    BISECTED_STATE,
+    PR_NUMBER_PROPERTY,
+    PROPERTY_SOURCE,
+    REPOSITORY_PROPERTY,
+    TARGET_PROPERTY,
+    VARIANT_PROPERTY,
+)
 from ..perf.store import best_series
 from ..pipeline.bisect_trigger import BisectRequest, regression_requests, requests_for
 from ..pipeline.registry import measures_base
@@ -40,10 +49,6 @@ from .workers import WorkerSpec
 BUILDER = "bisect"
 SCHEDULER = "bisect"
 OUT_DIR = "bsdkm-bisect"
-REQUEST_PROPERTY = "bsdkm_bisect_request"  # BisectRequest.to_dict() of the build
-RESULT_PROPERTY = "bsdkm_bisect"  # bisect.json without its steps
-REPOSITORY_PROPERTY = "repository"
-STATE_NAME = "bsdkm_bisected"  # the keys already bisected, in the master's object state
 OUTPUT_LIMIT = 64 * 1024
 
 
@@ -70,14 +75,15 @@ class BsdkmBisect(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep)
         return [*cmd, "--config", str(self.config_path)] if self.config_path else cmd
 
     async def run(self) -> int:
-        raw = self.getProperty(REQUEST_PROPERTY)
+        raw = self.getProperty(BISECT_REQUEST_PROPERTY)
         repository = self.getProperty(REPOSITORY_PROPERTY)
         try:
             req = BisectRequest.from_dict(raw)
         except (KeyError, TypeError, AttributeError, ValueError):  # no request, or not one
             req = None
         if req is None or not repository:
-            self.summary_text = f"bisect: no usable request ({REQUEST_PROPERTY} and {REPOSITORY_PROPERTY})"
+            self.summary_text = (f"bisect: no usable request ({BISECT_REQUEST_PROPERTY} and "
+                                 f"{REPOSITORY_PROPERTY})")
             await self.addCompleteLog("error", self.summary_text)
             return FAILURE
         cmd = await self.makeRemoteShellCommand(command=self.bisect_command(req, str(repository)),
@@ -85,7 +91,8 @@ class BsdkmBisect(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep)
         await self.runCommand(cmd)
         doc = await self._read_back()
         if doc is not None:
-            self.setProperty(RESULT_PROPERTY, {k: v for k, v in doc.items() if k != "steps"}, PROPERTY_SOURCE)
+            summary = {k: v for k, v in doc.items() if k != "steps"}
+            self.setProperty(BISECT_RESULT_PROPERTY, summary, PROPERTY_SOURCE)
         output = ((cmd.stdout or "") + (cmd.stderr or ""))[-OUTPUT_LIMIT:]
         lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
         said = doc["headline"] if doc else lines[-1] if lines else f"exit {cmd.rc}"
@@ -132,7 +139,7 @@ class BsdkmBisectComment(buildstep.BuildStep):
         from ..github.bisect_comment import comment_body, post_commit_comment
         from ..github.client import GitHubError
 
-        doc = self.getProperty(RESULT_PROPERTY)
+        doc = self.getProperty(BISECT_RESULT_PROPERTY)
         if not isinstance(doc, dict) or not doc.get("decided"):
             self.summary_text = "no culprit named: no comment"
             return SKIPPED
@@ -215,10 +222,10 @@ class BisectOnNewSignatures(service.BuildbotService):
         return await self.master.db.state.getObjectId(self.name, type(self).__name__)
 
     async def _done(self) -> set[str]:
-        return set(await self.master.db.state.getState(await self._object(), STATE_NAME, []))
+        return set(await self.master.db.state.getState(await self._object(), BISECTED_STATE, []))
 
     async def _remember(self, keys: set[str]) -> None:
-        await self.master.db.state.setState(await self._object(), STATE_NAME, sorted(keys))
+        await self.master.db.state.setState(await self._object(), BISECTED_STATE, sorted(keys))
 
 
 async def perf_series(master: Any, fingerprint: str, target: str, variant: str,
@@ -240,7 +247,7 @@ def _properties(req: BisectRequest, repository: str) -> Any:
     from buildbot.process.properties import Properties
 
     props = Properties()
-    props.setProperty(REQUEST_PROPERTY, req.to_dict(), PROPERTY_SOURCE)
+    props.setProperty(BISECT_REQUEST_PROPERTY, req.to_dict(), PROPERTY_SOURCE)
     props.setProperty(REPOSITORY_PROPERTY, repository, PROPERTY_SOURCE)
     return props
 
