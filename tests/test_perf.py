@@ -221,7 +221,9 @@ def test_base_and_head_at_different_implied_clocks_are_flagged() -> None:
 
 def test_default_policy_uses_learned_limits() -> None:
     p = load_policy()
-    assert [(r.limit, r.aggregate) for r in p.regressions] == [("learned", "item"), ("learned", "geomean")]
+    timed = [r for r in p.regressions if r.metric != "instructions"]
+    assert [(r.limit, r.aggregate) for r in timed] == [("learned", "item"), ("learned", "geomean")]
+    assert {r.limit for r in p.regressions if r.metric == "instructions"} == {"fixed"}
     assert p.perf.min_repeats >= 3 and p.perf.alpha <= 0.01
 
 
