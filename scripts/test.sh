@@ -16,4 +16,4 @@ if [ -z "${BSDKM_SHARED:-}" ] && [ ! -d ../shared ]; then
     fi
 fi
 ruff check .
-exec pytest -q -p no:cacheprovider "$@"
+exec pytest -q -p no:cacheprovider --durations=25 "$@"
