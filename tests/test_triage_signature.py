@@ -71,6 +71,21 @@ def test_a_stage_failure_for_the_panic_has_the_panic_signature() -> None:
     assert sigs == {AESNI_SIG}
 
 
+def test_a_stage_failure_for_a_selftest_has_the_selftest_signature() -> None:
+    run = RunResult("intelasm", "freebsd-kmod-qemu", logs=[parse_text("", "console-debug.log")],
+                    failure=StageFailure("load", "debug kernel: self-test failed: AES-GCM (error -216)",
+                                         reason="selftest"))
+    run.logs[0].tests.append(SelfTest("AES-GCM", False, " error L=7420 code=-216", -216))
+    verdict = evaluate([run], load_policy(default_policy_path()))
+    both = [c for c in verdict.failures if c.name in ("stage:load", "AES-GCM")]  # (the empty log is cut off)
+    assert len(both) == 2
+    assert {signature(c, run) for c in both} == {"selftest: AES-GCM (-216)"}
+    assert {signature(c.to_dict()) for c in both} == {"selftest: AES-GCM (-216)"}  # the JSON alone
+    unnamed = Check("intelasm", "freebsd-kmod-qemu", "stage:load", CheckKind.COMPLETE, False,
+                    "load failed (real, selftest): self-test failed: the program reported failure")
+    assert signature(unnamed) == "selftest: failed without naming an algorithm"
+
+
 LINUX_BUG = """\
 [   {t}] BUG: kernel NULL pointer dereference, address: {addr}
 [   {t}] #PF: supervisor read access in kernel mode

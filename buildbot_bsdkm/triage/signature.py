@@ -195,6 +195,8 @@ def _complete_signature(name: str, message: str, run: RunResult | None) -> str:
             if first is not None:
                 return event_signature(first)
             return _stage_panic(text)
+        if reason == "selftest" or _STAGE_SELFTEST.match(text):
+            return _stage_selftest(text, run)
         for prefix in ("compile failed: ", "configure failed: "):
             if text.startswith(prefix):
                 return f"build: {normalise(text.removeprefix(prefix))}"
@@ -210,6 +212,28 @@ def _complete_signature(name: str, message: str, run: RunResult | None) -> str:
                 return event_signature(stops[0])
     reason = message.split(" is incomplete: ", 1)[-1] if " is incomplete: " in message else message
     return f"incomplete: {normalise(reason)}"
+
+
+_STAGE_SELFTEST = re.compile(r"^(?:[\w-]+ kernel: )?self-test failed: (?P<rest>.*)$")
+_STAGE_SELFTEST_NAMED = re.compile(r"^(?P<name>.+?) \((?:error (?P<code>-?\d+)|[^()]*)\)"
+                                   r"(?: \(\+\d+ more\))?$")
+
+
+def _stage_selftest(text: str, run: RunResult | None) -> str:
+    """A stage that failed because a self-test did (retry/classify.py) is that self-test's failure:
+    one signature for the stage check and the self-test's own check, as a panic's stage is the panic's."""
+    for log in run.logs if run is not None else []:
+        for t in log.tests:
+            if not t.passed:
+                detail = (t.error or "").strip()
+                message = f"{t.name} self-test failed{': ' + detail if detail else ''}"
+                return signature({"kind": "selftest", "name": t.name, "message": message, "value": t.code})
+    m = _STAGE_SELFTEST.match(text)
+    named = _STAGE_SELFTEST_NAMED.match(m["rest"]) if m else None
+    if named is None:  # "the program reported failure": no algorithm named
+        return "selftest: failed without naming an algorithm"
+    code = named["code"]
+    return f"selftest: {named['name']} ({int(code)})" if code is not None else f"selftest: {named['name']}"
 
 
 def _first_kernel_event(run: RunResult | None) -> KernelEvent | None:
