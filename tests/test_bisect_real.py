@@ -90,7 +90,7 @@ def test_a_change_within_the_noise_ends_could_not_decide(repo: tuple[Path, str, 
 KERNEL_CONFIG = """\
 source: {{local: {repo}}}
 targets:
-  linux-kmod-qemu: {{flags: [--enable-cryptonly, --enable-crypttests, --disable-ecc, --disable-dh], cpu: max}}
+  linux-kmod-qemu: {{flags: [--enable-cryptonly, --disable-ecc, --disable-dh], cpu: max}}
 variants:
   noasm: {{flags: [--disable-asm], targets: [linux-kmod-qemu]}}
 benchmark: {{min_runtime_s: 0.01, embedded: true, ntimes: 1, agreetimes: 1}}
