@@ -90,31 +90,41 @@ class DirStore:
         return out
 
 
+def sql_table(db_url: str, name: str, what: str, strings: list[tuple[str, int, bool]],
+              key: tuple[str, ...]) -> tuple[Any, Any, Any]:
+    """(sqlalchemy, engine, table) of one of our tables in a Buildbot master's database.
+
+    The table is ``id``, the named string columns (name, length, nullable), ``recorded_at`` and the
+    JSON ``document``, indexed by ``key`` then ``id``; it is created next to Buildbot's own, once.
+    """
+    try:
+        import sqlalchemy as sa
+    except ImportError:
+        raise StoreError(f"{what} needs SQLAlchemy, which the Buildbot extra brings: "
+                         "pip install 'buildbot-bsdkm[buildbot]'") from None
+    engine = sa.create_engine(db_url, future=True)
+    meta = sa.MetaData()
+    table = sa.Table(
+        name, meta,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        *(sa.Column(col, sa.String(length), nullable=nullable) for col, length, nullable in strings),
+        sa.Column("recorded_at", sa.Float, nullable=False),
+        sa.Column("document", sa.Text, nullable=False),
+        sa.Index(f"{name}_key", *key, "id"),
+    )
+    meta.create_all(engine)
+    return sa, engine, table
+
+
 class SqlStore:
     """History in a SQL database (the Buildbot master's), one row per stored run."""
 
     def __init__(self, db_url: str) -> None:
-        try:
-            import sqlalchemy as sa
-        except ImportError:
-            raise StoreError("a database history needs SQLAlchemy, which the Buildbot extra brings: "
-                             "pip install 'buildbot-bsdkm[buildbot]'") from None
-
-        self._sa = sa
-        self.engine = sa.create_engine(db_url, future=True)
-        meta = sa.MetaData()
-        self.table = sa.Table(
-            TABLE, meta,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("fingerprint", sa.String(64), nullable=False),
-            sa.Column("target", sa.String(64), nullable=False),
-            sa.Column("variant", sa.String(64), nullable=False),
-            sa.Column("commit", sa.String(128), nullable=False),
-            sa.Column("recorded_at", sa.Float, nullable=False),
-            sa.Column("document", sa.Text, nullable=False),
-            sa.Index(f"{TABLE}_key", "fingerprint", "target", "variant", "id"),
-        )
-        meta.create_all(self.engine)  # our own table next to Buildbot's; created once, idempotent
+        self._sa, self.engine, self.table = sql_table(
+            db_url, TABLE, "a database history",
+            [("fingerprint", 64, False), ("target", 64, False), ("variant", 64, False),
+             ("commit", 128, False)],
+            ("fingerprint", "target", "variant"))
 
     def add(self, run: RunResult, commit: str | None = None) -> int:
         row: dict[str, Any] = {"fingerprint": _key(run), "target": run.target, "variant": run.variant,

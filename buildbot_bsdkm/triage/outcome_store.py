@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..perf.store import StoreError, safe_name
+from ..perf.store import StoreError, safe_name, sql_table
 from .outcomes import BaseOutcome
 
 TABLE = "bsdkm_base_outcomes"
@@ -109,29 +109,11 @@ class OutcomeSqlStore:
     """Base outcomes in a SQL database (the Buildbot master's), one row per (build, kernel kind)."""
 
     def __init__(self, db_url: str) -> None:
-        try:
-            import sqlalchemy as sa
-        except ImportError:
-            raise StoreError("a database outcome store needs SQLAlchemy, which the Buildbot extra brings: "
-                             "pip install 'buildbot-bsdkm[buildbot]'") from None
-        self._sa = sa
-        self.engine = sa.create_engine(db_url, future=True)
-        meta = sa.MetaData()
-        self.table = sa.Table(
-            TABLE, meta,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("target", sa.String(64), nullable=False),
-            sa.Column("variant", sa.String(64), nullable=False),
-            sa.Column("kernel", sa.String(64), nullable=False),
-            sa.Column("verdict", sa.String(16), nullable=False),
-            sa.Column("commit", sa.String(128), nullable=False),
-            sa.Column("version", sa.String(64), nullable=True),
-            sa.Column("fingerprint", sa.String(64), nullable=True),
-            sa.Column("recorded_at", sa.Float, nullable=False),
-            sa.Column("document", sa.Text, nullable=False),
-            sa.Index(f"{TABLE}_key", "target", "variant", "kernel", "id"),
-        )
-        meta.create_all(self.engine)  # our own table next to Buildbot's; created once, idempotent
+        self._sa, self.engine, self.table = sql_table(
+            db_url, TABLE, "a database outcome store",
+            [("target", 64, False), ("variant", 64, False), ("kernel", 64, False), ("verdict", 16, False),
+             ("commit", 128, False), ("version", 64, True), ("fingerprint", 64, True)],
+            ("target", "variant", "kernel"))
 
     def add(self, record: Mapping[str, Any]) -> int:
         rec = checked(record)
