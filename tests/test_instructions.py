@@ -237,6 +237,17 @@ def test_an_instruction_valgrind_cannot_run_is_unmeasurable_and_the_rest_counted
     assert got["NONE"].status == MISSING
 
 
+@needs_valgrind
+def test_a_relative_work_directory_counts_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails on the old code: the main job's out directory is relative (bsdkm-out/...), and Valgrind,
+    started in the work directory, could not open its log there: nothing was counted."""
+    fake = tmp_path / "fake"
+    subprocess.run(["gcc", "-O1", "-o", str(fake), str(DATA / "fake_driver.c")], check=True)
+    monkeypatch.chdir(tmp_path)
+    got = pinstr.count_program(Path("fake"), {"A": 1000}, Path("bsdkm-out") / "work")
+    assert [(i.name, i.status) for i in got] == [("A", MEASURED)], got
+
+
 def test_valgrind_missing_counts_nothing_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pinstr, "valgrind_version", lambda: None)
     counts = pinstr.count_instructions(Path("/nonexistent"), {"SHA-256": 1})

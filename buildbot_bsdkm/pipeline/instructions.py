@@ -122,7 +122,8 @@ def _srcdir(build: Path) -> Path:
 def build_driver(tree: BuiltTree, cache: Path, log: Path | None = None) -> Path:
     """The static driver for ``tree``, built at most once per object set (cached)."""
     key = tree.identity()
-    home = cache / "instructions" / key
+    # The steps run inside ``home``: every path they name is absolute (a relative out directory too).
+    home = (cache / "instructions" / key).resolve()
     program = home / PROGRAM
     with exclusive(cache / "locks" / f"instructions-{key}.lock"):
         if program.is_file():
@@ -133,8 +134,9 @@ def build_driver(tree: BuiltTree, cache: Path, log: Path | None = None) -> Path:
         archive = home / "libwolfssl-objects.a"
         archive.unlink(missing_ok=True)
         steps = [
-            ["ar", "rcs", str(archive), *map(str, tree.objects)],
-            ["gcc", "-static", "-O2", "-Wall", f"-I{tree.build_dir}", f"-I{tree.source}", "-o",
+            ["ar", "rcs", str(archive), *(str(Path(o).resolve()) for o in tree.objects)],
+            ["gcc", "-static", "-O2", "-Wall", f"-I{Path(tree.build_dir).resolve()}",
+             f"-I{Path(tree.source).resolve()}", "-o",
              str(program) + ".tmp", str(driver_source()), str(archive), "-lm", "-lpthread"],
         ]
         for argv in steps:
@@ -217,6 +219,9 @@ def count_program(program: Path, items: Mapping[str, int], work: Path, *, block:
     One process for every item; where it dies (an instruction Valgrind cannot run), that item is
     unmeasurable with Valgrind's words and a new process runs the items after it.
     """
+    # Valgrind runs inside the work directory: relative paths (the main job's bsdkm-out/...) would
+    # name its log and profile files below that directory again.
+    program, work = Path(program).resolve(), Path(work).resolve()
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     names = list(items)
