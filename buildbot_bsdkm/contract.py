@@ -54,6 +54,9 @@ BASE_OUTCOMES_FILE = "base-outcomes.json"
 # comment, judged again on the master over every build, says what the statuses say.
 BASE_OUTCOMES_USED_FILE = "base-outcomes.used.json"
 BASE_OUTCOMES_PROPERTY = "bsdkm_base_outcomes"
+# A release-candidate run's outcomes (the candidate judged on its own, same form as above), which the
+# release step records like a base-branch build's: release runs are base outcomes too.
+RELEASE_OUTCOMES_FILE = "release-outcomes.json"
 
 # Set by the bounded-retry build (buildbot/retrying_build.py).
 ATTEMPT_PROPERTY = "bsdkm_attempt_record"  # this build's own attempt (retry_rules.Attempt.to_dict())

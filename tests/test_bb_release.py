@@ -123,6 +123,7 @@ class TestReleaseStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
             ExpectShell(workdir="wkdir", command=CMD).stdout("PASS: 40 checks passed\n").exit(0),
             upload(f"{OUT}/release.html").upload_string("<html><svg></svg>report</html>").exit(0),
             upload(f"{OUT}/release.md").upload_string("## Release candidate: PASS\n").exit(0),
+            upload(f"{OUT}/release-outcomes.json").exit(1),
         )
         self.expect_outcome(result=SUCCESS, state_string="release: PASS: 40 checks passed")
         self.expect_log_file("release.md", "## Release candidate: PASS\n")
@@ -138,6 +139,7 @@ class TestReleaseStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
             ExpectShell(workdir="wkdir", command=CMD).stdout(line + "\n").exit(0),
             upload(f"{OUT}/release.html").upload_string("<html>r</html>").exit(0),
             upload(f"{OUT}/release.md").upload_string("md").exit(0),
+            upload(f"{OUT}/release-outcomes.json").exit(1),
         )
         self.expect_outcome(result=SUCCESS, state_string=f"release: {line}")
         self.expect_property("bsdkm_release_verdict", "inconclusive")
@@ -150,6 +152,7 @@ class TestReleaseStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
             .exit(1),
             upload(f"{OUT}/release.html").upload_string("<html>r</html>").exit(0),
             upload(f"{OUT}/release.md").upload_string("md").exit(0),
+            upload(f"{OUT}/release-outcomes.json").exit(1),
         )
         self.expect_outcome(result=FAILURE, state_string="release: FAIL: 1 of 40 checks failed (regression)")
         self.expect_property("bsdkm_release_verdict", "failed")
@@ -163,7 +166,39 @@ class TestReleaseStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
             ExpectShell(workdir="wkdir", command=CMD).stderr(msg).exit(2),
             upload(f"{OUT}/release.html").exit(1),
             upload(f"{OUT}/release.md").exit(1),
+            upload(f"{OUT}/release-outcomes.json").exit(1),
         )
         self.expect_outcome(result=FAILURE, state_string=f"release: {msg.strip()}")
         self.expect_property("bsdkm_release_verdict", "error")
         return self.run_step()
+
+    def test_the_candidates_outcomes_are_recorded_as_base_outcomes(self):
+        import json
+        import tempfile
+
+        from twisted.internet import defer
+
+        from buildbot_bsdkm.buildbot import base_outcomes
+        from buildbot_bsdkm.triage.outcomes import BaseOutcome
+
+        url = f"sqlite:///{tempfile.mkdtemp()}/state.sqlite"
+        self.patch(base_outcomes, "_db_url", lambda master: url)
+        self.patch(base_outcomes.threads, "deferToThread", lambda f, *a: defer.succeed(f(*a)))
+        panic = "panic: malloc: called with spinlock or critical section held | AES_set_decrypt_key_AESNI"
+        rec = BaseOutcome("freebsd-kmod-qemu", "intelasm", "debug", "fail", [panic], None, "5.9.3-rc1",
+                          "2026-12-01T00:00:00Z", "fp1", ["complete", "kernel"]).to_dict()
+        self.make()
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", command=CMD).stdout("PASS: 40 checks passed\n").exit(0),
+            upload(f"{OUT}/release.html").upload_string("<html>r</html>").exit(0),
+            upload(f"{OUT}/release.md").upload_string("md").exit(0),
+            upload(f"{OUT}/release-outcomes.json").upload_string(json.dumps({"base_outcomes": [rec]}))
+            .exit(0),
+        )
+        self.expect_outcome(result=SUCCESS, state_string="release: PASS: 40 checks passed")
+        d = self.run_step()
+
+        def stored(_):
+            (got,) = base_outcomes.store_for(url).window("freebsd-kmod-qemu", "intelasm", 10)
+            self.assertEqual((got["version"], got["signatures"]), ("5.9.3-rc1", [panic]))
+        return d.addCallback(stored)

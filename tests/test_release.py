@@ -348,3 +348,22 @@ def test_previous_release_that_fails_to_build_is_reported_and_the_candidate_judg
     assert result.passed and any("not evaluated" in n for n in result.verdict.notes)  # no baseline
     md = (out / "release.md").read_text()
     assert "| freebsd-kmod@14.3/noasm | run (this host) | ok | FAILED build (real)" in md
+
+
+def test_a_release_runs_outcomes_are_the_candidates_own_not_against_the_previous_one() -> None:
+    from buildbot_bsdkm.pipeline.candidate import candidate_outcomes
+    from buildbot_bsdkm.policy import load_policy
+    from buildbot_bsdkm.support.resources import default_policy_path
+
+    meta = {"wolfssl_version": "5.9.3", "fingerprint": {"id": "fp1"}}
+    failed = RunResult("intelasm", "userspace", metadata=dict(meta), logs=[LogResult(
+        source="test.log", selftest_summary=False, tests=[SelfTest("AES-GCM", False, "", -216)])])
+    clean = RunResult("noasm", "userspace", metadata=dict(meta), logs=[LogResult(
+        source="test.log", selftest_summary=True, tests=[SelfTest("AES-GCM", True)])])
+    out = candidate_outcomes({"userspace/intelasm": [failed], "userspace/noasm": [clean]},
+                             load_policy(default_policy_path()))
+    by = {o["variant"]: o for o in out}
+    assert by["intelasm"]["verdict"] == "fail" and "selftest: AES-GCM (-216)" in by["intelasm"]["signatures"]
+    assert not any(s.startswith("selftest:") for s in by["noasm"]["signatures"])
+    assert by["noasm"]["version"] == "5.9.3" and by["noasm"]["fingerprint"] == "fp1"
+    assert not any(s.startswith("regression:") for o in out for s in o["signatures"])

@@ -81,6 +81,26 @@ async def record(step: Any, runs: list[RunResult], verdict: Verdict) -> int:
         return 0
 
 
+async def record_documents(step: Any, records: list[dict[str, Any]]) -> int:
+    """Store outcomes a worker wrote (a release run's ``RELEASE_OUTCOMES_FILE``), by the same rule."""
+    if not may_record(step):
+        return 0
+    try:
+        db_url = _db_url(step.master)
+        if not db_url:
+            return 0
+        good = [r for r in records if isinstance(r, dict) and r.get("fingerprint")]
+        return await threads.deferToThread(_add, db_url, good) if good else 0
+    except Exception as e:  # noqa: BLE001 - best effort, as record()
+        log.msg(f"bsdkm: base outcomes not stored: {type(e).__name__}: {e}")
+        return 0
+
+
+def enabled(master: Any) -> bool:
+    """Whether this master keeps outcomes at all (a database of its own, not an in-memory one)."""
+    return bool(_db_url(master))
+
+
 def _window(db_url: str, target: str, variant: str, n: int) -> list[dict[str, Any]]:
     return store_for(db_url).window(target, variant, n)
 

@@ -16,18 +16,27 @@ The step runs ``bsdkm-ci release`` on the worker and attaches ``release.html`` a
 from __future__ import annotations
 
 import fnmatch
+import json
 from typing import Any
 
 from buildbot.plugins import schedulers, util
 from buildbot.process import buildstep
 from buildbot.process.results import FAILURE, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
+from twisted.python import log
 
 from ..config.bsdkm_yml import Config
-from ..contract import PROPERTY_SOURCE, RELEASE_VERDICT_PROPERTY, RUN_KIND_PROPERTY, verdict_word
+from ..contract import (
+    PROPERTY_SOURCE,
+    RELEASE_OUTCOMES_FILE,
+    RELEASE_VERDICT_PROPERTY,
+    RUN_KIND_PROPERTY,
+    verdict_word,
+)
 from ..policy.checks import status_of_summary
 from ..targets import FACTS as TARGET_FACTS
 from ..targets import os_release_tag
+from . import base_outcomes
 from .workers import WorkerSpec
 
 OUT_DIR = "bsdkm-release"
@@ -105,6 +114,7 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
         output = ((cmd.stdout or "") + (cmd.stderr or ""))[-OUTPUT_LIMIT:]
         lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
         await self.keep_baseline(lines)
+        await self.keep_outcomes()
         # the core's summary line: PASS, FAIL or INCONCLUSIVE (policy Verdict.summary)
         verdict = next((ln for ln in reversed(lines) if ln.startswith(("PASS:", "FAIL:", "INCONCLUSIVE:"))),
                        None)
@@ -127,6 +137,21 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
         if content is not None:
             text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
             await self.addCompleteLog(path.rsplit("/", 1)[-1], text)
+
+    async def keep_outcomes(self) -> int:
+        """A release run's candidate outcomes are base outcomes, recorded as a base-branch build's are."""
+        if not base_outcomes.may_record(self) or not base_outcomes.enabled(self.master):
+            return 0
+        content = await self.getFileContentFromWorker(f"{self.out_dir}/{RELEASE_OUTCOMES_FILE}")
+        if content is None:
+            return 0
+        try:
+            doc = json.loads(content)
+            records = doc["base_outcomes"]
+        except (ValueError, TypeError, KeyError) as e:
+            log.msg(f"bsdkm: release outcomes unreadable: {type(e).__name__}: {e}")
+            return 0
+        return await base_outcomes.record_documents(self, records if isinstance(records, list) else [])
 
     def getResultSummary(self) -> dict[str, str]:
         if self.summary_text is None:

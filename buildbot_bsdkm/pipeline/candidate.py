@@ -39,10 +39,12 @@ from ..config.bsdkm_yml import (
     TarballSource,
     usable_git_ref,
 )
+from ..contract import RELEASE_OUTCOMES_FILE
 from ..model import Benchmark, FailureCategory, RunResult, StageFailure, to_json
 from ..policy import Policy, Verdict, evaluate, load_policy
 from ..report.candidate import comparison, compiler_warnings, html_release, markdown_release, parse_size
 from ..targets import os_release_tag
+from ..triage.outcomes import outcomes_of
 from . import fips as fipsmod
 from . import kernel, registry
 from .errors import StageError
@@ -254,6 +256,15 @@ def judge_candidate(
     return evaluate(runs, policy, baseline=baseline or None)
 
 
+def candidate_outcomes(candidate: dict[str, list[RunResult]], policy: Policy) -> list[dict[str, Any]]:
+    """The candidate's base outcomes: its runs judged on their own, not against the previous release
+    (a slowdown against another release line is no failure a pull request could share)."""
+    runs = [r for reps in candidate.values() for r in reps]
+    if not runs:
+        return []
+    return [o.to_dict() for o in outcomes_of(runs, evaluate(runs, policy)) if o.fingerprint]
+
+
 def _usable(reps: list[RunResult]) -> bool:
     """A previous run that failed before measuring anything is no baseline."""
     return any(r.benchmarks or r.tests for r in reps)
@@ -291,6 +302,7 @@ class ReleaseResult:
     seconds: float = 0.0
     outputs: dict[str, Path] = field(default_factory=dict)
     comparison: dict[str, Any] = field(default_factory=dict)
+    outcomes: list[dict[str, Any]] = field(default_factory=list)  # the candidate's, as base outcomes
 
     @property
     def passed(self) -> bool:
@@ -510,6 +522,7 @@ def run_release(
     verdict = judge_candidate(sides["candidate"].runs, sides["previous"].runs, policy)
     result = ReleaseResult(items, sides["candidate"], sides["previous"], verdict, repeats,
                            software_variant=config.release.software_variant)
+    result.outcomes = candidate_outcomes(sides["candidate"].runs, policy)
     result.seconds = time.monotonic() - started
     result.outputs = (write or write_release)(result, out_dir)
     say(f"done in {result.seconds:.1f} s: {verdict.summary()}")
@@ -551,6 +564,9 @@ def write_release(result: ReleaseResult, out_dir: Path) -> dict[str, Path]:
     paths["release.json"].write_text(json.dumps(doc, indent=2, default=str))
     paths["release.md"].write_text(markdown_release(doc))
     paths["release.html"].write_text(html_release(doc))
+    if result.outcomes:
+        paths["outcomes"] = out_dir / RELEASE_OUTCOMES_FILE
+        paths["outcomes"].write_text(json.dumps({"base_outcomes": result.outcomes}, indent=2))
     medians = [median_run(reps) for reps in result.candidate.runs.values() if reps]
     if medians:
         paths["baseline"] = out_dir / f"baseline-{line}.json"
