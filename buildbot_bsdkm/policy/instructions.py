@@ -94,9 +94,10 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
             ev.note(f"{label}: the base has instruction counts, this run none: "
                     "instruction gates not evaluated")
         elif run.target in KERNEL_NAMES and ev.policy.instructions.enabled:
-            ev.note(f"{label}: instructions not counted (not judged, not passed): a kernel module's code "
-                    "runs where Valgrind does not (instructions.kernel_proxy counts a user-space build "
-                    "of its flags)")
+            # Said once a target: it holds for each of its variants alike (a PR comment listed them all).
+            ev.note(f"{run.target}: instructions not counted (not judged, not passed): a kernel module's "
+                    "code runs where Valgrind does not (instructions.kernel_proxy counts a user-space "
+                    "build of its flags)")
         return
     if base is None:
         ev.note(f"{label}: no base instruction counts (no base run or history with them): "
