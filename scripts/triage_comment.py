@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/triage_comment.py ../shared /tmp/comment.md /tmp/comment.html
     chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=$(mktemp -d) \
-        --screenshot=docs/_static/triage-comment.png --window-size=1000,1500 file:///tmp/comment.html
+        --screenshot=docs/_static/triage-comment.png --window-size=1000,1340 file:///tmp/comment.html
 
 The AES-NI panic is the real 5.9.2 debug-kernel console (known, by the default config's entry), the
 FP-ECC panic the real one (pre-existing on the recorded base outcomes); the AES-GCM self-test failure
