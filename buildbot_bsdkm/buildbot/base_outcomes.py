@@ -66,19 +66,13 @@ async def record(step: Any, runs: list[RunResult], verdict: Verdict) -> int:
     if not may_record(step):
         return 0
     try:
-        db_url = _db_url(step.master)
-        if not db_url:
-            return 0
         commit = step.getProperty("got_revision") or step.getProperty("revision")
-        # As the perf history: an outcome must say which machine it is of (runs of ours always do),
-        # or the triage could not leave another machine's out.
         records = [o.to_dict() for o in
-                   outcomes_of(runs, verdict, commit=commit if isinstance(commit, str) else None)
-                   if o.fingerprint]
-        return await threads.deferToThread(_add, db_url, records) if records else 0
+                   outcomes_of(runs, verdict, commit=commit if isinstance(commit, str) else None)]
     except Exception as e:  # noqa: BLE001 - outcomes are best effort; the build's verdict is not at stake
         log.msg(f"bsdkm: base outcomes not stored: {type(e).__name__}: {e}")
         return 0
+    return await record_documents(step, records)
 
 
 async def record_documents(step: Any, records: list[dict[str, Any]]) -> int:
@@ -89,9 +83,11 @@ async def record_documents(step: Any, records: list[dict[str, Any]]) -> int:
         db_url = _db_url(step.master)
         if not db_url:
             return 0
+        # As the perf history: an outcome must say which machine it is of (runs of ours always do),
+        # or the triage could not leave another machine's out.
         good = [r for r in records if isinstance(r, dict) and r.get("fingerprint")]
         return await threads.deferToThread(_add, db_url, good) if good else 0
-    except Exception as e:  # noqa: BLE001 - best effort, as record()
+    except Exception as e:  # noqa: BLE001 - outcomes are best effort; the build's verdict is not at stake
         log.msg(f"bsdkm: base outcomes not stored: {type(e).__name__}: {e}")
         return 0
 
