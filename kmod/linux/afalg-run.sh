@@ -7,7 +7,8 @@
 #    Their loader lines are renamed so the host never takes them for the module's load.
 # 2. Run /bin/bsdkm-afalg (afalg_bench.c): every path it was built for, AFALG_BUDGET_MS per size.
 # 3. Ask wolfCrypt to unregister its algorithms, which the module needs before it can unload.
-# Inputs: /etc/bsdkm-ci.d/afalg.conf (AFALG_BUDGET_MS, AFALG_SIZES).
+# Inputs: /etc/bsdkm-ci.d/afalg.conf (AFALG_BUDGET_MS, AFALG_SIZES; AFALG_COUNT_BYTES and
+# AFALG_COUNT_SIZES for the counted run), BSDKM_CI_NONCE in the environment (from /init).
 
 AFALG_BUDGET_MS=100
 AFALG_SIZES=16,64,256,1024,4096,16384,65536
@@ -22,6 +23,12 @@ fi
 
 /bin/bsdkm-afalg -t "$AFALG_BUDGET_MS" -s "$AFALG_SIZES"
 rc=$?
+
+# 2b. With AFALG_COUNT_BYTES: the fixed-work run QEMU's counting plugin measures (the timed run
+#     above is unchanged by it).
+if [ -n "${AFALG_COUNT_BYTES:-}" ]; then
+    /bin/bsdkm-afalg -w "$AFALG_COUNT_BYTES" -s "${AFALG_COUNT_SIZES:-16,1024,16384}" || rc=1
+fi
 
 if [ -w /sys/module/libwolfssl/deinstall_algs ]; then
     echo 1 >/sys/module/libwolfssl/deinstall_algs && echo "afalg-kmod: deinstall_algs: ok" ||

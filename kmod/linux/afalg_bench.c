@@ -5,6 +5,7 @@
  * (built with -DAFALG_WOLFCRYPT and linked against a static libwolfssl.a).
  *
  *   bsdkm-afalg [-t MS] [-s SIZE,SIZE,...] [PATH...]
+ *   bsdkm-afalg -w BYTES [-s SIZE,SIZE,...]
  *
  * PATH is one of:
  *   lkcapi   AF_ALG bound to the driver wolfCrypt registered (module libwolfssl in /proc/crypto)
@@ -25,6 +26,17 @@
  *   afalg-bench: end results=84 errors=0
  * A log without the end line was cut off. Exit status: 0, or 1 when any measurement failed.
  *
+ * -w BYTES is the fixed-work mode, for counting instructions (QEMU's bsdkm-count plugin): the
+ * lkcapi path only, every (alg, size) an item of BYTES bytes (BYTES / size operations, at least
+ * one) bracketed by a start and a stop signal (bsdkm_signal.h) that carry the boot's nonce
+ * (environment BSDKM_CI_NONCE) and the base of the module's .text (/sys/module/libwolfssl/
+ * sections/.text). Binding and keying happen outside the bracket. Item I is alg I / nsizes,
+ * size I % nsizes, in the order of the lines below:
+ *   afalg-count: begin version=1 bytes=65536 sizes=16,1024 base=0xffffffffc0a00000
+ *   afalg-count: item index=0 alg=gcm(aes) driver=gcm-aes-... bytes=16 ops=4096 rc=0
+ *   afalg-count: skip index=4 alg=cbc(aes) reason=bind errno=2
+ *   afalg-count: end items=8 skipped=0
+ *
  * Built with `gcc -static -O2` so it runs from a bare initramfs.
  */
 #define _GNU_SOURCE
@@ -37,6 +49,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bsdkm_signal.h"
 
 #ifdef AFALG_WOLFCRYPT
 #include <wolfssl/options.h>
@@ -392,6 +406,94 @@ static void run_afalg_path(const char *path, const struct alg *alg)
     fail(path, alg, "find-driver", ENOENT);
 }
 
+#define TEXT_BASE_FILE "/sys/module/libwolfssl/sections/.text"
+
+static int read_text_base(uint64_t *base)
+{
+    FILE *f = fopen(TEXT_BASE_FILE, "r");
+    unsigned long long v = 0;
+    int ok;
+    if (!f)
+        return -1;
+    ok = fscanf(f, "%llx", &v) == 1 && v != 0; /* 0: addresses hidden (kptr_restrict) */
+    fclose(f);
+    *base = v;
+    return ok ? 0 : -1;
+}
+
+static void count_skip(unsigned index, const struct alg *alg, const char *stage, int err)
+{
+    printf("afalg-count: skip index=%u alg=%s reason=%s errno=%d\n", index, alg->name, stage, err);
+    fflush(stdout);
+}
+
+/* The fixed-work mode: each (alg, size) BYTES bytes through wolfCrypt's driver, signalled. */
+static int run_count(long work_bytes)
+{
+    uint64_t nonce[2], base;
+    int counted = 0, skipped = 0;
+    if (bsdkm_parse_nonce(getenv("BSDKM_CI_NONCE"), nonce) != 0) {
+        printf("afalg-count: error reason=no-nonce (BSDKM_CI_NONCE is not 32 hex digits)\n");
+        return 1;
+    }
+    if (read_text_base(&base) != 0) {
+        printf("afalg-count: error reason=no-text-base (%s unreadable)\n", TEXT_BASE_FILE);
+        return 1;
+    }
+    read_proc_crypto();
+    printf("afalg-count: begin version=1 bytes=%ld sizes=", work_bytes);
+    for (int s = 0; s < nsizes; s++)
+        printf("%s%u", s ? "," : "", sizes[s]);
+    printf(" base=0x%llx\n", (unsigned long long)base);
+    fflush(stdout);
+    for (unsigned a = 0; a < NALGS; a++) {
+        const struct alg *alg = &ALGS[a];
+        const struct entry *e = best_driver(alg->name, 1);
+        int tfm = -1, op = -1, rc = 0;
+        if (!e)
+            rc = -ENOENT;
+        else if ((tfm = bind_alg(alg, e->driver)) < 0)
+            rc = tfm;
+        else if ((rc = setup_tfm(tfm, alg)) == 0 && (op = accept(tfm, NULL, 0)) < 0)
+            rc = -errno;
+        for (int s = 0; s < nsizes; s++) {
+            unsigned index = a * (unsigned)nsizes + (unsigned)s;
+            long ops = work_bytes / sizes[s] > 0 ? work_bytes / sizes[s] : 1, done = 0;
+            int orc = 0;
+            if (rc < 0) {
+                count_skip(index, alg, !e ? "find-driver" : tfm < 0 ? "bind" : "setup", -rc);
+                skipped++;
+                continue;
+            }
+            /* One untimed, uncounted operation first: the same lazy set-up in every item. */
+            if ((orc = afalg_op(op, alg, sizes[s])) < 0) {
+                count_skip(index, alg, "operation", -orc);
+                skipped++;
+                continue;
+            }
+            if (bsdkm_signal('S', nonce, base, index) != 0) {
+                count_skip(index, alg, "signal", errno);
+                skipped++;
+                continue;
+            }
+            while (done < ops && (orc = afalg_op(op, alg, sizes[s])) == 0)
+                done++;
+            bsdkm_signal('E', nonce, base, index);
+            printf("afalg-count: item index=%u alg=%s driver=%s bytes=%u ops=%ld rc=%d\n", index, alg->name,
+                   e->driver, sizes[s], done, orc);
+            fflush(stdout);
+            counted++;
+        }
+        if (op >= 0)
+            close(op);
+        if (tfm >= 0)
+            close(tfm);
+    }
+    printf("afalg-count: end items=%d skipped=%d\n", counted, skipped);
+    fflush(stdout);
+    return skipped ? 1 : 0;
+}
+
 #ifdef AFALG_WOLFCRYPT
 static int user_op(const struct alg *alg, unsigned len, Aes *aes, Hmac *hmac)
 {
@@ -482,19 +584,27 @@ static int parse_sizes(char *arg)
 int main(int argc, char **argv)
 {
     int opt, npaths;
+    long work_bytes = 0;
     char defaults[] = DEFAULT_PATHS;
     char *paths[8];
-    while ((opt = getopt(argc, argv, "t:s:")) != -1) {
-        if (opt == 't' && atol(optarg) > 0) {
+    while ((opt = getopt(argc, argv, "t:s:w:")) != -1) {
+        if (opt == 'w' && atol(optarg) > 0) {
+            work_bytes = atol(optarg);
+        } else if (opt == 't' && atol(optarg) > 0) {
             budget_ns = atol(optarg) * 1000L * 1000;
         } else if (opt == 's' && parse_sizes(optarg) == 0) {
             continue;
         } else {
             fprintf(stderr, "usage: bsdkm-afalg [-t MS] [-s SIZE,...] [lkcapi|kernel|name|user ...]\n"
+                            "       bsdkm-afalg -w BYTES [-s SIZE,...]\n"
                             "  sizes: multiples of 16 from 16 to %d\n", MAX_BLOCK);
             return 2;
         }
     }
+    for (unsigned i = 0; i < sizeof inbuf; i++)
+        inbuf[i] = (unsigned char)(i * 7);
+    if (work_bytes)
+        return run_count(work_bytes);
     npaths = 0;
     if (optind < argc) {
         for (int i = optind; i < argc && npaths < 8; i++)

@@ -122,7 +122,8 @@ mark "tainted=$(cat /proc/sys/kernel/tainted)"
 if [ -x /etc/bsdkm-ci.d/after-load ] && grep -q "^$MODNAME " /proc/modules; then
     after_load_timeout=$(cmdline_opt after_load_timeout 300)
     mark "after-load begin"
-    run_bounded "$after_load_timeout" /etc/bsdkm-ci.d/after-load
+    # The nonce goes along: a step that counts instructions signals QEMU's plugin with it.
+    run_bounded "$after_load_timeout" env BSDKM_CI_NONCE="$NONCE" /etc/bsdkm-ci.d/after-load
     [ "$TIMED_OUT" = 1 ] && give_up after-load "$after_load_timeout"
     mark "after-load rc=$RC"
 fi
