@@ -14,6 +14,7 @@
 #   LOAD_TIMEOUT    guest-side watchdog for the module load (default TIMEOUT_S - max(60, TIMEOUT_S/5))
 #   UNLOAD_TIMEOUT  guest-side watchdog for the unload (default 60)
 #   EXTRA_APPEND    more kernel command line words
+#   QEMU_PLUGIN     a TCG plugin and its arguments (`file.so,key=value,...`), passed as -plugin
 #   CONSOLE_CAP_BYTES  stop the VM once the console holds more than this; then the console is cut
 #                   to it, "run-qemu.sh: console flood: N bytes" goes to stderr and the exit is 3
 set -eu
@@ -52,10 +53,14 @@ case "$cap" in *[!0-9]*) die "CONSOLE_CAP_BYTES must be whole bytes, got '$cap'"
 
 : >"$log"
 rc=0
+set --
+if [ -n "${QEMU_PLUGIN:-}" ]; then
+    set -- -plugin "$QEMU_PLUGIN"
+fi
 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
     -accel tcg -cpu "${QEMU_CPU:-max}" -m "${QEMU_MEM:-1024}" -smp 1 \
     -nographic -no-reboot -kernel "$kernel" -initrd "$initrd" \
-    -append "$append" -serial "file:$log" -monitor none -display none &
+    -append "$append" -serial "file:$log" -monitor none -display none "$@" &
 vm=$!
 flood=
 if [ -n "$cap" ]; then
