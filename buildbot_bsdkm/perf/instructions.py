@@ -91,6 +91,9 @@ class InstructionCounts:
     seconds: float = 0.0  # wall-clock of the counting (all Valgrind runs)
     program: str | None = None  # the driver that ran
     notes: list[str] = field(default_factory=list)  # proxy flags not carried, and the like
+    # What was counted: "userspace" (a user-space build), "proxy" (a user-space build standing in
+    # for a kernel variant) or "module" (the real module inside the guest, perf/kernel_counts.py).
+    scope: str = "userspace"
 
     def item(self, name: str) -> ItemCount | None:
         return next((i for i in self.items if i.name == name), None)
@@ -105,7 +108,7 @@ class InstructionCounts:
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.tool, "valgrind": self.valgrind, "seconds": round(self.seconds, 3),
-                "program": self.program, "notes": list(self.notes),
+                "program": self.program, "notes": list(self.notes), "scope": self.scope,
                 "items": [i.to_dict() for i in self.items]}
 
     @classmethod
@@ -116,7 +119,7 @@ class InstructionCounts:
                    valgrind=None if d.get("valgrind") is None else str(d["valgrind"]),
                    seconds=float(d.get("seconds") or 0.0),
                    program=None if d.get("program") is None else str(d["program"]),
-                   notes=[str(n) for n in d.get("notes") or []])
+                   notes=[str(n) for n in d.get("notes") or []], scope=str(d.get("scope") or "userspace"))
 
 
 def counts_of(metadata: Mapping[str, Any] | None, key: str = METADATA_KEY) -> InstructionCounts | None:

@@ -4,6 +4,9 @@
       block_bytes: 16384      # bytes per call of a symmetric item
       top_functions: 5        # functions listed for a regressed item
       kernel_proxy: false     # kernel targets: count a user-space build of the variant's crypto flags
+      kernel_count: false     # linux-kmod-qemu lkcapi variants: count the real module in the guest
+      kernel_bytes: 65536     # bytes per counted item in the guest
+      kernel_sizes: [16, 1024, 16384]  # bytes per operation: one item per algorithm and size
       items:                  # benchmark item -> bytes (symmetric) or operations (asymmetric)
         AES-128-GCM-enc: 1048576
         RSA 2048 public: 64
@@ -18,7 +21,11 @@ from dataclasses import dataclass, field
 from ..support.yaml_reader import At
 
 INSTRUCTIONS = "instructions"  # a regression rule's metric: counted instructions, 1 vs 1
-_KEYS = ("items", "block_bytes", "top_functions", "kernel_proxy")
+_KEYS = ("items", "block_bytes", "top_functions", "kernel_proxy", "kernel_count", "kernel_bytes",
+         "kernel_sizes")
+KERNEL_BYTES = 65536
+KERNEL_SIZES = (16, 1024, 16384)
+KERNEL_MAX_SIZE = 65536  # the guest harness's buffer
 MAX_BLOCK = 1024 * 1024  # the driver's buffer
 
 
@@ -28,6 +35,9 @@ class InstructionSettings:
     block_bytes: int = 16384
     top_functions: int = 5
     kernel_proxy: bool = False  # kernel targets counted in a user-space build of their flags
+    kernel_count: bool = False  # the real module counted in the guest (QEMU TCG plugin)
+    kernel_bytes: int = KERNEL_BYTES
+    kernel_sizes: tuple[int, ...] = KERNEL_SIZES
 
     @property
     def enabled(self) -> bool:
@@ -47,4 +57,15 @@ def read_instruction_settings(at: At) -> InstructionSettings:
         raise f["block_bytes"].error(f"must be at most {MAX_BLOCK} (the driver's buffer), not {block}")
     top = f["top_functions"].integer(minimum=1) if "top_functions" in f else 5
     proxy = f["kernel_proxy"].boolean() if "kernel_proxy" in f else False
-    return InstructionSettings(items, block, top, proxy)
+    count = f["kernel_count"].boolean() if "kernel_count" in f else False
+    kbytes = f["kernel_bytes"].integer(minimum=1) if "kernel_bytes" in f else KERNEL_BYTES
+    sizes = KERNEL_SIZES
+    if "kernel_sizes" in f:
+        sizes = tuple(a.integer(minimum=16) for a in f["kernel_sizes"].sequence())
+        if not sizes or len(sizes) > 16:
+            raise f["kernel_sizes"].error(f"needs 1 to 16 operation sizes, not {len(sizes)}")
+        for size, a in zip(sizes, f["kernel_sizes"].sequence(), strict=True):
+            if size % 16 or size > KERNEL_MAX_SIZE:
+                raise a.error(f"an operation size must be a multiple of 16 up to {KERNEL_MAX_SIZE}, "
+                              f"not {size}")
+    return InstructionSettings(items, block, top, proxy, count, kbytes, sizes)

@@ -1,0 +1,293 @@
+"""Instruction counts of the real kernel module, made inside the guest by QEMU's TCG plugin.
+
+The plugin (``kmod/qemu/bsdkm_count.c``) counts the guest instructions executed inside the
+module's ``.text`` between a start and a stop signal of the guest's harness (``afalg_bench.c
+-w``), per item and per function. This module is the pure side:
+
+- ``CountPlan``: the fixed work asked for (bytes per item, operation sizes) and the items it makes,
+  named ``kmod:<ALG>@<size>`` in the order the harness numbers them;
+- ``parse_plugin_output``: the plugin's file (its items, per function, or why the run is void);
+- ``parse_harness_lines``: the harness's ``afalg-count`` lines on the console (which items ran,
+  how many operations, which were skipped and why);
+- ``module_counts``: both together as ``InstructionCounts`` with ``scope="module"``, the same
+  record the userspace counts use, so the gate compares them 1 vs 1 per item and per function;
+- ``text_layout``: the module's ``.text`` size and function symbols from ``readelf`` output.
+
+A void run (a signal without the boot's nonce, from kernel space or out of order) counts nothing:
+every item is unmeasurable with the plugin's reason, never a pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .instructions import (
+    MISSING,
+    UNMEASURABLE,
+    InstructionCounts,
+    ItemCount,
+    kept_functions,
+)
+
+TOOL = "qemu-tcg-plugin"
+SCOPE_MODULE = "module"  # the real module, counted in the guest
+SCOPE_PROXY = "proxy"  # a user-space build of a kernel variant's flags
+SCOPE_USERSPACE = "userspace"
+ITEM_PREFIX = "kmod:"
+# The harness's algorithms, in its order (afalg_bench.c ALGS), with the names the reports use.
+ALGS = (("gcm(aes)", "AES-128-GCM"), ("cbc(aes)", "AES-128-CBC"), ("sha256", "SHA-256"),
+        ("hmac(sha256)", "HMAC-SHA256"))
+DEFAULT_BYTES = 65536
+DEFAULT_SIZES = (16, 1024, 16384)
+MAX_SIZE = 65536  # the harness's buffer
+
+
+class KernelCountError(ValueError):
+    """A plugin output or a plan that cannot be used; the message names the problem."""
+
+
+@dataclass(frozen=True)
+class PlannedItem:
+    index: int  # the harness's item number (signal index)
+    name: str  # kmod:AES-128-GCM@1024
+    alg: str  # gcm(aes)
+    size: int  # bytes per operation
+    ops: int  # operations counted
+
+    @property
+    def amount(self) -> int:
+        return self.ops * self.size
+
+
+@dataclass(frozen=True)
+class CountPlan:
+    """The fixed work of one counted boot: ``bytes`` per item at each operation size."""
+
+    bytes: int = DEFAULT_BYTES
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+
+    def __post_init__(self) -> None:
+        if self.bytes < 1:
+            raise KernelCountError(f"bytes per item must be positive, not {self.bytes}")
+        if not self.sizes or len(self.sizes) > 16:
+            raise KernelCountError(f"1 to 16 operation sizes are needed, not {len(self.sizes)}")
+        for s in self.sizes:
+            if s < 16 or s > MAX_SIZE or s % 16:
+                raise KernelCountError(f"an operation size must be a multiple of 16 from 16 to {MAX_SIZE}, "
+                                       f"not {s}")
+
+    def items(self) -> list[PlannedItem]:
+        out = []
+        for a, (alg, label) in enumerate(ALGS):
+            for s, size in enumerate(self.sizes):
+                out.append(PlannedItem(a * len(self.sizes) + s, f"{ITEM_PREFIX}{label}@{size}", alg, size,
+                                       max(1, self.bytes // size)))
+        return out
+
+
+# --------------------------------------------------------------------------- the plugin's file
+
+_BEGIN = re.compile(r"^bsdkm-count: begin version=(\d+) size=(\d+) syms=(\d+)\s*$")
+_ITEM = re.compile(r"^bsdkm-count: item index=(\d+) instructions=(\d+) base=0x([0-9a-f]+)\s*$")
+_FUNC = re.compile(r"^bsdkm-count: func index=(\d+) instructions=(\d+) name=(.+?)\s*$")
+_VOID = re.compile(r"^bsdkm-count: void reason=(\S+)(?: at=0x([0-9a-f]+))?\s*$")
+_END = re.compile(r"^bsdkm-count: end items=(\d+) void=([01])\s*$")
+VOID_REASONS = {
+    "wrong-nonce": "a counting signal did not carry this boot's nonce",
+    "signal-from-kernel-space": "a counting signal was executed in kernel space (by the module, "
+                                "not the harness)",
+    "malformed-signal": "a counting signal was malformed",
+    "start-while-counting": "a start signal came while an item was being counted",
+    "stop-of-another-item": "a stop signal named another item than the one being counted",
+    "stop-while-idle": "a stop signal came while nothing was being counted",
+    "base-changed": "a start signal named another .text base than the first",
+    "no-stop-before-exit": "the VM ended while an item was being counted",
+}
+
+
+@dataclass
+class PluginItem:
+    instructions: int
+    functions: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class PluginOutput:
+    begun: bool = False
+    ended: bool = False
+    version: int | None = None
+    items: dict[int, PluginItem] = field(default_factory=dict)
+    void_reason: str | None = None  # the plugin's word (wrong-nonce, ...)
+    void_at: int | None = None  # the guest address of the offending signal
+
+    @property
+    def void(self) -> bool:
+        return self.void_reason is not None
+
+    def why_void(self) -> str | None:
+        if self.void_reason is None:
+            return None
+        text = VOID_REASONS.get(self.void_reason, self.void_reason)
+        return f"{text} (at {self.void_at:#x})" if self.void_at else text
+
+
+def parse_plugin_output(text: str) -> PluginOutput:
+    """The plugin's lines; anything else is an error (the file is the plugin's alone)."""
+    out = PluginOutput()
+    for n, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if m := _BEGIN.match(line):
+            out.begun, out.version = True, int(m[1])
+            if out.version != 1:
+                raise KernelCountError(f"plugin output line {n}: unknown format version {out.version}")
+        elif m := _ITEM.match(line):
+            index = int(m[1])
+            if index in out.items:  # only a replayed stop could say it twice: not a count to trust
+                out.void_reason = out.void_reason or f"item-{index}-counted-twice"
+                continue
+            out.items[index] = PluginItem(int(m[2]))
+        elif m := _FUNC.match(line):
+            item = out.items.get(int(m[1]))
+            if item is None:
+                raise KernelCountError(f"plugin output line {n}: a function line before its item's line")
+            item.functions[m[3]] = item.functions.get(m[3], 0) + int(m[2])
+        elif m := _VOID.match(line):
+            if out.void_reason is None:
+                out.void_reason, out.void_at = m[1], int(m[2], 16) if m[2] else None
+        elif m := _END.match(line):
+            out.ended = True
+        else:
+            raise KernelCountError(f"plugin output line {n}: not a bsdkm-count line: {line[:80]!r}")
+    return out
+
+
+# --------------------------------------------------------------------------- the harness's lines
+
+_H_ITEM = re.compile(r"afalg-count: item index=(\d+) alg=(\S+) driver=(\S+) bytes=(\d+) ops=(\d+) rc=(-?\d+)")
+_H_SKIP = re.compile(r"afalg-count: skip index=(\d+) alg=(\S+) reason=(\S+) errno=(\d+)")
+_H_ERROR = re.compile(r"afalg-count: error reason=(\S+)(.*)$")
+_H_BEGIN = re.compile(r"afalg-count: begin version=1 bytes=(\d+) sizes=(\S+) base=0x([0-9a-f]+)")
+
+
+@dataclass
+class HarnessRun:
+    begun: bool = False
+    ran: dict[int, tuple[int, int, str]] = field(default_factory=dict)  # index -> (ops, rc, driver)
+    skipped: dict[int, str] = field(default_factory=dict)  # index -> reason
+    error: str | None = None
+
+
+def parse_harness_lines(lines: Iterable[str]) -> HarnessRun:
+    """The ``afalg-count`` lines of the console (kernel timestamps and other lines are skipped)."""
+    out = HarnessRun()
+    for line in lines:
+        if "afalg-count:" not in line:
+            continue
+        if _H_BEGIN.search(line):
+            out.begun = True
+        elif m := _H_ITEM.search(line):
+            out.ran.setdefault(int(m[1]), (int(m[5]), int(m[6]), m[3]))
+        elif m := _H_SKIP.search(line):
+            out.skipped.setdefault(int(m[1]), f"{m[3]} failed (errno {m[4]})")
+        elif m := _H_ERROR.search(line):
+            out.error = out.error or f"{m[1]}{m[2]}".strip()
+    return out
+
+
+# --------------------------------------------------------------------------- the record
+
+
+def module_counts(plan: CountPlan, plugin: PluginOutput | None, harness: HarnessRun, *, seconds: float = 0.0,
+                  program: str | None = None, notes: Iterable[str] = (),
+                  unavailable: str | None = None) -> InstructionCounts:
+    """The boot's counts, one item per planned item; nothing measured when the run is void.
+
+    ``unavailable``: why there is no plugin output at all (the plugin did not build or load).
+    The harness's operation count must be the plan's: the item's amount is the plan's, never a
+    number the guest printed.
+    """
+    items: list[ItemCount] = []
+    all_notes = list(notes)
+    void = plugin.why_void() if plugin is not None else None
+    if void:
+        all_notes.append(f"module instruction counts void: {void}; nothing of this boot is counted")
+    for p in plan.items():
+        item = ItemCount(p.name, kind="sym", amount=p.amount)
+        got = plugin.items.get(p.index) if plugin is not None else None
+        ran = harness.ran.get(p.index)
+        if unavailable:
+            item.status, item.reason = UNMEASURABLE, unavailable
+        elif plugin is None or not plugin.begun:
+            item.status, item.reason = UNMEASURABLE, "the counting plugin wrote nothing"
+        elif void:
+            item.status, item.reason = UNMEASURABLE, f"void: {void}"
+        elif p.index in harness.skipped:
+            item.status, item.reason = MISSING, f"the harness skipped it: {harness.skipped[p.index]}"
+        elif got is None or ran is None:
+            item.status = MISSING
+            item.reason = harness.error or ("not run (the harness did not reach it)" if ran is None
+                                            else "no stop signal reached the plugin")
+        elif ran[1] != 0 or ran[0] != p.ops:
+            item.status = MISSING
+            item.reason = f"the harness did {ran[0]} of {p.ops} operations (rc {ran[1]})"
+        else:
+            item.instructions = got.instructions
+            item.functions = kept_functions(got.functions)
+        items.append(item)
+    return InstructionCounts(items=items, tool=TOOL, valgrind=None, seconds=seconds, program=program,
+                             notes=all_notes, scope=SCOPE_MODULE)
+
+
+# --------------------------------------------------------------------------- the module's layout
+
+_SECTION = re.compile(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s")
+_SYMBOL = re.compile(r"^\s*\d+:\s+([0-9a-f]+)\s+(\d+|0x[0-9a-f]+)\s+(FUNC|NOTYPE)\s+\S+\s+\S+\s+(\d+)"
+                     r"\s+(\S+)")
+
+
+@dataclass
+class TextLayout:
+    size: int
+    symbols: list[tuple[int, int, str]]  # (offset, size, name), by offset
+
+    def symbols_file(self) -> str:
+        """The plugin's ``syms=`` file."""
+        return "".join(f"{off:x} {size:x} {name}\n" for off, size, name in self.symbols)
+
+
+def text_layout(sections: str, symbols: str) -> TextLayout:
+    """``.text`` of a relocatable module from ``readelf -SW`` and ``readelf -sW`` output.
+
+    In a ``.ko`` a symbol's value is its offset in its section; only ``.text``'s symbols are kept
+    (the init and exit code live in other sections and run outside the counted items). A symbol
+    without a size (hand-written assembly) extends to the next one.
+    """
+    index = size = None
+    for line in sections.splitlines():
+        m = _SECTION.match(line)
+        if m and m[2] == ".text":
+            index, size = int(m[1]), int(m[3], 16)
+    if index is None or not size:
+        raise KernelCountError("the module has no .text section (readelf -S)")
+    found: dict[int, tuple[int, str]] = {}
+    for line in symbols.splitlines():
+        m = _SYMBOL.match(line)
+        if not m or int(m[4]) != index or m[5].startswith((".L", "__pfx_")):
+            continue
+        off, sz = int(m[1], 16), int(m[2], 0)
+        if m[3] == "NOTYPE" and sz == 0 and off in found:
+            continue
+        if off not in found or (sz and not found[off][0]):
+            found[off] = (sz, m[5])
+    offs = sorted(found)
+    out = []
+    for i, off in enumerate(offs):
+        sz, name = found[off]
+        if not sz:
+            sz = (offs[i + 1] if i + 1 < len(offs) else size) - off
+        out.append((off, sz, name))
+    return TextLayout(size, out)
