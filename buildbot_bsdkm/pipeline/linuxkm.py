@@ -25,6 +25,8 @@ from typing import Any
 from .. import targets
 from ..config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, Config
 from ..model import LogFormat, LogResult
+from ..perf.instructions import InstructionCounts
+from ..perf.kernel_counts import CountPlan, module_counts
 from ..retry.classify import Patterns, classify, first_compile_error
 from ..support.resources import kmod_dir
 from .afalg_console import console_logs
@@ -554,6 +556,7 @@ class VmOptions:
     memory_mb: int = 1024
     unload_timeout_s: int = 60
     console_cap_bytes: int = DEFAULT_CONSOLE_CAP_BYTES  # the VM is stopped past it (run-qemu.sh)
+    plugin: str | None = None  # a TCG plugin with its arguments (QEMU's -plugin), the instruction counter
 
 
 def boot_vm(initrd: Path, console: Path, *, kernel_version: str, timeout_s: int, load_timeout_s: int,
@@ -563,6 +566,8 @@ def boot_vm(initrd: Path, console: Path, *, kernel_version: str, timeout_s: int,
            "QEMU_MEM": str(options.memory_mb), "LOAD_TIMEOUT": str(load_timeout_s),
            "UNLOAD_TIMEOUT": str(options.unload_timeout_s),
            "CONSOLE_CAP_BYTES": str(options.console_cap_bytes)}
+    if options.plugin:
+        env["QEMU_PLUGIN"] = options.plugin
     initrd, console, stderr_log = Path(initrd).resolve(), Path(console).resolve(), Path(stderr_log).resolve()
     cmd = ["sh", str(_script("run-qemu.sh")), str(initrd), str(console), str(timeout_s)]
     stderr_log.unlink(missing_ok=True)
@@ -585,8 +590,10 @@ def guest_load_timeout(timeout_s: int) -> int:
 
 def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version: str | None = None,
                      load_timeout_s: int | None = None, options: VmOptions | None = None,
-                     params: str = "") -> ModuleLoadOutcome:
+                     params: str = "", count: CountRequest | None = None) -> ModuleLoadOutcome:
     """Boot ``ko`` in a fresh QEMU VM: load once, unload, power off; judge from the console.
+
+    ``count``: load the instruction-counting plugin, told this boot's nonce (``prepare_count``).
 
     Bad inputs (missing module, no kernel image, broken harness) raise StageError with the
     reason; anything the module or VM does is reported in the outcome, never raised.
@@ -603,12 +610,110 @@ def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version
     nonce = secrets.token_hex(16)  # this boot's: a module cannot print the markers /init prints
     initrd = make_initramfs(ko, work_dir / "initramfs.cpio.gz", params, nonce)
     console, qemu_log = work_dir / "console.log", work_dir / "qemu.log"
+    if count is not None:
+        options = replace(options or VmOptions(), plugin=count.plugin_arg(work_dir / COUNT_FILE, nonce))
     rc, wall = boot_vm(initrd, console, kernel_version=version, timeout_s=timeout_s,
                        load_timeout_s=load_timeout_s or guest_load_timeout(timeout_s),
                        options=options or VmOptions(), stderr_log=qemu_log)
     return outcome_from_console(console, qemu_rc=rc, wall_s=wall,
                                 qemu_stderr=qemu_log.read_text(errors="replace"),
                                 extra_logs={"console": console, "qemu": qemu_log}, nonce=nonce)
+
+
+# --------------------------------------------------------------------------- counting the module
+
+COUNT_FILE = "counts.txt"  # the plugin's output, in the VM directory
+COUNT_PLAN = "counts.plan.json"  # the fixed work asked for; its presence means counting was asked
+COUNT_UNAVAILABLE = "counts.unavailable"  # why the plugin could not count (one sentence)
+COUNT_SYMBOLS = "text.syms"
+PROXY_STATE_KEY = "instructions_proxy"  # the build's proxy counts, kept while the module's stand in
+
+
+@dataclass(frozen=True)
+class CountRequest:
+    """The plugin for one boot: where it is, the module's .text size and symbols, the work."""
+
+    plugin: Path
+    symbols: Path
+    text_size: int
+    plan: CountPlan
+
+    def plugin_arg(self, out: Path, nonce: str) -> str:
+        return f"{self.plugin},out={out},nonce={nonce},size={self.text_size},syms={self.symbols}"
+
+
+def prepare_count(config: Config, ko: Path, work: Path) -> CountRequest | None:
+    """The count of this boot, when the policy asks for it and the guest drives the module's
+    entry points (an lkcapi variant's AF_ALG overlay); None otherwise. A plugin that cannot be
+    built or loaded leaves its reason in ``COUNT_UNAVAILABLE`` and the boot runs without it."""
+    from ..policy import load_policy
+    from ..support.qemu_plugin import PluginUnavailable, module_layout, plugin_for
+    from .source import cache_root
+
+    for stale in (COUNT_FILE, COUNT_PLAN, COUNT_UNAVAILABLE, COUNT_SYMBOLS):
+        (work / stale).unlink(missing_ok=True)
+    settings = load_policy(config.policy).instructions
+    conf = work / "initramfs.d" / "etc" / "bsdkm-ci.d" / "afalg.conf"
+    if not settings.kernel_count or not conf.is_file():
+        return None
+    plan = CountPlan(settings.kernel_bytes, settings.kernel_sizes)
+    (work / COUNT_PLAN).write_text(json.dumps({"bytes": plan.bytes, "sizes": list(plan.sizes)}))
+    try:
+        plugin = plugin_for(cache_root(config))
+        layout = module_layout(ko)
+        if "," in str(plugin.path) + str(work):
+            raise PluginUnavailable(f"a path holds a comma, which QEMU's -plugin option cannot carry: {work}")
+    except PluginUnavailable as e:
+        (work / COUNT_UNAVAILABLE).write_text(str(e))
+        return None
+    (work / COUNT_SYMBOLS).write_text(layout.symbols_file())
+    with open(conf, "a", encoding="utf-8") as f:
+        f.write(f"AFALG_COUNT_BYTES={plan.bytes}\nAFALG_COUNT_SIZES={','.join(str(x) for x in plan.sizes)}\n")
+    return CountRequest(plugin.path, work / COUNT_SYMBOLS, layout.size, plan)
+
+
+def read_module_counts(work: Path, console: Path) -> InstructionCounts | None:
+    """What the boot in ``work`` counted in the module; None when no count was asked."""
+    from ..perf.kernel_counts import KernelCountError, parse_harness_lines, parse_plugin_output
+    from ..support.qemu_plugin import plugin_source
+
+    plan_file = work / COUNT_PLAN
+    if not plan_file.is_file():
+        return None
+    raw = json.loads(plan_file.read_text())
+    plan = CountPlan(int(raw["bytes"]), tuple(int(x) for x in raw["sizes"]))
+    program = str(plugin_source().name)
+    if (work / COUNT_UNAVAILABLE).is_file():
+        why = (work / COUNT_UNAVAILABLE).read_text().strip()
+        return module_counts(plan, None, parse_harness_lines(()), program=program,
+                             unavailable=f"the counting plugin is unavailable: {why}")
+    harness = parse_harness_lines(console_lines(console) if console.is_file() else ())
+    out = work / COUNT_FILE
+    try:
+        plugin = parse_plugin_output(out.read_text(errors="replace")) if out.is_file() else None
+    except KernelCountError as e:
+        return module_counts(plan, None, harness, program=program,
+                             unavailable=f"the counting plugin's output is unreadable: {e}")
+    return module_counts(plan, plugin, harness, program=program)
+
+
+def merge_module_counts(state: dict[str, Any], counts: InstructionCounts) -> None:
+    """The module's counts become the run's; when none could be made (the plugin unavailable, the
+    run void) and the build has proxy counts, the proxy's stand, with a note saying why."""
+    from ..perf.instructions import METADATA_KEY, counts_of
+    from ..perf.kernel_counts import SCOPE_PROXY
+
+    current = counts_of(state)
+    if current is not None and current.scope == SCOPE_PROXY:
+        state[PROXY_STATE_KEY] = current.to_dict()
+    proxy = counts_of(state, PROXY_STATE_KEY)
+    if not counts.measured and proxy is not None:
+        reasons = sorted({i.reason or i.status for i in counts.items})
+        proxy.notes.append(f"the module itself was not counted ({'; '.join(reasons)}): the user-space "
+                           "proxy's counts stand in")
+        state[METADATA_KEY] = proxy.to_dict()
+        return
+    state[METADATA_KEY] = counts.to_dict()
 
 
 # --------------------------------------------------------------------------- the target
@@ -629,6 +734,9 @@ class LinuxQemuTarget(KernelTarget):
                       kernel_log: Path) -> list[LogResult]:
         # The lkcapi variant's guest ran the AF_ALG benchmark after the load, on the same console.
         wanted = bool(state.get("afalg_program")) and outcome.load_rc == 0
+        counts = read_module_counts(run_dir / "vm", kernel_log)
+        if counts is not None:
+            merge_module_counts(state, counts)
         return console_logs(kernel_log, run_dir, expected=wanted)
 
     def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
@@ -651,7 +759,8 @@ class LinuxQemuTarget(KernelTarget):
         if opts.get("cpu"):
             options = replace(options, cpu=str(opts["cpu"]))
         return run_linux_module(ko, work, timeout_s=int(config.timeout("load")),
-                                kernel_version=opts.get("kernel_version"), options=options)
+                                kernel_version=opts.get("kernel_version"), options=options,
+                                count=prepare_count(config, ko, Path(work)))
 
 
 TARGET = LinuxQemuTarget()
