@@ -473,6 +473,7 @@ def proxy_counts(config: Config, target: str, variant: str, source: Path, cache:
     own = {"linuxkm": "--enable-linuxkm and the kernel's headers",
            "bsdkm": "--enable-freebsdkm, the FreeBSD kernel's headers and its compiler (clang)"}.get(
         facts.source_dir if facts is not None and facts.source_dir else "", "the module build's own switches")
+    counts.scope = "proxy"  # perf.kernel_counts.SCOPE_PROXY: the reports say it is not the module
     counts.notes += [
         f"{target}/{variant}: counted in a user-space proxy built with the variant's crypto flags "
         f"({' '.join(carried) or 'none'}); not carried: {' '.join([*dropped, own])}; the module's "
