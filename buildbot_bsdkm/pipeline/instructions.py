@@ -36,6 +36,7 @@ from ..perf.instructions import (
     MEASURED,
     MISSING,
     UNMEASURABLE,
+    DriverLine,
     InstructionCounts,
     InstructionsError,
     ItemCount,
@@ -244,6 +245,31 @@ def count_program(program: Path, items: Mapping[str, int], work: Path, *, block:
             for n in names]
 
 
+def _own_lines(lines: list[DriverLine], args: list[str]) -> list[DriverLine]:
+    """The driver's lines for the items asked for, once each, in order, with the amount asked for.
+
+    The measured code is the PR's and shares the driver's stdout: it can print ``bsdkm-instr``
+    lines of its own. A line for another position or name, or a second line for one, is not the
+    driver's; the amount of work is the one this side asked for, never what was printed, so a
+    printed amount cannot shrink the per-byte count.
+    """
+    asked = []
+    for arg in args:
+        rest, _, block = arg.rpartition("@")
+        name, _, amount = rest.rpartition("=")
+        asked.append((name, int(amount), int(block)))
+    out: list[DriverLine] = []
+    for line in lines:
+        pos = line.index - 1
+        if pos != (out[-1].index if out else 0) or pos >= len(asked) or line.name != asked[pos][0]:
+            continue
+        _, amount, block = asked[pos]
+        if line.ran:  # the driver rounds a per-byte amount up to whole blocks
+            line.amount = amount if line.kind == "asym" else -(-amount // block) * block
+        out.append(line)
+    return out
+
+
 def _one_process(program: Path, args: list[str], work: Path, timeout_s: float, keep: int
                  ) -> tuple[dict[int, ItemCount], tuple[int, str] | None]:
     """One Valgrind process over ``args``: counts by argument position, and where it died (if it did)."""
@@ -255,7 +281,7 @@ def _one_process(program: Path, args: list[str], work: Path, timeout_s: float, k
             f"--dump-after={MEASURED_FUNCTION}", "--compress-strings=no", "--compress-pos=no",
             f"--callgrind-out-file={out_file}", f"--log-file={vlog}", str(program), *args]
     res = run_logged(argv, cwd=work, log=stdout, timeout_s=timeout_s, header=False)
-    lines = parse_driver_output(stdout.read_text(errors="replace")).lines
+    lines = _own_lines(parse_driver_output(stdout.read_text(errors="replace")).lines, args)
     counts: dict[int, ItemCount] = {}
     part = 0
     for line in lines:
