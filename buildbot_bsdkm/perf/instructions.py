@@ -119,7 +119,14 @@ class InstructionCounts:
                    valgrind=None if d.get("valgrind") is None else str(d["valgrind"]),
                    seconds=float(d.get("seconds") or 0.0),
                    program=None if d.get("program") is None else str(d["program"]),
-                   notes=[str(n) for n in d.get("notes") or []], scope=str(d.get("scope") or "userspace"))
+                   notes=[str(n) for n in d.get("notes") or []], scope=_scope(d))
+
+
+def _scope(d: Mapping[str, Any]) -> str:
+    if d.get("scope"):
+        return str(d["scope"])
+    # Records made before counts carried their scope: a proxy's said so in its notes.
+    return "proxy" if any("user-space proxy" in str(n) for n in d.get("notes") or []) else "userspace"
 
 
 def counts_of(metadata: Mapping[str, Any] | None, key: str = METADATA_KEY) -> InstructionCounts | None:

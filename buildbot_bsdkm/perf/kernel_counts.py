@@ -44,6 +44,18 @@ DEFAULT_SIZES = (16, 1024, 16384)
 MAX_SIZE = 65536  # the harness's buffer
 
 
+SCOPE_WORDS = {
+    SCOPE_MODULE: "the real module, counted in the guest (QEMU TCG plugin)",
+    SCOPE_PROXY: "a user-space proxy of the kernel variant, not the module",
+    SCOPE_USERSPACE: "user space",
+}
+SCOPE_TAGS = {SCOPE_MODULE: "module", SCOPE_PROXY: "proxy", SCOPE_USERSPACE: ""}
+
+
+def scope_words(scope: str) -> str:
+    return SCOPE_WORDS.get(scope, scope)
+
+
 class KernelCountError(ValueError):
     """A plugin output or a plan that cannot be used; the message names the problem."""
 

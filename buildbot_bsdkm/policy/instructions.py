@@ -25,6 +25,7 @@ from ..perf.instructions import (
     fmt_change,
     geomean_change,
 )
+from ..perf.kernel_counts import SCOPE_MODULE, SCOPE_PROXY, scope_words
 from ..targets import KERNEL_NAMES
 from .checks import GEOMEAN_PREFIX, CheckKind, Verdict
 from .context import Evaluation
@@ -96,13 +97,19 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
         elif run.target in KERNEL_NAMES and ev.policy.instructions.enabled:
             # Said once a target: it holds for each of its variants alike (a PR comment listed them all).
             ev.note(f"{run.target}: instructions not counted (not judged, not passed): a kernel module's "
-                    "code runs where Valgrind does not (instructions.kernel_proxy counts a user-space "
-                    "build of its flags)")
+                    "code runs where Valgrind does not (instructions.kernel_count counts the module in a "
+                    "QEMU guest, instructions.kernel_proxy a user-space build of its flags)")
         return
     if base is None:
         ev.note(f"{label}: no base instruction counts (no base run or history with them): "
                 "instruction gates not evaluated")
         return
+    if base.scope != head.scope:  # the module against its proxy would compare two different programs
+        ev.note(f"{label}: the base was counted in {scope_words(base.scope)}, this run in "
+                f"{scope_words(head.scope)}: instruction gates not evaluated (not judged, not passed)")
+        return
+    if head.scope in (SCOPE_MODULE, SCOPE_PROXY):
+        ev.note(f"{label}: instruction counts of {scope_words(head.scope)}")
     if origin == "carried":
         ev.note(f"{label}: instruction counts compared with the base build counted next to it")
     elif origin == "history":
@@ -126,7 +133,7 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
             continue
         if rule is None:
             continue
-        _item_check(ev, run, rule, change, clock.get(name))
+        _item_check(ev, run, rule, change, clock.get(name), head.scope)
     for rule in rules:
         if rule.aggregate == "geomean":
             _geomean_check(ev, run, rule, [c for c in changes if matches(c.name, rule.pattern)])
@@ -136,12 +143,15 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
     _note_disagreements(ev, run, changes)
 
 
+_WHERE = {SCOPE_MODULE: "counted in the module", SCOPE_PROXY: "counted in the user-space proxy"}
+
+
 def _item_check(ev: Evaluation, run: RunResult, rule: RegressionRule, change: ItemChange,
-                clock_pct: float | None) -> None:
+                clock_pct: float | None, scope: str = "userspace") -> None:
     assert change.change_pct is not None and change.base is not None and change.head is not None
     ok = not change.regressed
     msg = (f"{change.name}: {change.head:.4g} {change.unit}, {fmt_change(change.change_pct)} against "
-           f"the base {change.base:.4g} (limit +{rule.max_pct:g} %, counted, 1 vs 1)")
+           f"the base {change.base:.4g} (limit +{rule.max_pct:g} %, {_WHERE.get(scope, 'counted')}, 1 vs 1)")
     if not ok and change.functions:
         msg += "; most changed: " + ", ".join(
             f"{f.name} {fmt_change(f.change_pct) if f.change_pct is not None else 'new'}"
@@ -149,7 +159,7 @@ def _item_check(ev: Evaluation, run: RunResult, rule: RegressionRule, change: It
     ev.add(run, NAME_PREFIX + change.name, CheckKind.INSTRUCTIONS, ok, msg, value=change.head,
            unit=change.unit, baseline=change.base, delta_pct=round(change.change_pct, 4),
            threshold=rule.max_pct, metric=INSTRUCTIONS,
-           detail={"item": change.name, "functions": [f.to_dict() for f in change.functions],
+           detail={"item": change.name, "scope": scope, "functions": [f.to_dict() for f in change.functions],
                    "clock_change_pct": None if clock_pct is None else round(clock_pct, 2)})
 
 

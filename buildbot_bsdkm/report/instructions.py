@@ -2,6 +2,8 @@
 
 - ``instruction_summary``: the one-line summary the PR comment opens with
   (``instructions: userspace/intelasm +1.03 % (SHA-256), −0.00 % (AES-128-GCM-enc) …``);
+  A kernel target's run says whose counts they are: ``[module]`` (the real module, counted in
+  the guest) or ``[proxy]`` (a user-space build of its flags);
 - ``instruction_blocks``: per run a table: item, count per byte/op of base and head, change,
   the wall-clock change of the same item beside it, status; for a regressed item the functions
   whose counts changed most. A run with nothing to compare shows its counts and biggest functions.
@@ -15,6 +17,7 @@ from typing import Any
 
 from ..model import RunResult
 from ..perf.instructions import MEASURED, InstructionCounts, ItemCount, counts_of, fmt_change
+from ..perf.kernel_counts import SCOPE_TAGS, scope_words
 from ..policy import Check, CheckKind, Verdict
 from ..policy.instructions import clock_changes
 from .blocks import BENCHMARK_ROW, KEEP, Block, Row, Table
@@ -54,7 +57,9 @@ def summary_line(runs: Sequence[RunResult], verdict: Verdict, shown: int = 4) ->
         more = " …" if len(checks) > shown else ""
         failed = sum(1 for c in checks if not c.passed)
         word = f"{failed} over the limit" if failed else "within the limit"
-        parts.append(f"{run.target}/{run.variant} {text}{more} ({word})")
+        counts = counts_of(run.metadata)
+        tag = SCOPE_TAGS.get(counts.scope, counts.scope) if counts is not None else ""
+        parts.append(f"{run.target}/{run.variant}{f' [{tag}]' if tag else ''} {text}{more} ({word})")
     return "instructions: " + "; ".join(parts) if parts else None
 
 
@@ -103,7 +108,10 @@ def _run_blocks(run: RunResult, counts: InstructionCounts, verdict: Verdict) -> 
                                    "", "pass" if c.passed else "FAIL", ""], KEEP))
     tool = f"{counts.tool} ({counts.valgrind})" if counts.valgrind else counts.tool
     head = f"{HEADING}{run.target}/{run.variant} ({tool}, {counts.seconds:.1f} s)"
-    blocks = [Block("h3", head), Block("table", table=table)]
+    blocks = [Block("h3", head)]
+    if SCOPE_TAGS.get(counts.scope, counts.scope):
+        blocks.append(Block("p", f"Counted: {scope_words(counts.scope)}."))
+    blocks.append(Block("table", table=table))
     for c in sorted(checks.values(), key=lambda c: -(c.delta_pct or 0.0)):
         if c.passed or not c.detail.get("functions"):
             continue
@@ -126,6 +134,9 @@ def instruction_facts(item: ItemCount, check: Check | None, clock: float | None)
         facts["instructions"] = f"not counted: {item.reason or item.status}"
         return facts
     facts["value"] = f"{_fmt_count(item.per_unit)} {item.unit}"
+    scope = str(check.detail.get("scope") or "") if check is not None else ""
+    if SCOPE_TAGS.get(scope):
+        facts["counted"] = scope_words(scope)
     facts["amount"] = f"{item.amount} {'operations' if item.kind == 'asym' else 'bytes'}"
     if check is not None:
         facts["baseline"] = f"{_fmt_count(check.baseline)} {item.unit}"
