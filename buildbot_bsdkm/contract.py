@@ -18,6 +18,13 @@ from typing import Any
 
 from .model import StageFailure
 
+# --------------------------------------------------------------------------- failure reasons
+
+# A run whose target this machine cannot do: no FreeBSD set reachable, freebsd-kmod on a host that
+# is not FreeBSD. ``bsdkm-ci run`` and ``main`` report such a run "not run" (``RunResult.not_run``);
+# Buildbot and the Action treat it as the infrastructure failure it is (retried, then an error).
+TARGET_UNAVAILABLE = "target-unavailable"
+
 # --------------------------------------------------------------------------- build properties
 
 PROPERTY_SOURCE = "bsdkm"  # the "source" Buildbot shows next to every property we set

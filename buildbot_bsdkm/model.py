@@ -249,6 +249,10 @@ class RunResult:
     stages: dict[str, float] = field(default_factory=dict)  # stage -> seconds taken
     attempts: list[dict[str, Any]] = field(default_factory=list)  # retry history
     metadata: dict[str, Any] = field(default_factory=dict)  # flags, source, wolfssl version
+    # Why the run could not be done on this machine ("no FreeBSD release set reachable
+    # (freebsd.mirror)"): reported, never judged as a pass or a failure. Only a local run says so;
+    # Buildbot and the Action report a run that cannot get its inputs as an infrastructure failure.
+    not_run: str | None = None
 
     @property
     def benchmarks(self) -> list[Benchmark]:
@@ -285,7 +289,8 @@ def merge_runs(runs: list[RunResult], *, repeats: bool) -> tuple[list[RunResult]
         if key not in out:
             first[key] = i
             out[key] = (RunResult(r.variant, r.target, logs=list(r.logs), failure=r.failure,
-                                  stages=dict(r.stages), attempts=list(r.attempts), metadata=dict(r.metadata))
+                                  stages=dict(r.stages), attempts=list(r.attempts), metadata=dict(r.metadata),
+                                  not_run=r.not_run)
                         if repeats else r)
             continue
         folded.append((first[key], i))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..config.bsdkm_yml import default_config_path
 from .io import read_config
-from .matrix_run import add_run_arguments, execute, print_result
+from .matrix_run import add_run_arguments, add_unavailable_argument, execute, print_result
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "main", help="the main job: run the default configuration", description=__doc__.splitlines()[0]
     )
     add_run_arguments(p)
+    add_unavailable_argument(p)
     p.set_defaults(func=run)
 
 
@@ -27,4 +28,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"config:  {path}")
     config = read_config(path)
     out = Path(args.out)
-    return print_result(execute(config, None, None, out, args.jobs), out)
+    return print_result(execute(config, None, None, out, args.jobs, unavailable=args.unavailable), out)

@@ -14,10 +14,19 @@ from ..model import RunResult
 from ..pipeline.run import MatrixResult, run_matrix
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 
+NOT_RUN = "not-run"
+
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", default="bsdkm-out", help="output directory (default: bsdkm-out)")
     p.add_argument("--jobs", type=int, metavar="N", help="compile jobs in total (default: the config's)")
+
+
+def add_unavailable_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--unavailable", choices=(NOT_RUN, "fail"), default=NOT_RUN,
+        help="a run this machine cannot do (no FreeBSD set reachable, freebsd-kmod off FreeBSD): "
+             "report it not run (default), or fail it as the infrastructure failure it is (CI)")
 
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
@@ -81,14 +90,16 @@ def base_side(spec: SourceSpec | None) -> SourceSpec | None:
 def execute(
     config: Config, variants: list[str] | None, targets: list[str] | None, out: Path, jobs: int | None,
     base: SourceSpec | None = None, repeats: int = 5, history: list[RunResult] | None = None,
+    unavailable: str = NOT_RUN,
 ) -> MatrixResult:
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {repeats}")
     with run_input_errors(out):
+        config.selected_pairs(variants, targets)  # nothing to run is a usage error, before any fetch
         result = run_matrix(config, variants, targets, out, jobs=jobs, base_source=base, repeats=repeats,
-                            history=history)
+                            history=history, not_run_ok=unavailable == NOT_RUN)
     return result
 
 
@@ -98,8 +109,8 @@ def print_result(result: MatrixResult, out: Path) -> int:
     print(f"Summary: {result.outputs.get('summary.json')}")
     for r in result.runs:
         status = (
-            "ok"
-            if r.failure is None
+            f"not run: {r.not_run}" if r.not_run
+            else "ok" if r.failure is None
             else f"FAILED {r.failure.stage} ({r.failure.category}): {r.failure.message}"
         )
         print(

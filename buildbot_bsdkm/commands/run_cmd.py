@@ -18,6 +18,7 @@ from .io import config_path, history_files, read_all, read_config
 from .matrix_run import (
     add_run_arguments,
     add_source_arguments,
+    add_unavailable_argument,
     base_side,
     execute,
     print_result,
@@ -33,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__.splitlines()[0],
     )
     add_run_arguments(p)
+    add_unavailable_argument(p)
     add_source_arguments(p)
     p.add_argument(
         "--config", metavar="FILE", help="bsdkm.yml to use (default: ./bsdkm.yml, else the repo's)"
@@ -75,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     base = base_override(args)
     history = read_history(args.history) if getattr(args, "history", None) else None
     repeats = config.benchmark.repeats if args.repeats is None else args.repeats
-    result = execute(config, args.variant, args.target, out, args.jobs, base, repeats, history)
+    result = execute(config, args.variant, args.target, out, args.jobs, base, repeats, history,
+                     args.unavailable)
     return print_result(result, out)
 
 

@@ -152,14 +152,28 @@ class BenchmarkConfig:
 
 @dataclass(frozen=True)
 class FreeBSDConfig:
-    """``freebsd:`` the FreeBSD kit (kernels, loader, sysroot) ``freebsd-kmod-qemu`` builds and boots."""
+    """``freebsd:`` where ``freebsd-kmod-qemu`` gets its kernels, loader and kernel sources.
 
-    kit: Path | None = None  # None: ../shared/freebsd beside the checkout
-    # Or a release's distribution sets (kernel.txz, base.txz, src.txz + MANIFEST) from a mirror.
-    release: str | None = None  # "15.0-RELEASE"
-    mirror: str | None = None  # default https://download.freebsd.org/releases; https:// or a directory
+    One of three: FreeBSD's distribution sets (``release`` for the release kernel, ``snapshot``
+    for the debug kernel, from ``mirror``), a FreeBSD source tree with a built kernel (``src``,
+    ``kernel``), or a directory of one's own kernels (``kit``). With none of them the target
+    cannot run, and says so.
+    """
+
+    kit: Path | None = None  # a directory of one's own kernels (boot/, sysroot/)
+    release: str | None = None  # "15.0-RELEASE": its GENERIC kernel is the release kernel
+    snapshot: str | None = None  # "16.0-CURRENT": its GENERIC (INVARIANTS, WITNESS) is the debug kernel
+    mirror: str | None = None  # default https://download.freebsd.org; https:// or a directory
     arch: str = "amd64"
     manifest_sha256: str | None = None  # the release's MANIFEST, pinned (the mirror's is unsigned)
+    src: Path | None = None  # a FreeBSD source tree (/usr/src)
+    kernel: Path | None = None  # the kernel built from ``src``
+    loader: Path | None = None  # the EFI loader booting it (default /boot/loader_simp.efi)
+    kernel_kind: str = "release"  # which of ``kernels:`` the ``src`` kernel is
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.kit or self.release or self.snapshot or self.src)
 
 
 @dataclass(frozen=True)
@@ -250,6 +264,20 @@ class Config:
                     continue
                 out.append((t, vname))
         return out
+
+    def selected_pairs(
+        self, variants: list[str] | None = None, targets: list[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """``pairs``, but a selection that matches nothing raises ConfigError naming what there is."""
+        found = self.pairs(variants, targets)
+        if found:
+            return found
+        names = variants or [n for n, v in self.variants.items() if v.enabled]
+        have = "; ".join(f"{n}: {', '.join(self.variants[n].targets) or 'no targets'}" for n in names)
+        wanted = f"targets {', '.join(targets)}" if targets else "any target"
+        which = f"variants {', '.join(variants)}" if variants else "the enabled variants"
+        raise ConfigError(str(self.path or "<config>"), None, "variants",
+                          f"{which} have no run on {wanted} (targets per variant: {have or 'none enabled'})")
 
     def configure_flags(self, target: str, variant: str) -> list[str]:
         """Target's common flags, then the variant's (which win over a target flag of the same name)."""
@@ -458,16 +486,41 @@ def release_mirror_problem(mirror: str) -> str | None:
 RELEASE_NAME = r"\d+\.\d+-(?:RELEASE|BETA\d*|RC\d*|STABLE|CURRENT)"
 
 
+SNAPSHOT_NAME = r"\d+\.\d+-(?:CURRENT|STABLE|PRERELEASE)"
+FREEBSD_KEYS = ("kit", "release", "snapshot", "mirror", "arch", "manifest_sha256", "src", "kernel", "loader",
+                "kernel_kind")
+
+
 def _freebsd(at: At, base: Path) -> FreeBSDConfig:
-    m = at.mapping(("kit", "release", "mirror", "arch", "manifest_sha256"))
-    kit = opt(m, "kit", lambda a: _resolve(base, a.string()), None)
-    if kit is not None and not kit.is_dir():
-        raise m["kit"].error(f"{kit} is not a directory")
+    m = at.mapping(FREEBSD_KEYS)
+
+    def path(key: str, want_dir: bool) -> Path | None:
+        value = opt(m, key, lambda a: _resolve(base, a.string()), None)
+        if value is not None and not (value.is_dir() if want_dir else value.is_file()):
+            raise m[key].error(f"{value} is not a {'directory' if want_dir else 'file'}")
+        return value
+
+    kit, src = path("kit", True), path("src", True)
+    kernel, loader = path("kernel", False), path("loader", False)
     release = opt(m, "release", At.string, None)
     if release is not None and not re.fullmatch(RELEASE_NAME, release):
         raise m["release"].error(f"{release!r} is not a FreeBSD release name like 15.0-RELEASE")
-    if release is not None and kit is not None:
-        raise m["release"].error("give either kit or release, not both")
+    snapshot = opt(m, "snapshot", At.string, None)
+    if snapshot is not None and not re.fullmatch(SNAPSHOT_NAME, snapshot):
+        raise m["snapshot"].error(f"{snapshot!r} is not a FreeBSD snapshot name like 16.0-CURRENT")
+    sets = [k for k in ("release", "snapshot") if k in m]
+    chosen = [k for k, v in (("kit", kit), ("src", src), ("sets", sets)) if v]
+    if len(chosen) > 1:
+        key = "src" if src is not None and kit is not None else (sets[0] if sets else "src")
+        raise m[key].error("give one of kit, src, or release/snapshot (the distribution sets)")
+    if src is not None and kernel is None:
+        raise m["src"].error("a source tree needs the kernel built from it: give freebsd.kernel too")
+    for key in ("kernel", "loader", "kernel_kind"):
+        if key in m and src is None:
+            raise m[key].error("belongs to a source tree: give freebsd.src too")
+    kind = opt(m, "kernel_kind", At.string, "release")
+    if kind not in ("debug", "release"):
+        raise m["kernel_kind"].error(f"{kind!r} is not debug or release")
     mirror = opt(m, "mirror", At.string, None)
     if mirror is not None and release_mirror_problem(mirror):
         raise m["mirror"].error(str(release_mirror_problem(mirror)))
@@ -478,9 +531,11 @@ def _freebsd(at: At, base: Path) -> FreeBSDConfig:
         raise m["manifest_sha256"].error(f"must be the MANIFEST's SHA-256 (64 lowercase hex digits), "
                                          f"not {pin!r}")
     if pin is not None and release is None:
+        # A snapshot is rebuilt, so its MANIFEST changes: only a release's can be pinned.
         raise m["manifest_sha256"].error("pins a release's MANIFEST: give freebsd.release too")
-    return FreeBSDConfig(kit=kit, release=release, mirror=mirror, arch=opt(m, "arch", At.string, "amd64"),
-                         manifest_sha256=pin)
+    return FreeBSDConfig(kit=kit, release=release, snapshot=snapshot, mirror=mirror,
+                         arch=opt(m, "arch", At.string, "amd64"), manifest_sha256=pin, src=src, kernel=kernel,
+                         loader=loader, kernel_kind=kind)
 
 
 TOP_KEYS = (

@@ -1,23 +1,29 @@
 """wolfSSL's FreeBSD module cross-built on Linux and run on real FreeBSD kernels in QEMU.
 
-Target ``freebsd-kmod-qemu``. Everything comes from a FreeBSD kit directory
-(``freebsd: {kit: DIR}`` in bsdkm.yml, by default ``../shared/freebsd`` beside the
-checkout): the kernels, FreeBSD's EFI loader, and the part of the source tree a module
-build needs (``sysroot/sys``, ``sysroot/share/mk``). The module is built with bmake and
-clang ``--target=x86_64-unknown-freebsd15.0``; each kernel kind boots in its own
-QEMU (TCG, OVMF) from an ESP directory the loader reads:
+Target ``freebsd-kmod-qemu``. Its inputs come from one of (``freebsd:`` in bsdkm.yml):
 
-- ``debug`` (INVARIANTS/WITNESS): the loader preloads the module, so its self-test runs
-  during boot, where a sleeping-with-a-lock bug panics. The benchmark cannot run there
-  (its ``getnanouptime`` clock only starts after module init), so the run stops at the
-  benchmark's header.
-- ``release``: with the kit's crypto kernel (``device crypto``, MSDOSFS), a FAT root
-  holds ``kmod/freebsd/kldinit.c`` as init, which ``kldload``s the module on a running
-  system (benchmarks with working clocks), ``kldstat``s and ``kldunload``s it (cleanup
-  lines) and reboots. Without that kernel the release kernel preloads like ``debug``.
+- FreeBSD's distribution sets (``release`` and ``snapshot``, from ``mirror``): the release's GENERIC
+  is the ``release`` kernel, a CURRENT snapshot's GENERIC (INVARIANTS, WITNESS) the ``debug`` one;
+  each set also gives its EFI loader and the sources a module build needs (``freebsd_release_set``);
+- a FreeBSD source tree with a kernel built from it (``src``, ``kernel``);
+- a directory of one's own kernels in the kit layout (``kit``: ``boot/``, ``sysroot/``).
 
-Every boot's console is parsed by the core parsers (``freebsd-kernel-log``); a panic is a
-``real`` failure whose evidence carries the module's backtrace frames.
+The module is built with bmake and clang ``--target=x86_64-unknown-freebsd<version>`` against each
+kernel's own sources, so a CURRENT kernel gets a module of its own version; each kernel kind boots in
+its own QEMU (TCG, OVMF) from an ESP directory the loader reads:
+
+- ``debug``: the loader preloads the module, so its self-test runs during boot, where a
+  sleeping-with-a-lock bug panics. The benchmark cannot run there (its ``getnanouptime`` clock only
+  starts after module init), so the run stops at the benchmark's header.
+- ``release``: with a kernel that has ``device crypto`` and MSDOSFS (GENERIC has both), a FAT root
+  holds ``kmod/freebsd/kldinit.c`` as init, which ``kldload``s the module on a running system
+  (benchmarks with working clocks), ``kldstat``s and ``kldunload``s it (cleanup lines) and reboots.
+  Without that kernel the release kernel preloads like ``debug``.
+
+A machine that can get none of these inputs cannot run the target: the run says why, and which key
+to set (``target-unavailable``). Every boot's console is parsed by the core parsers
+(``freebsd-kernel-log``); a panic is a ``real`` failure whose evidence carries the module's
+backtrace frames.
 """
 
 from __future__ import annotations
@@ -38,12 +44,13 @@ from typing import Any
 
 from .. import targets
 from ..config.bsdkm_yml import Config
+from ..contract import TARGET_UNAVAILABLE
 from ..model import FailureCategory, LogFormat, LogResult, StageFailure
 from ..retry.classify import Patterns, classify
 from .console import console_lines
 from .errors import StageError, infra_error
 from .freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
-from .freebsd_release_set import ReleaseSpec, release_kit
+from .freebsd_release_set import CLANG_HEADERS, DEFAULT_MIRROR, STAMP, ReleaseSpec, release_kit
 from .linuxkm import source_fingerprint
 from .loading import ModuleLoadOutcome, outcome_from_record
 from .locks import exclusive
@@ -52,7 +59,8 @@ from .source import cache_root
 from .target import KernelTarget, judge_outcome, parse_kernel_log
 
 TARGET_NAME = targets.FREEBSD_KMOD_QEMU.name
-FREEBSD_TRIPLE = "x86_64-unknown-freebsd15.0"
+DEFAULT_VERSION = "15.0"  # a kit whose sources do not say their version
+FREEBSD_TRIPLE = f"x86_64-unknown-freebsd{DEFAULT_VERSION}"  # kldinit: raw syscalls, any version
 INIT_SOURCE = "kldinit.c"
 OVMF_CODE = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
 OVMF_VARS = Path("/usr/share/OVMF/OVMF_VARS_4M.fd")
@@ -68,9 +76,14 @@ MIB = 1 << 20
 
 # --------------------------------------------------------------------------- the kit
 
+NEWVERS_REVISION = re.compile(r'^REVISION="(?P<version>\d+\.\d+)"', re.M)
+
 
 @dataclass(frozen=True)
 class Kit:
+    """Kernels, loader and module-build sources in one layout: ``boot/kernel-<name>[.xz]``,
+    ``boot/loader_simp.efi``, ``sysroot/sys``, ``sysroot/share/mk``."""
+
     root: Path
 
     @property
@@ -92,8 +105,7 @@ class Kit:
         return self.root / "boot" / "loader_simp.efi"
 
     def kernel(self, name: str) -> Path:
-        """``name``: debug, release, release-crypto (``boot/kernel-<name>.xz``, or unpacked from a
-        release's ``kernel.txz`` without the ``.xz``)."""
+        """``name``: debug, release, release-crypto (``boot/kernel-<name>.xz``, or unpacked without it)."""
         packed = self.root / "boot" / f"kernel-{name}.xz"
         plain = packed.with_suffix("")
         return plain if plain.is_file() and not packed.is_file() else packed
@@ -102,12 +114,31 @@ class Kit:
         need = [self.sys_dir / "conf" / "kmod.mk", self.share_mk / "bsd.kmod.mk", self.xargs, self.loader]
         return [str(p) for p in need if not p.exists()]
 
+    @property
+    def version(self) -> str:
+        """The FreeBSD version its sources are (``sys/conf/newvers.sh``), which the module is built for."""
+        newvers = self.sys_dir / "conf" / "newvers.sh"
+        try:
+            m = NEWVERS_REVISION.search(newvers.read_text(errors="replace"))
+        except OSError:
+            m = None
+        return m["version"] if m else DEFAULT_VERSION
+
+    @property
+    def triple(self) -> str:
+        return f"x86_64-unknown-freebsd{self.version}"
+
     def identity(self) -> str:
         """What a module build depends on in the kit (the sysroot's checksums when listed)."""
         sums = self.root / "SHA256SUMS"
         if sums.is_file():
             lines = [ln for ln in sums.read_text(errors="replace").splitlines() if "sysroot/" in ln]
             return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
+        stamp = self.root / STAMP
+        if stamp.is_file():  # a set's kit: its MANIFEST names every byte of it
+            return hashlib.sha256(stamp.read_bytes() + (self.root.parent / "MANIFEST").read_bytes()
+                                  if (self.root.parent / "MANIFEST").is_file() else stamp.read_bytes()
+                                  ).hexdigest()[:16]
         return str(self.root.resolve())
 
 
@@ -115,32 +146,97 @@ def _kmod_freebsd() -> Path:
     return freebsd_kmod_dir()
 
 
-def default_kit_dir() -> Path:
-    """``$BSDKM_SHARED/freebsd``, else ``../shared/freebsd`` beside the checkout."""
-    shared = os.environ.get("BSDKM_SHARED")
-    return (Path(shared) if shared else Path(__file__).resolve().parents[3] / "shared") / "freebsd"
+def unavailable(stage: str, reason: str, detail: str = "") -> StageError:
+    """A run this machine cannot do: ``reason`` names the key to set, ``detail`` what went wrong."""
+    return infra_error(stage, TARGET_UNAVAILABLE, reason, [detail] if detail else None)
 
 
-def kit_dir(config: Config) -> Path:
-    """The kit directory; for ``freebsd: {release: ...}`` the release sets, fetched and unpacked once."""
+def src_kit(config: Config, cache: Path) -> Kit:
+    """A FreeBSD source tree and the kernel built from it, seen through the kit layout (symlinks)."""
     fb = config.freebsd
-    if fb.release:
-        spec = ReleaseSpec(fb.release, fb.mirror or ReleaseSpec.mirror, fb.arch, fb.manifest_sha256)
-        return release_kit(spec, cache_root(config), timeout_s=config.timeout("fetch"))
-    return fb.kit or default_kit_dir()
+    assert fb.src is not None and fb.kernel is not None
+    loader = fb.loader or Path("/boot/loader_simp.efi")
+    name = "release-crypto" if fb.kernel_kind == "release" else "debug"
+    links = {
+        "sysroot/sys": fb.src / "sys",
+        "sysroot/share/mk": fb.src / "share" / "mk",
+        f"sysroot/{CLANG_HEADERS}": fb.src / CLANG_HEADERS,
+        "boot/loader_simp.efi": loader,
+        f"boot/kernel-{name}": fb.kernel,
+    }
+    resolved = json.dumps({k: str(v.resolve()) for k, v in links.items()})
+    key = hashlib.sha256(resolved.encode()).hexdigest()[:16]
+    root = cache / "freebsd-src" / key
+    for rel, target in links.items():
+        link = root / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(target.resolve())
+    return Kit(root)
+
+
+def kits(config: Config, kinds: Sequence[str], stage: str = "build") -> tuple[dict[str, Kit], list[str]]:
+    """The kit each kernel kind boots from, and notes on the kinds no input gives.
+
+    Raises ``target-unavailable`` when no kind can be had: nothing configured, or no set reachable.
+    """
+    fb = config.freebsd
+    if fb.kit is not None:
+        return {kind: Kit(fb.kit) for kind in kinds}, []
+    cache = cache_root(config)
+    if fb.src is not None:
+        kind = fb.kernel_kind
+        notes = [f"{k} kernel: not covered (freebsd.src gives the {kind} kernel only)"
+                 for k in kinds if k != kind]
+        return ({kind: src_kit(config, cache)} if kind in kinds else {}), notes
+    specs = {"release": fb.release, "debug": fb.snapshot}
+    if not any(specs[k] for k in kinds):
+        raise unavailable(stage, "no FreeBSD kernels configured (freebsd.release, freebsd.snapshot)",
+                          "freebsd-kmod-qemu boots FreeBSD's own kernels: name a release and a snapshot, "
+                          "a source tree (freebsd.src) or a kit (freebsd.kit) in bsdkm.yml")
+    out: dict[str, Kit] = {}
+    notes: list[str] = []
+    failures: list[StageError] = []
+    for kind in kinds:
+        name = specs[kind]
+        if not name:
+            key = "freebsd.snapshot" if kind == "debug" else "freebsd.release"
+            notes.append(f"{kind} kernel: not covered (no {key} configured)")
+            continue
+        spec = ReleaseSpec(name, fb.mirror or DEFAULT_MIRROR, fb.arch,
+                           fb.manifest_sha256 if kind == "release" else None)
+        try:
+            out[kind] = Kit(release_kit(spec, cache, timeout_s=config.timeout("fetch")))
+        except StageError as e:
+            if e.failure.reason != TARGET_UNAVAILABLE:
+                raise  # a set that is there but wrong is never "not run"
+            failures.append(e)
+            notes.append(f"{kind} kernel: not covered ({e.failure.message})")
+    if not out and failures:
+        where = fb.mirror or DEFAULT_MIRROR
+        raise unavailable(stage, "no FreeBSD release set reachable (freebsd.mirror)",
+                          f"{where}: " + "; ".join(e.failure.message for e in failures))
+    if not out:
+        raise unavailable(stage, "no FreeBSD kernel for the configured kernels "
+                          "(freebsd.release, freebsd.snapshot)", "; ".join(notes))
+    return out, notes
 
 
 def find_kit(config: Config, stage: str = "build") -> Kit:
-    kit = Kit(kit_dir(config))
+    """The first configured kernel kind's kit, checked complete (the configure stage's question)."""
+    found, _ = kits(config, kernels_option(config), stage)
+    for kit in found.values():
+        check_kit(kit, stage)
+    return next(iter(found.values()))
+
+
+def check_kit(kit: Kit, stage: str) -> None:
     if not kit.root.is_dir():
-        raise infra_error(stage, "target-unavailable",
-                          f"target not available: {TARGET_NAME} needs a FreeBSD kit directory "
-                          f"(freebsd: {{kit: DIR}} in bsdkm.yml); {kit.root} does not exist")
+        raise unavailable(stage, f"no FreeBSD kit at {kit.root} (freebsd.kit)")
     missing = kit.missing()
     if missing:
-        raise infra_error(stage, "target-unavailable",
+        raise infra_error(stage, TARGET_UNAVAILABLE,
                           f"FreeBSD kit {kit.root} is incomplete: missing {', '.join(missing)}")
-    return kit
 
 
 # --------------------------------------------------------------------------- the toolchain
@@ -211,12 +307,6 @@ def bmake_args(kit: Kit, jobs: int, triple: str = FREEBSD_TRIPLE) -> list[str]:
             "OBJCOPY=llvm-objcopy", "NM=llvm-nm"]
 
 
-def target_triple(config: Config) -> str:
-    """The kit is 15.0-CURRENT; a release's sets are built for their own version."""
-    release = config.freebsd.release
-    return f"x86_64-unknown-freebsd{release.split('-', 1)[0]}" if release else FREEBSD_TRIPLE
-
-
 def _fingerprint(source: Path) -> str:
     return source_fingerprint(source, ("configure", "wolfcrypt/src", "wolfssl", "bsdkm"))
 
@@ -232,16 +322,53 @@ def _own_flags(config: Config, variant: str) -> list[str]:
 
 def build_module(config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
                  patterns: Patterns | None = None) -> Path:
-    """``libwolfssl.ko`` for this variant, built at most once per (source, flags, kit, toolchain)."""
-    kit, tools = find_kit(config), find_toolchain()
+    """``libwolfssl.ko`` for this variant against each kernel's own sources, each built at most once
+    per (source, flags, kit, toolchain). With kernels of more than one kit (a release and a CURRENT
+    snapshot) the returned module has each kernel's own beside it (``module_for``)."""
+    found, _ = kits(config, kernels_option(config))
+    for kit in found.values():
+        check_kit(kit, "build")
+    tools = find_toolchain()
     try:
         flags = _own_flags(config, variant)
     except ValueError as e:
         raise StageError(classify("configure", exit_code=2, output=f"configure: error: {e}",
                                   patterns=patterns)) from None
     cflags = " ".join(config.cflags(TARGET_NAME, variant))
+    built: dict[str, Path] = {}
+    by_root: dict[Path, Path] = {}
+    for kind, kit in found.items():
+        if kit.root not in by_root:
+            by_root[kit.root] = _build_for_kit(config, kit, tools, flags, cflags, source, cache, jobs, log,
+                                               patterns)
+        built[kind] = by_root[kit.root]
+    if len(by_root) == 1:
+        return next(iter(by_root.values()))
+    key = hashlib.sha256(json.dumps({k: str(v) for k, v in built.items()}, sort_keys=True).encode()
+                         ).hexdigest()[:20]
+    home = cache / "freebsd-qemu" / f"kernels-{key}"
+    with exclusive(cache / "locks" / f"freebsd-qemu-kernels-{key}.lock"):
+        for kind, ko in built.items():
+            own = home / kind / "libwolfssl.ko"
+            if not own.is_file():
+                own.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ko, own)
+        primary = home / "libwolfssl.ko"
+        if not primary.is_file():
+            shutil.copy2(next(iter(built.values())), primary)
+    return primary
+
+
+def module_for(ko: Path, kind: str) -> Path:
+    """The module built for kernel ``kind``: its own beside ``ko`` when the kernels' sources differ."""
+    own = ko.parent / kind / ko.name
+    return own if own.is_file() else ko
+
+
+def _build_for_kit(config: Config, kit: Kit, tools: Toolchain, flags: list[str], cflags: str, source: Path,
+                   cache: Path, jobs: int, log: Path, patterns: Patterns | None) -> Path:
     args = configure_args(kit, flags, cflags)
-    key = hashlib.sha256(json.dumps([_fingerprint(source), args, kit.identity(), tools.version],
+    key = hashlib.sha256(json.dumps([_fingerprint(source), args, kit.identity(), kit.triple, tools.version],
                                     sort_keys=True).encode()).hexdigest()[:20]
     home = cache / "freebsd-qemu" / key
     ko = home / "libwolfssl.ko"
@@ -255,7 +382,7 @@ def build_module(config: Config, variant: str, source: Path, cache: Path, jobs: 
         own_log = work / "build-freebsd.log"
         try:
             _step("configure", args, work, own_log, config.timeout("configure"), tools, patterns, log)
-            _step("build", bmake_args(kit, jobs, target_triple(config)), work, own_log,
+            _step("build", bmake_args(kit, jobs, kit.triple), work, own_log,
                   config.timeout("build"), tools, patterns, log)
             built = work / "bsdkm" / "libwolfssl.ko"
             if not built.is_file():
@@ -751,19 +878,27 @@ def kernels_option(config: Config) -> tuple[str, ...]:
 
 
 def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None) -> ModuleLoadOutcome:
-    """Boot every configured kernel kind with ``ko``; the outcome's ``parts`` hold one per kernel."""
-    kit = find_kit(config, "load")
+    """Boot every configured kernel kind with its module; the outcome's ``parts`` hold one per kernel."""
+    found, not_covered = kits(config, kernels_option(config), "load")
     if not ko.is_file():
         raise infra_error("load", "ci-exception",
                           f"kernel module {ko} does not exist (did the build stage run?)")
     cache = cache or cache_root(config)
-    boots, not_covered = boot_plan(kit, kernels_option(config), needs_device_crypto(ko))
+    crypto = needs_device_crypto(ko)
+    boots: list[tuple[Boot, Kit]] = []
+    for kind in kernels_option(config):
+        if kind not in found:
+            continue
+        planned, notes = boot_plan(found[kind], [kind], crypto)
+        boots += [(b, found[kind]) for b in planned]
+        not_covered += notes
     opts = config.targets[TARGET_NAME].options if TARGET_NAME in config.targets else {}
     options = VmOptions(cpu=str(opts.get("cpu") or "max"), memory_mb=int(opts.get("memory_mb") or 1024))
     symbols = module_symbols(ko)
     limit = float(opts.get("boot_timeout_s") or config.timeout("load"))
-    parts = {b.kind: run_boot(b, kit, ko, work / b.kind, cache, timeout_s=limit, options=options,
-                              symbols=symbols, console_cap=config.console_cap_bytes) for b in boots}
+    parts = {b.kind: run_boot(b, kit, module_for(ko, b.kind), work / b.kind, cache, timeout_s=limit,
+                              options=options, symbols=symbols, console_cap=config.console_cap_bytes)
+             for b, kit in boots}
     outcome = combine(parts, not_covered, work)
     outcome.stages["boot_limit_s"] = limit
     return outcome

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config.bsdkm_yml import Config, SourceSpec
-from ..model import LogResult, RunResult, StageFailure, to_json
+from ..contract import TARGET_UNAVAILABLE
+from ..model import FailureCategory, LogResult, RunResult, StageFailure, to_json
 from ..perf.gate import Settings
 from ..policy import Verdict
 from . import base_triage, registry
@@ -337,12 +338,14 @@ def run_matrix(
     base_source: SourceSpec | None = None,
     repeats: int = 5,
     history: list[RunResult] | None = None,
+    not_run_ok: bool = False,
 ) -> MatrixResult:
     """All (target, variant) pairs (or the named subset) into ``out_dir``; never raises StageError.
 
     ``base_source``: also build this source (into ``out_dir/base``) and gate the head against it,
     measured interleaved in ``repeats`` rounds. ``history``: healthy past runs of this machine for
-    the learned limits (the base when there is no base build).
+    the learned limits (the base when there is no base build). ``not_run_ok``: a run this machine
+    cannot do (``TARGET_UNAVAILABLE``) is reported not run instead of failed.
     """
     started = time.monotonic()
     pairs = config.pairs(variants, targets)
@@ -396,6 +399,8 @@ def run_matrix(
     if base_jobs:
         bases = {(j.target, j.variant): j for j in base_jobs}
         runs, base_runs = _measure_pairs(jobs_list, bases, max(1, repeats), say)
+        if not_run_ok:
+            runs = [as_not_run(r) for r in runs]
 
         def judge(heads: list[RunResult], bases_now: list[RunResult]) -> Verdict:
             # A base side that failed (fetch, build, any round) is no base: its pair is gated against history.
@@ -417,6 +422,8 @@ def run_matrix(
                                         max(1, repeats))
     else:
         runs = [measure_phase(job) for job in jobs_list]
+        if not_run_ok:
+            runs = [as_not_run(r) for r in runs]
         verdict = gate_runs(gate, runs, None, history)
         # Against history there is no base to measure again: the regressions stand, noted.
         confirm(verdict, gate.policy, None, history)
@@ -438,6 +445,16 @@ def run_matrix(
         (out_dir / BASE_RUNS_JSON).write_text(to_json(base_runs))
     say(f"done in {seconds:.1f} s: {verdict.summary()}")
     return MatrixResult(runs, verdict, outputs, seconds)
+
+
+def as_not_run(run: RunResult) -> RunResult:
+    """A run failed only because this machine cannot do its target, as a run not run (with why)."""
+    f = run.failure
+    if f is None or f.reason != TARGET_UNAVAILABLE or f.category is not FailureCategory.INFRASTRUCTURE:
+        return run
+    run.not_run = f.message.removeprefix("target not available: ")
+    run.failure = None
+    return run
 
 
 def _jobs(config: Config, pairs: list[tuple[str, str]], out_dir: Path, tree: SourceTree | None,

@@ -131,6 +131,8 @@ class Verdict:
     # Rows whose implied clock (rate x cycles) disagrees with the rest of their log (perf/clock.py),
     # found with or without a baseline: {target, variant, source, name, line, clock_hz, log_hz}.
     mis_timed: list[dict[str, Any]] = field(default_factory=list)
+    # Runs this machine could not do, each {target, variant, reason}: in the headline, never a check.
+    not_run: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -206,6 +208,21 @@ class Verdict:
         return text + ("; the policy fails unjudged items" if self.inconclusive_fails else "")
 
     def summary(self) -> str:
+        return self._checks_summary() + self._not_run_summary()
+
+    def _not_run_summary(self) -> str:
+        """``; 2 runs not run: no FreeBSD release set reachable (freebsd.mirror)``, one part a reason."""
+        if not self.not_run:
+            return ""
+        reasons: dict[str, int] = {}
+        for entry in self.not_run:
+            reasons[entry["reason"]] = reasons.get(entry["reason"], 0) + 1
+        count = len(self.not_run)
+        parts = ("; ".join(reasons) if len(reasons) == 1
+                 else "; ".join(f"{n}: {r}" for r, n in reasons.items()))
+        return f"; {count} run{'s' if count != 1 else ''} not run: {parts}"
+
+    def _checks_summary(self) -> str:
         if self.passed and self.inconclusive:  # never a PASS over items that went unjudged
             return self._inconclusive_summary()
         waived = self.non_blocking_failures
@@ -233,6 +250,7 @@ class Verdict:
             "checks": [c.to_dict() for c in self.checks],
             "perf": list(self.perf),
             "triage": dict(self.triage),
+            "not_run": [dict(n) for n in self.not_run],
         }
 
     @classmethod
@@ -251,4 +269,6 @@ class Verdict:
             triage=dict(d["triage"]) if isinstance(d.get("triage"), Mapping) else {},
             inconclusive_fails=d.get("inconclusive_fails") is True,
             mis_timed=[dict(m) for m in d.get("mis_timed") or [] if isinstance(m, Mapping)],
+            not_run=[{k: str(v) for k, v in n.items()} for n in d.get("not_run") or []
+                     if isinstance(n, Mapping) and isinstance(n.get("reason"), str)],
         )

@@ -31,6 +31,8 @@ def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | 
     its signature, new / pre-existing / known / flaky against ``triage`` (known issues, base
     outcomes), and whether the policy's ``triage:`` lets it fail the verdict.
     """
+    skipped = [r for r in runs if r.not_run]
+    runs = [r for r in runs if not r.not_run]  # a run this machine could not do is judged by nothing
     counted = (baseline, history)  # a count is no emulator speed: the instructions gate reads these
     baseline, history, ungated = perf_inputs(runs, baseline, history)
     paired: list[str] = []
@@ -56,6 +58,8 @@ def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | 
     if not ev.verdict.checks:  # judging nothing is no evidence of health (an emptied policy)
         ev.verdict.checks.append(Check("*", "*", "checks", CheckKind.REQUIRED, False, NO_CHECKS, error=True))
     classify(ev.verdict, runs, policy.triage, triage)
+    ev.verdict.not_run = [{"target": r.target, "variant": r.variant, "reason": str(r.not_run)}
+                          for r in skipped]
     return ev.verdict
 
 

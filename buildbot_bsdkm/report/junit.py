@@ -360,6 +360,10 @@ def _suites(runs: Iterable[RunResult], verdict: Verdict, testcase_files: bool = 
     sources = {log.source for run in runs for log in run.logs}
     suites: list[TestSuite] = []
     for run in runs:
+        if run.not_run:  # one skipped testcase saying why, so no reader counts the run as passed
+            case = _SkippedCase("run", reason=f"not run: {run.not_run}")
+            suites.append(TestSuite(suite_name(run, "run"), [case.to_testcase(class_name(run, "run"))]))
+            continue
         for part, cases in _parts(run, _checks_for(verdict, run)):
             classname = class_name(run, part)
             for case in cases:

@@ -65,6 +65,15 @@ def _failures_block(verdict: Verdict) -> list[Block]:
     return triage_blocks(verdict)
 
 
+def _not_run_blocks(verdict: Verdict) -> list[Block]:
+    """The runs this machine could not do, each with why and the key that would make it possible."""
+    if not verdict.not_run:
+        return []
+    table = Table(["run", "not run because"],
+                  [Row([f"{n['target']}/{n['variant']}", n["reason"]], KEEP) for n in verdict.not_run])
+    return [Block("h3", "Not run"), Block("table", table=table)]
+
+
 def _selftest_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
     summary = Table(["run", "self-tests", "passed", "failed", "log complete"])
     failed = Table(["run", "test", "error"])
@@ -183,6 +192,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
         blocks.append(Block("links", table=Table(list(links), [Row(list(links.values()))])))
     blocks += [Block("note", n) for n in verdict.notes]
     blocks += _failures_block(verdict)
+    blocks += _not_run_blocks(verdict)
     blocks += _kernel_blocks(runs, verdict)
     if any(c.kind == CheckKind.SELFTEST for c in verdict.checks):
         blocks += _selftest_blocks(runs, verdict)
