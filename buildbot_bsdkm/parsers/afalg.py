@@ -32,7 +32,8 @@ from ..model import BenchKind, Benchmark, Problem
 ALG_NAMES = {"gcm(aes)": "AES-128-GCM", "cbc(aes)": "AES-128-CBC", "sha256": "SHA-256",
              "hmac(sha256)": "HMAC-SHA256"}
 PATHS = ("lkcapi", "kernel", "name", "user")
-_FIELD = re.compile(r"(\w+)=(\S+)")
+# Only at a word's start: from inside a long word every start would scan it again (quadratic).
+_FIELD = re.compile(r"(?<!\w)(\w+)=(\S+)")
 _MAX_FACTS = 512
 STARTS = ("afalg-bench: begin",)  # format detection (detect.py)
 _PREFIXES = ("afalg-bench:", "afalg-proc:", "afalg-bound:", "afalg-result:", "afalg-error:", "afalg-kmod:")

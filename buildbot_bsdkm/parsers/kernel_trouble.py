@@ -64,7 +64,10 @@ _FRAME_BSD_STACK = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ at (?P<func>[\w.$]+)\+0x[0-
 _RIP = re.compile(r"^RIP: [0-9a-f]{4}:(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P"
                   r"<mod>\w+)\])?")
 _CPU_LINE = re.compile(r"^CPU: (?P<cpu>\d+) (?:UID: \d+ )?PID: (?P<pid>\d+) Comm: (?P<comm>\S+)(?P<rest>.*)$")
-_FUNC_AT = re.compile(r"(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>\w+)\])?")
+# Tried only where a name's run of characters starts (leading digits are no part of a symbol):
+# a start inside the run would scan it again, quadratic in a long line.
+_FUNC_AT = re.compile(r"(?<![\w.$])\d*(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+"
+                      r"(?: \[(?P<mod>\w+)\])?")
 _RCU_CPU = re.compile(r"^\s*(?P<cpu>\d+)-\S+: \((?P<ticks>\d+) ticks this GP\)")
 _RCU_T = re.compile(r"\(t=(?P<jiffies>\d+) jiffies")
 _TASK_BY = re.compile(r" by task (?P<comm>\S+?)/(?P<pid>\d+)")

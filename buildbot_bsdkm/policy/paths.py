@@ -19,7 +19,7 @@ from .measure import crossover_block, matches
 from .rules import CrossoverRule
 
 WOLFCRYPT_MODULE = "libwolfssl"
-_NAME = re.compile(r"(?P<prefix>[^:@]+):(?P<path>[^:@]+):(?P<alg>[^@]+)@(?P<size>\d+)")
+_NAME = re.compile(r"\A(?P<prefix>[^:@]+):(?P<path>[^:@]+):(?P<alg>[^@]+)@(?P<size>\d+)")
 _KERNEL_ALG = {"AES-128-GCM": "gcm(aes)", "AES-128-CBC": "cbc(aes)", "SHA-256": "sha256",
                "HMAC-SHA256": "hmac(sha256)"}
 

@@ -120,7 +120,8 @@ def check_kernels(check: Any, run: RunResult | None) -> list[str]:
             return sorted({k for k in found if k}, key=kernels.index)
     if len(kernels) > 1 and getattr(check, "name", "").startswith("stage:"):
         # a stage failure is one kernel's: "debug kernel: kernel panic: ..." (pipeline/freebsd_qemu.py)
-        said = re.search(r"\b([\w-]+) kernel: ", getattr(check, "message", "") or "")
+        # from the start of a run of name characters only (linear in a long message)
+        said = re.search(r"(?<![\w-])-*(\w[\w-]*) kernel: ", getattr(check, "message", "") or "")
         if said and said.group(1) in kernels:
             return [said.group(1)]
         for log in run.logs:
