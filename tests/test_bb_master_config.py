@@ -73,6 +73,8 @@ def test_remote_workers_with_secret_and_env_passwords_and_tags(monkeypatch, tmp_
         "workers:\n"
         "  fbsd143: {password: {secret: fbsd143-pw}, tags: [freebsd-14.3-amd64]}\n"
         "  qemu1: {password: {env: QEMU1_PW}, tags: [linux-qemu], max_builds: 2}\n")
+    (tmp_path / "fbsd143-pw").write_text("s3cret\n")
+    (tmp_path / "fbsd143-pw").chmod(0o600)  # Buildbot's SecretInAFile refuses one others can read
     c = buildmaster_config(cfg, MasterSettings(www_port=1, pb_port=2, pb_interface="",
                                                 secrets_dir=str(tmp_path)))
     workers = {w.workername: w for w in c["workers"]}
@@ -118,9 +120,9 @@ def test_no_worker_at_all_is_an_error():
 
 
 def test_master_settings_errors_name_the_file_and_key(tmp_path: Path):
-    # no file: a master made with `buildbot create-master` (issue 11), Buildbot's default ports
+    # no file: a master made by `bsdkm-ci init master`: its ports are bsdkm.yml's (master:)
     s = load_master_settings(tmp_path, environ={})
-    assert (s.www_port, s.pb_port, dict(s.local_workers), s.db_url) == (8010, 9989, {}, "sqlite:///state.sqlite")
+    assert (s.www_port, s.pb_port, dict(s.local_workers), s.db_url) == (None, None, {}, "sqlite:///state.sqlite")
     (tmp_path / "bsdkm-master.json").write_text("{not json")
     with pytest.raises(MasterSettingsError, match="unreadable"):
         load_master_settings(tmp_path)
@@ -183,3 +185,65 @@ def test_github_block_plugs_in_the_github_services(tmp_path: Path, monkeypatch):
     c = buildmaster_config(cfg, settings)
     assert "github" in c["www"]["change_hook_dialects"]
     assert len(_github_services(c)) == 2
+
+
+def test_ports_and_interfaces_come_from_the_master_section(tmp_path: Path):
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "w1-pw").write_text("pw\n")
+    (tmp_path / "secrets" / "w1-pw").chmod(0o600)
+    s = load_master_settings(tmp_path, environ={})
+    cfg = with_workers("workers: {w1: {password: {secret: w1-pw}}}")
+    c = buildmaster_config(cfg, s)  # the documented defaults
+    assert c["www"]["port"] == "tcp:8010:interface=127.0.0.1"
+    assert c["protocols"]["pb"]["port"] == "tcp:9989:interface=0.0.0.0"
+    cfg = with_workers("workers: {w1: {password: {secret: w1-pw}}}\n"
+                       "master: {www_port: 8111, workers_port: 9111, listen: {www: '::', workers: 10.0.0.5}}")
+    c = buildmaster_config(cfg, s)
+    assert c["www"]["port"] == "tcp:8111:interface=\\:\\:"
+    assert c["protocols"]["pb"]["port"] == "tcp:9111:interface=10.0.0.5"
+    assert c["buildbotURL"] == "http://127.0.0.1:8111/"
+
+
+@pytest.mark.parametrize(("block", "message"), [
+    ("master: {www_port: 70000}", "master.www_port: must be a TCP port"),
+    ("master: {www_port: 9000, workers_port: 9000}", "master.workers_port: the web UI and the workers"),
+    ("master: {listen: {www: example.org}}", "master.listen.www: must be an IP address"),
+    ("master: {listen: {web: 0.0.0.0}}", "master.listen.web: unknown key"),
+    ("master: {port: 1}", "master.port: unknown key"),
+])
+def test_a_bad_master_section_names_the_key(block, message):
+    with pytest.raises(ValueError) as e:
+        with_workers(block)
+    assert message in str(e.value)
+
+
+def test_a_missing_worker_secret_is_named_before_the_master_starts(tmp_path: Path):
+    # Buildbot itself only fails at `buildbot start`: KeyError 'secret key ... is not found'.
+    cfg = with_workers("workers: {w1: {password: {secret: w1-pw}}}")
+    with pytest.raises(WorkerConfigError, match="workers.w1.password: secret 'w1-pw' not found: there is no "
+                       "secrets directory"):
+        buildmaster_config(cfg, load_master_settings(tmp_path, environ={}))
+    (tmp_path / "secrets").mkdir()
+    with pytest.raises(WorkerConfigError, match="secret 'w1-pw' not found: cannot read .*secrets/w1-pw"):
+        buildmaster_config(cfg, load_master_settings(tmp_path, environ={}))
+    (tmp_path / "secrets" / "w1-pw").write_text("\n")
+    with pytest.raises(WorkerConfigError, match="secret 'w1-pw' is empty"):
+        buildmaster_config(cfg, load_master_settings(tmp_path, environ={}))
+
+
+def test_a_pr_builds_and_reports_only_the_builders_the_master_has(monkeypatch, tmp_path: Path):
+    # linux-kmod-qemu has no worker here, so no builder: a PR request for it would stay pending
+    # forever, and the PR comment with it.
+    from buildbot_bsdkm.github.controller import PullRequestBuilds
+
+    monkeypatch.setenv("GH_T", "ghp_x")
+    monkeypatch.setenv("GH_H", "hook")
+    text = (ROOT / "bsdkm.yml").read_text().replace("workers: {}", "workers: {w1: {password: {env: GH_T}}}")
+    text = text.replace("github: {}", "github: {repo: o/r, token_env: GH_T, webhook_secret_env: GH_H}")
+    cfg = parse_config(text, "bsdkm.yml", ROOT)
+    assert {t for t, _ in cfg.pairs()} >= {"userspace", "linux-kmod-qemu"}
+    c = buildmaster_config(cfg, MasterSettings(basedir=str(tmp_path)))
+    (controller,) = [s for s in c["services"] if isinstance(s, PullRequestBuilds)]
+    names = {b.name for b in c["builders"]}
+    assert {b.name for b in controller.builders} == {f"userspace/{v}" for _, v in cfg.pairs()} & names
+    assert all(b.target == "userspace" for b in controller.builders)

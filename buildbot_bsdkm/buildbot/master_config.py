@@ -46,9 +46,12 @@ NIGHTLY_HOUR = 2
 class MasterSettings:
     """How this master runs; everything else comes from ``bsdkm.yml``."""
 
-    www_port: int
-    pb_port: int
-    pb_interface: str = "127.0.0.1"  # "" to accept remote workers
+    # None: from bsdkm.yml's master: section (a master made by `bsdkm-ci init master`); the local
+    # tooling (scripts/master.sh) writes its own free loopback ports into bsdkm-master.json instead.
+    www_port: int | None = None
+    pb_port: int | None = None
+    pb_interface: str | None = None  # "" or 0.0.0.0: every interface
+    www_interface: str | None = None
     db_url: str = "sqlite:///state.sqlite"
     config_path: str | None = None  # bsdkm.yml as the local worker sees it
     local_workers: Mapping[str, str] = field(default_factory=dict)  # embedded workers: name -> password
@@ -60,11 +63,58 @@ class MasterSettings:
 
 
 def _endpoint(port: int, interface: str) -> str:
-    return f"tcp:{port}:interface={interface}" if interface else f"tcp:{port}"
+    if not interface:
+        return f"tcp:{port}"
+    return f"tcp:{port}:interface={interface.replace(':', chr(92) + ':')}"  # an IPv6 address's colons
 
 
-def _password(ref: PasswordRef) -> Any:
+@dataclass(frozen=True)
+class Listening:
+    """Where the web UI and the workers' port listen, after bsdkm-master.json and bsdkm.yml."""
+
+    www_port: int
+    www_interface: str
+    pb_port: int
+    pb_interface: str
+
+    @property
+    def www_url(self) -> str:
+        return f"http://127.0.0.1:{self.www_port}/"
+
+
+def listening(config: Config, settings: MasterSettings) -> Listening:
+    m = config.master
+    return Listening(
+        www_port=settings.www_port if settings.www_port is not None else m.www_port,
+        www_interface=settings.www_interface if settings.www_interface is not None else m.www_listen,
+        pb_port=settings.pb_port if settings.pb_port is not None else m.workers_port,
+        pb_interface=settings.pb_interface if settings.pb_interface is not None else m.workers_listen,
+    )
+
+
+def missing_secret(name: str, settings: MasterSettings) -> str | None:
+    """Why the master's secrets directory cannot give secret ``name`` (None: it can)."""
+    if not settings.secrets_dir:
+        where = Path(settings.basedir or ".") / "secrets"
+        return f"secret {name!r} not found: there is no secrets directory {where}"
+    path = Path(settings.secrets_dir) / name
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except OSError as e:
+        return f"secret {name!r} not found: cannot read {path}: {e.strerror}"
+    if not value:
+        return f"secret {name!r} is empty: {path}"
+    return None
+
+
+def _password(ref: PasswordRef, worker_name: str, settings: MasterSettings) -> Any:
     if ref.kind == "secret":
+        # Buildbot would only find out when the master starts (KeyError in the worker's login);
+        # checking here makes `buildbot checkconfig` name it.
+        problem = missing_secret(ref.name, settings)
+        if problem:
+            raise WorkerConfigError(f"workers.{worker_name}.password: {problem} (`bsdkm-ci init master` "
+                                    f"writes one, mode 0600)")
         return util.Secret(ref.name)
     return resolve_env_password(ref)
 
@@ -74,7 +124,8 @@ def make_workers(specs: list[WorkerSpec], settings: MasterSettings) -> list[Any]
     for spec in specs:
         props = dict(spec.properties or {})
         props.setdefault(TAGS_PROPERTY, list(spec.tags))
-        out.append(worker.Worker(spec.name, _password(spec.password), max_builds=spec.max_builds,
+        out.append(worker.Worker(spec.name, _password(spec.password, spec.name, settings),
+                                 max_builds=spec.max_builds,
                                  properties=props))
     for name, password in settings.local_workers.items():
         props = {TAGS_PROPERTY: list(LOCAL_TAGS), **settings.extra_worker_properties}
@@ -157,13 +208,17 @@ def make_schedulers(builder_names: list[str], on_change: list[str]) -> list[Any]
     ]
 
 
-def apply_github(c: dict[str, Any], config: Config, basedir: str | None = None) -> None:
-    """Reporters/change hook from ``github.services.github_services(config)`` (issue 5).
+def apply_github(
+    c: dict[str, Any], config: Config, settings: MasterSettings, builder_names: list[str] | None = None
+) -> None:
+    """Reporters/change hook from ``github.services.github_services(config)``.
 
     It returns a mapping with ``services``, ``change_hook_dialects`` and ``secretsProviders``
-    (empty without a ``github:`` section); a plain list of services is taken too.
+    (empty without a ``github:`` section); a plain list of services is taken too. Only the
+    builders this master has are built and reported for a PR (a target no worker runs has none).
     """
-    got = github_services(config, basedir=basedir) if basedir else github_services(config)
+    got = github_services(config, basedir=settings.basedir, secrets_dir=settings.secrets_dir,
+                          builder_names=builder_names)
     if isinstance(got, Mapping):
         c["services"].extend(got.get("services", []))
         if got.get("change_hook_dialects"):
@@ -183,17 +238,18 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     names = [b.name for b in builders]
     enabled = {builder_name(t, v) for t, v in config.pairs()}
     on_change = [n for n in names if n in enabled] or names
+    where = listening(config, settings)
     c: dict[str, Any] = {
         "title": settings.title,
-        "titleURL": f"http://127.0.0.1:{settings.www_port}/",
-        "buildbotURL": f"http://127.0.0.1:{settings.www_port}/",
+        "titleURL": where.www_url,
+        "buildbotURL": where.www_url,
         "workers": make_workers(remote, settings),
-        "protocols": {"pb": {"port": _endpoint(settings.pb_port, settings.pb_interface)}},
+        "protocols": {"pb": {"port": _endpoint(where.pb_port, where.pb_interface)}},
         "builders": builders,
         "schedulers": make_schedulers(names, on_change),
         "db": {"db_url": settings.db_url},
         "www": {
-            "port": f"tcp:{settings.www_port}:interface=127.0.0.1",
+            "port": _endpoint(where.www_port, where.www_interface),
             "plugins": {"waterfall_view": {}, "console_view": {}, "grid_view": {}},
         },
         "services": [],
@@ -205,23 +261,25 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     if orphans:
         log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
     warn_without_levels([(s.name, tuple(s.tags)) for s in remote])  # worker_trust: trusted/untrusted
-    apply_github(c, config, settings.basedir)
+    apply_github(c, config, settings, names)
     apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel (issue 10)
     apply_perf_dashboard(c)  # the perf history page; it asks the authz just set who may read it
     config_path = util.Property(CONFIG_PROPERTY, default=settings.config_path or "")
     candidate.apply_release(c, config, specs, config_path, settings.bsdkm_ci)
-    bisect_builder.apply_bisect(c, config, specs, config_path, settings.bsdkm_ci, _github_settings(config))
+    bisect_builder.apply_bisect(c, config, specs, config_path, settings.bsdkm_ci,
+                                _github_settings(config, settings))
     return c
 
 
-def _github_settings(config: Config) -> Any:
+def _github_settings(config: Config, settings: MasterSettings) -> Any:
     """The ``github:`` settings the bisect builder's commit comment uses (None: no comment)."""
     if not config.github:
         return None
     from ..github.settings import parse_settings
 
     return parse_settings(config.github, env=dict(os.environ), variants=frozenset(config.variants),
-                          targets=frozenset(config.targets))
+                          targets=frozenset(config.targets),
+                          secrets_dir=Path(settings.secrets_dir) if settings.secrets_dir else None)
 
 
 SETTINGS_FILE = "bsdkm-master.json"
@@ -251,10 +309,8 @@ def _read_password(path: Path, name: str, where: str) -> str:
     return password
 
 
-# A master made the Buildbot way (`buildbot create-master`, master.cfg, bsdkm.yml) has no
-# bsdkm-master.json: Buildbot's usual ports, remote workers only.
-DEFAULT_WWW_PORT = 8010
-DEFAULT_PB_PORT = 9989
+# A master made by `bsdkm-ci init master` (or `buildbot create-master`, master.cfg, bsdkm.yml) has
+# no bsdkm-master.json: the ports and interfaces of bsdkm.yml's master: section, remote workers only.
 DEFAULT_WORKER = "bsdkm-worker"  # when bsdkm.yml names none; password: secret file <basedir>/secrets/
 DEFAULT_WORKER_TAGS = ("linux-userspace", "linux-qemu", "freebsd-kmod")
 
@@ -264,7 +320,6 @@ def default_master_settings(basedir: str | Path, environ: Mapping[str, str] | No
     base = Path(basedir)
     secrets_dir = base / "secrets"
     return MasterSettings(
-        www_port=DEFAULT_WWW_PORT, pb_port=DEFAULT_PB_PORT,
         db_url=env.get("BSDKM_DB_URL") or "sqlite:///state.sqlite",
         secrets_dir=str(secrets_dir) if secrets_dir.is_dir() else None,
         basedir=str(base),
@@ -282,7 +337,8 @@ def with_default_worker(config: Config) -> Config:
 def load_master_settings(basedir: str | Path, environ: Mapping[str, str] | None = None) -> MasterSettings:
     """The master's own settings, written by ``scripts/master.sh``; ``BSDKM_DB_URL`` overrides the db.
 
-    Without the file: the defaults of a master made with ``buildbot create-master``.
+    Without the file: a master made with ``bsdkm-ci init master``, listening where ``bsdkm.yml``'s
+    ``master:`` says.
     """
     env = os.environ if environ is None else environ
     base = Path(basedir)
@@ -302,6 +358,7 @@ def load_master_settings(basedir: str | Path, environ: Mapping[str, str] | None 
         www_port=_setting(doc, "www_port", int, where),
         pb_port=_setting(doc, "pb_port", int, where),
         pb_interface=_setting(doc, "pb_interface", str, where, "127.0.0.1"),
+        www_interface=_setting(doc, "www_interface", str, where, "127.0.0.1"),
         db_url=env.get("BSDKM_DB_URL") or _setting(doc, "db_url", str, where, "sqlite:///state.sqlite"),
         config_path=_setting(doc, "config_path", str, where, None),
         local_workers=workers,

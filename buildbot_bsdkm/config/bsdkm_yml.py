@@ -20,6 +20,7 @@ from ..support.yaml_reader import At, LocatedDict, LocatedError, compose, opt, r
 from ..targets import FREEBSD_NAMES
 from ..targets import NAMES as TARGET_NAMES
 from ..triage.known import KnownIssues, read_known_issues
+from .master import MasterListen, read_master
 
 # The stages a ``timeouts:`` key may name (DEFAULT_TIMEOUTS); pipeline/stages.STAGES are the CLI's.
 TIMEOUT_STAGES = ("fetch", "configure", "build", "load", "selftest", "benchmark", "unload", "collect")
@@ -225,6 +226,7 @@ class Config:
     workers: dict[str, Any] = field(default_factory=dict)  # a LocatedDict when read from a file
     github: dict[str, Any] = field(default_factory=dict)  # a LocatedDict when read from a file
     www: dict[str, Any] = field(default_factory=dict)  # web UI auth + public URL (buildbot/www_security.py)
+    master: MasterListen = field(default_factory=MasterListen)  # a Buildbot master's ports and interfaces
     freebsd: FreeBSDConfig = field(default_factory=FreeBSDConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
     known_issues: KnownIssues = field(default_factory=KnownIssues)  # triage/known.py
@@ -553,6 +555,7 @@ TOP_KEYS = (
     "workers",
     "github",
     "www",
+    "master",
     "freebsd",
     "release",
     "known_issues",
@@ -585,6 +588,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         workers=opt(m, "workers", At.located, LocatedDict(file=source, key="workers")),
         github=opt(m, "github", At.located, LocatedDict(file=source, key="github")),
         www=opt(m, "www", At.located, {}),  # located: www_security names file:line
+        master=opt(m, "master", read_master, MasterListen()),
         freebsd=_freebsd(m["freebsd"], base) if "freebsd" in m else FreeBSDConfig(),
         release=_release(m["release"]) if "release" in m else ReleaseConfig(),
         known_issues=read_known_issues(m["known_issues"], base) if "known_issues" in m else KnownIssues(),

@@ -1,7 +1,8 @@
 """A small GitHub REST client for the master: retries with backoff, honours rate limits.
 
 The token goes into the Authorization header only; log lines and exceptions carry the
-method, path, status and GitHub's own message, never headers.
+method, path, status and GitHub's own message, never headers. The token is a personal token or a
+GitHub App's installation tokens (``app_auth``), asked for before every attempt.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.python import log
 from twisted.web.client import HTTPConnectionPool
 
+from .app_auth import StaticToken, TokenSource
 from .backoff import Advice, RetryPolicy, advise
 
 USER_AGENT = "bsdkm-ci"
@@ -72,21 +74,21 @@ class GitHubClient:
     def __init__(
         self,
         api_url: str,
-        token: str,
+        token: str | TokenSource,
         *,
         reactor: IReactorTime | None = None,
         policy: RetryPolicy | None = None,
         timeout: float = 30.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if not token:
-            raise ValueError("GitHub token is empty: set github.token in the configuration")
+        if isinstance(token, str):
+            token = StaticToken(token)  # ValueError when empty
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
             reactor = default_reactor  # type: ignore[assignment]
         self.api_url = api_url.rstrip("/")
-        self._token = token
+        self._auth: TokenSource = token
         self._reactor = reactor
         self.policy = policy or RetryPolicy()
         self.timeout = timeout
@@ -114,16 +116,24 @@ class GitHubClient:
     def reactor(self) -> IReactorTime:
         return self._reactor
 
-    def _headers(self) -> dict[str, list[str]]:
+    def _headers(self, authorization: str) -> dict[str, list[str]]:
         return {
-            "Authorization": [f"Bearer {self._token}"],
+            "Authorization": [authorization],
             "Accept": ["application/vnd.github+json"],
             "X-GitHub-Api-Version": [API_VERSION],
             "User-Agent": [USER_AGENT],
         }
 
     def _log(self, text: str) -> None:
-        log.msg("bsdkm github: " + redact(text, (self._token,)))
+        log.msg("bsdkm github: " + redact(text, self._auth.secrets()))
+
+    async def own_login(self) -> str | None:
+        """The login our comments are made under: the App's bot, or the token's user."""
+        try:
+            return await self._auth.login(self)
+        except GitHubError as e:
+            self._log(f"cannot tell our own login: {e}")
+            return None
 
     async def request(
         self,
@@ -133,8 +143,11 @@ class GitHubClient:
         *,
         idempotent: bool = True,
         still_wanted: Callable[[], bool] | None = None,
+        authorization: str | None = None,
     ) -> ApiResponse:
         """One API call with retries.
+
+        ``authorization``: this header instead of the token's (the App's JWT, for its own calls).
 
         ``idempotent=False`` (a POST that creates something): an attempt that got no answer or a
         5xx may have been carried out, so it is not repeated here; the caller checks first.
@@ -142,18 +155,20 @@ class GitHubClient:
         """
         url = self.api_url + path
         attempt = 0
+        renewed = False
         while True:
             attempt += 1
             status: int | None = None
             headers: dict[str, str] = {}
             raw = b""
             error = ""
+            sent = authorization or await self._auth.authorization(self)
             try:
                 response = await treq.request(
                     method,
                     url,
                     json=body,
-                    headers=self._headers(),
+                    headers=self._headers(sent),
                     timeout=self.timeout,
                     reactor=self._reactor,
                     pool=self._pool_for(idempotent),
@@ -167,6 +182,14 @@ class GitHubClient:
                 error = type(e).__name__
             if status is None:
                 await self._forget_connections()
+            if status == 401 and authorization is None and self._auth.refreshable and not renewed:
+                # An installation token GitHub no longer takes (revoked, or its hour ran out early
+                # by our clock): a new one, once, before this counts as a failure.
+                self._auth.refused(sent)
+                renewed = True
+                attempt -= 1
+                self._log(f"{method} {path}: 401 with the installation token; getting a new one")
+                continue
             advice = advise(self.policy, attempt, status, headers, self._clock(), error)
             if status is not None and 200 <= status < 300:
                 return ApiResponse(status, json.loads(raw) if raw else None, headers)
@@ -188,7 +211,7 @@ class GitHubClient:
             detail += f": {message}"
         if not advice.retry:
             self._log(f"giving up after {attempt} attempt(s): {detail}")
-            raise GitHubError(redact(detail, (self._token,)), status, advice.transient)
+            raise GitHubError(redact(detail, self._auth.secrets()), status, advice.transient)
         self._log(f"attempt {attempt} failed, retrying in {advice.delay:.1f} s: {detail}")
 
     # --- the calls the reporters make --------------------------------------------------------

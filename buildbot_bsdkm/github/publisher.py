@@ -185,6 +185,11 @@ class Publisher:
     async def _find_report_comment(self, repo: str, number: int) -> int | None:
         """Our comment from before a restart (or a lost answer), by its hidden marker and our login."""
         if not self.bot_login:
+            login = await self.client.own_login()  # the App's bot, or the token's user
+            if login:
+                self.bot_login = login
+                self.outbox.set_bot_login(login)
+        if not self.bot_login:
             return None  # can't tell ours from a copy of the marker in someone else's comment
         for comment in await self.client.list_issue_comments(repo, number):
             if str(comment.get("body") or "").startswith(REPORT_MARKER) and (

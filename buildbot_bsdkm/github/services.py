@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,14 @@ from .reporters import GitHubPrReporter
 from .settings import GitHubSettings, parse_settings
 
 
-def pr_builders(config: Config) -> list[PrBuilder]:
-    return [PrBuilder(t, v, builder_name(t, v)) for t, v in config.pairs()]
+def pr_builders(config: Config, builder_names: Collection[str] | None = None) -> list[PrBuilder]:
+    """The enabled (target, variant) pairs a PR builds; with ``builder_names``, only those the master
+    has: a request for a builder no worker can run would stay pending, and the PR's report with it."""
+    pairs = [PrBuilder(t, v, builder_name(t, v)) for t, v in config.pairs()]
+    if builder_names is None:
+        return pairs
+    have = set(builder_names)
+    return [b for b in pairs if b.name in have]
 
 
 def _pr_report(config: Config) -> PrReport | None:
@@ -49,7 +56,12 @@ def _pr_report(config: Config) -> PrReport | None:
 
 
 def github_services(
-    config: Config, *, env: dict[str, str] | None = None, basedir: str | None = None
+    config: Config,
+    *,
+    env: dict[str, str] | None = None,
+    basedir: str | None = None,
+    secrets_dir: str | None = None,
+    builder_names: Collection[str] | None = None,
 ) -> dict[str, Any]:
     if not config.github:
         return {}
@@ -58,13 +70,14 @@ def github_services(
         env=env if env is not None else dict(os.environ),
         variants=frozenset(config.variants),
         targets=frozenset(config.targets),
+        secrets_dir=Path(secrets_dir) if secrets_dir else None,
     )
-    builders = pr_builders(config)
+    builders = pr_builders(config, builder_names)
     outbox_path = Path(settings.outbox)
     if not outbox_path.is_absolute():
         outbox_path = Path(basedir or os.getcwd()) / outbox_path
     publisher = Publisher(
-        GitHubClient(settings.api_url, settings.token), Outbox(outbox_path), bot_login=settings.bot_login
+        GitHubClient(settings.api_url, settings.auth()), Outbox(outbox_path), bot_login=settings.bot_login
     )
     controller = PullRequestBuilds(settings, builders, publisher)
     reporter = GitHubPrReporter(

@@ -8,6 +8,7 @@ Example::
     github:
       repo: wolfSSL/wolfssl
       token_env: GITHUB_TOKEN            # or token_file: /run/secrets/gh-token
+      # or a GitHub App: app_id: 123456, app_key_file: /etc/bsdkm/app.pem (or app_key_secret: NAME)
       webhook_secret_env: BSDKM_WEBHOOK_SECRET
       trusted_users: [wolfSSL-Bot]
       retest_phrases: ["retest this please", "test this please"]
@@ -23,6 +24,7 @@ from typing import Any
 
 from ..support.redact import has_credentials, redact_url
 from ..support.yaml_reader import LocatedError, located
+from .app_auth import AppKeyError, AppTokens, StaticToken, TokenSource, load_private_key
 from .signature import DEFAULT_MAX_BODY_BYTES
 from .triggers import DEFAULT_APPROVE_PHRASES, DEFAULT_RETEST_PHRASES, TriggerConfig
 from .trust import TRUSTED_ASSOCIATIONS, TrustPolicy
@@ -34,6 +36,10 @@ KNOWN_KEYS = frozenset(
         "clone_url",
         "token_env",
         "token_file",
+        "app_id",
+        "app_key_file",
+        "app_key_secret",
+        "installation_id",
         "webhook_secret_env",
         "webhook_secret_file",
         "trusted_users",
@@ -90,7 +96,13 @@ class GitHubSettings:
     statuses: bool = True
     comment: bool = True
     dialect: str = "github"
-    bot_login: str | None = None  # the login our comments appear under; learned from the first one
+    bot_login: str | None = None  # the login our comments appear under; else the App's or the token's
+    # The personal token, or the App's installation tokens (then ``token`` is empty); one per
+    # settings, so every client of this master shares one cached installation token.
+    credentials: TokenSource | None = field(default=None, repr=False, compare=False)
+
+    def auth(self) -> TokenSource:
+        return self.credentials if self.credentials is not None else StaticToken(self.token)
 
     @property
     def repos(self) -> tuple[str, ...]:
@@ -140,12 +152,57 @@ def _secret(section: Mapping[str, Any], name: str, default_env: str, env: Mappin
     return value
 
 
+APP_KEYS = ("app_id", "app_key_file", "app_key_secret", "installation_id")
+
+
+def _app(section: Mapping[str, Any], repo: str, secrets_dir: Path | None) -> AppTokens:
+    """``app_id`` + the private key (a file, or a secret of the master's secrets directory)."""
+    for key in ("token_env", "token_file"):
+        if key in section:
+            raise GitHubConfigError(key, "give a token or a GitHub App (app_id), not both", section=section)
+    app_id = section.get("app_id")
+    if isinstance(app_id, bool) or not (isinstance(app_id, int) and app_id > 0
+                                        or isinstance(app_id, str) and app_id.strip().isdigit()):
+        raise GitHubConfigError("app_id", f"must be the App's numeric id, not {app_id!r}", section=section)
+    installation = section.get("installation_id")
+    if installation is not None and (isinstance(installation, bool) or not isinstance(installation, int)
+                                     or installation <= 0):
+        raise GitHubConfigError("installation_id", f"must be a positive number, not {installation!r}",
+                                section=section)
+    given = [k for k in ("app_key_file", "app_key_secret") if k in section]
+    if len(given) != 1:
+        raise GitHubConfigError("app_key_file", "a GitHub App needs its private key: app_key_file (a PEM "
+                                "file) or app_key_secret (a secret of the master), one of them",
+                                section=section)
+    key_name = given[0]
+    if key_name == "app_key_file":
+        path = Path(str(section["app_key_file"]))
+    else:
+        name = str(section["app_key_secret"])
+        if secrets_dir is None:
+            raise GitHubConfigError(key_name, f"secret {name!r} not found: the master has no secrets "
+                                    "directory", section=section)
+        path = secrets_dir / name
+    try:
+        pem = path.read_bytes()
+    except OSError as e:
+        what = "secret" if key_name == "app_key_secret" else "key file"
+        raise GitHubConfigError(key_name, f"cannot read the {what} {path}: {e.strerror}",
+                                section=section) from None
+    try:
+        key = load_private_key(pem, str(path))
+    except AppKeyError as e:
+        raise GitHubConfigError(key_name, str(e), section=section) from None
+    return AppTokens(str(app_id).strip(), key, repo, installation_id=installation)
+
+
 def parse_settings(
     section: Mapping[str, Any] | None,
     *,
     env: Mapping[str, str] | None = None,
     variants: frozenset[str] = frozenset(),
     targets: frozenset[str] = frozenset(),
+    secrets_dir: Path | None = None,
 ) -> GitHubSettings:
     env = os.environ if env is None else env
     if not isinstance(section, Mapping) or not section:
@@ -181,9 +238,19 @@ def parse_settings(
     api_url = str(section.get("api_url", "https://api.github.com")).rstrip("/")
     if not api_url.startswith(("http://", "https://")):
         raise GitHubConfigError("api_url", f"must be an http(s) URL, not {api_url!r}", section=section)
+    if "app_id" in section:
+        credentials: TokenSource | None = _app(section, repo, secrets_dir)
+        token = ""
+    else:
+        stray = [k for k in APP_KEYS if k in section]
+        if stray:
+            raise GitHubConfigError(stray[0], "belongs to a GitHub App: give app_id too", section=section)
+        token = _secret(section, "token", "GITHUB_TOKEN", env)
+        credentials = StaticToken(token)
     return GitHubSettings(
         repo=repo,
-        token=_secret(section, "token", "GITHUB_TOKEN", env),
+        token=token,
+        credentials=credentials,
         webhook_secret=_secret(section, "webhook_secret", "BSDKM_WEBHOOK_SECRET", env),
         api_url=api_url,
         clone_url=clone_url,

@@ -9,9 +9,11 @@ scripted per request to exercise retries.
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import re
+import secrets
 import threading
 import time
 from collections import deque
@@ -25,7 +27,7 @@ from openapi_core import OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
 
 from .payloads import example
-from .spec import served_spec
+from .spec import response_example, served_spec
 
 # Limits real GitHub enforces that the OpenAPI description does not spell out.
 MAX_COMMENT_CHARS = 65536
@@ -72,7 +74,58 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("PATCH", re.compile(r"/repos/([^/]+)/([^/]+)/issues/comments/(\d+)"), "update_comment"),
     ("GET", re.compile(r"/repos/([^/]+)/([^/]+)/pulls/(\d+)"), "get_pull"),
     ("POST", re.compile(r"/repos/([^/]+)/([^/]+)/commits/([0-9a-f]{40})/comments"), "create_commit_comment"),
+    ("GET", re.compile(r"/app"), "get_app"),
+    ("POST", re.compile(r"/app/installations/(\d+)/access_tokens"), "create_installation_token"),
+    ("GET", re.compile(r"/repos/([^/]+)/([^/]+)/installation"), "get_repo_installation"),
+    ("GET", re.compile(r"/user"), "get_user"),
 )
+# What only an App's JWT may call; everything else wants a token.
+_APP_ROUTES = re.compile(r"/app(/.*)?|/repos/[^/]+/[^/]+/installation")
+
+
+def _b64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass
+class FakeApp:
+    """A GitHub App installed on every repository: its public key checks the JWTs it is sent."""
+
+    public_key: Any  # cryptography RSAPublicKey
+    app_id: int = 4242
+    slug: str = "bsdkm-ci"
+    installation_id: int = 31337
+    token_ttl_s: float = 3600.0  # GitHub's is an hour; a test makes it short to see a refresh
+
+    def check_jwt(self, token: str, now: float) -> str | None:
+        """Why GitHub would refuse this App JWT (None: it is good)."""
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        parts = token.split(".")
+        if len(parts) != 3:
+            return "not a JWT"
+        try:
+            header, claims = json.loads(_b64(parts[0])), json.loads(_b64(parts[1]))
+            self.public_key.verify(_b64(parts[2]), f"{parts[0]}.{parts[1]}".encode(), padding.PKCS1v15(),
+                                   hashes.SHA256())
+        except (ValueError, InvalidSignature):
+            return "bad signature or encoding"
+        if header.get("alg") != "RS256":
+            return f"alg {header.get('alg')!r}, not RS256"
+        if str(claims.get("iss")) != str(self.app_id):
+            return f"iss {claims.get('iss')!r} is not this App"
+        iat, exp = claims.get("iat"), claims.get("exp")
+        if not isinstance(iat, int) or not isinstance(exp, int):
+            return "iat and exp must be integers"
+        if exp <= now:
+            return "expired"
+        if iat > now + 60:
+            return "issued in the future"
+        if exp - iat > 660 or exp - now > 600:
+            return "'exp' too far in the future (at most 10 minutes)"
+        return None
 
 
 class FakeGitHub:
@@ -91,6 +144,11 @@ class FakeGitHub:
         self.comments: dict[int, dict[str, Any]] = {}  # id -> comment
         self.pulls: dict[tuple[str, int], dict[str, Any]] = {}
         self.commit_comments: list[dict[str, Any]] = []  # POST .../commits/{sha}/comments, in order
+        self.app: FakeApp | None = None
+        self.installation_tokens: dict[str, float] = {}  # token -> expiry (epoch seconds)
+        self.expired_uses: list[str] = []  # requests that came with an expired installation token
+        self.auth_refusals: list[str] = []  # why a JWT or a token was refused
+        self.token_login = "bsdkm-ci[bot]"  # whom GET /user names for the personal token
         self.faults: deque[Fault] = deque()
         self._next_id = 1000
         self._server: ThreadingHTTPServer | None = None
@@ -141,6 +199,31 @@ class FakeGitHub:
             comment["user"]["login"] = login
             self.comments[comment["id"]] = comment
         return int(comment["id"])
+
+    def install_app(self, app: FakeApp) -> FakeApp:
+        """Serve a GitHub App; comments made with its tokens are its bot's, like GitHub's."""
+        with self.lock:
+            self.app = app
+        return app
+
+    def _authorized(self, path: str, auth: str) -> str | None:
+        """Why this request's credentials are refused (None: accepted)."""
+        scheme, _, credential = auth.partition(" ")
+        if scheme not in ("Bearer", "token") or not credential:
+            return "no credentials"
+        now = time.time()
+        if _APP_ROUTES.fullmatch(path):
+            if self.app is None:
+                return "no GitHub App here"
+            return self.app.check_jwt(credential, now)
+        if credential == self.token:
+            return None
+        with self.lock:
+            expiry = self.installation_tokens.get(credential)
+            if expiry is not None and expiry <= now:
+                self.expired_uses.append(path)
+                return "installation token expired"
+        return None if expiry is not None else "Bad credentials"
 
     def fail_next(self, *faults: Fault) -> None:
         with self.lock:
@@ -310,6 +393,38 @@ class FakeGitHub:
             comment["updated_at"] = _now()
             return 200, copy.deepcopy(comment)
 
+    def get_app(self, payload: Any) -> tuple[int, Any]:
+        assert self.app is not None  # _authorized let only a good JWT through
+        app = response_example("/app", "get", "200")
+        app.update(id=self.app.app_id, slug=self.app.slug, name=self.app.slug)
+        return 200, app
+
+    def get_repo_installation(self, owner: str, repo: str, payload: Any) -> tuple[int, Any]:
+        assert self.app is not None
+        found = response_example("/repos/{owner}/{repo}/installation", "get", "200")
+        found.update(id=self.app.installation_id, app_id=self.app.app_id, app_slug=self.app.slug)
+        return 200, found
+
+    def create_installation_token(self, installation: str, payload: Any) -> tuple[int, Any]:
+        assert self.app is not None
+        if int(installation) != self.app.installation_id:
+            return 404, {"message": "Not Found", "documentation_url": _DOCS}
+        answer = response_example("/app/installations/{installation_id}/access_tokens", "post", "201")
+        token = "ghs_" + secrets.token_hex(18)
+        expiry = time.time() + self.app.token_ttl_s
+        expires_at = datetime.fromtimestamp(expiry, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        answer.update(token=token, expires_at=expires_at)
+        answer.pop("repositories", None)
+        with self.lock:
+            self.installation_tokens[token] = expiry
+        return 201, answer
+
+    def get_user(self, payload: Any) -> tuple[int, Any]:
+        user = response_example("/user", "get", "200")
+        user["login"] = self.token_login
+        user["user_view_type"] = "private"  # the discriminator the description asks for
+        return 200, user
+
     def get_pull(self, owner: str, repo: str, number: str, payload: Any) -> tuple[int, Any]:
         with self.lock:
             pr = self.pulls.get((f"{owner}/{repo}", int(number)))
@@ -357,8 +472,10 @@ class _Handler(BaseHTTPRequestHandler):
                     {"invalid": gh.invalid, "statuses": len(gh.statuses), "comments": len(gh.comments)},
                     {},
                 )
-        auth = headers.get("Authorization", "")
-        if auth not in (f"Bearer {gh.token}", f"token {gh.token}"):
+        refused = gh._authorized(path, headers.get("Authorization", ""))
+        if refused is not None:
+            with gh.lock:
+                gh.auth_refusals.append(f"{self.command} {path}: {refused}")
             return 401, {"message": "Bad credentials", "documentation_url": _DOCS}, {}
         fault = gh.take_fault(self.command)
         if fault is not None and not fault.after:

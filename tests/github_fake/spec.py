@@ -23,6 +23,11 @@ SERVED_OPERATIONS: tuple[tuple[str, str], ...] = (
     ("/repos/{owner}/{repo}/issues/comments/{comment_id}", "patch"),
     ("/repos/{owner}/{repo}/pulls/{pull_number}", "get"),
     ("/repos/{owner}/{repo}/commits/{commit_sha}/comments", "post"),  # a bisection's culprit
+    # A GitHub App: who it is, where it is installed, an installation token; a token's own user.
+    ("/app", "get"),
+    ("/app/installations/{installation_id}/access_tokens", "post"),
+    ("/repos/{owner}/{repo}/installation", "get"),
+    ("/user", "get"),
 )
 
 
@@ -101,6 +106,17 @@ def served_spec() -> dict[str, Any]:
 
 def operation(template: str, method: str) -> dict[str, Any]:
     return served_spec()["paths"][template][method]
+
+
+def response_example(template: str, method: str, status: str, name: str | None = None) -> dict[str, Any]:
+    """The example GitHub's description gives for one response (the first one, or ``name``)."""
+    import copy
+
+    examples = operation(template, method)["responses"][status]["content"]["application/json"]["examples"]
+    chosen = examples[name] if name else next(iter(examples.values()))
+    ref = chosen.get("$ref")
+    value = _resolve_pointer(full_spec(), ref)["value"] if ref else chosen["value"]
+    return copy.deepcopy(value)
 
 
 @lru_cache(maxsize=1)

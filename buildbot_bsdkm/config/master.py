@@ -1,0 +1,69 @@
+"""``bsdkm.yml``'s ``master:`` section: where a Buildbot master listens.
+
+```yaml
+master:
+  www_port: 8010          # the web UI, its REST API and GitHub's webhook
+  workers_port: 9989      # workers connect here
+  listen:
+    www: 127.0.0.1        # a proxy in front publishes the webhook (or 0.0.0.0: every interface)
+    workers: 0.0.0.0      # remote workers must reach this one
+```
+
+Pure (the core): ``buildbot/master_config.py`` turns it into Buildbot's endpoints.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from ..support.yaml_reader import At, opt
+
+MASTER_KEYS = ("www_port", "workers_port", "listen")
+LISTEN_KEYS = ("www", "workers")
+DEFAULT_WWW_PORT = 8010
+DEFAULT_WORKERS_PORT = 9989
+# The web UI stays on loopback unless asked: without www.auth anyone who reaches it may force builds.
+DEFAULT_WWW_LISTEN = "127.0.0.1"
+# Workers run elsewhere (a FreeBSD machine, a QEMU host); they log in with their password.
+DEFAULT_WORKERS_LISTEN = "0.0.0.0"
+
+
+@dataclass(frozen=True)
+class MasterListen:
+    www_port: int = DEFAULT_WWW_PORT
+    workers_port: int = DEFAULT_WORKERS_PORT
+    www_listen: str = DEFAULT_WWW_LISTEN
+    workers_listen: str = DEFAULT_WORKERS_LISTEN
+
+
+def _port(at: At) -> int:
+    port = at.integer(minimum=1)
+    if port > 65535:
+        raise at.error(f"must be a TCP port (1-65535), not {port}")
+    return port
+
+
+def _address(at: At) -> str:
+    text = at.string().strip()
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        raise at.error(f"must be an IP address (127.0.0.1, 0.0.0.0 for every interface, ::), "
+                       f"not {text!r}") from None
+    return text
+
+
+def read_master(at: At) -> MasterListen:
+    m = at.mapping(MASTER_KEYS)
+    listen = m["listen"].mapping(LISTEN_KEYS) if "listen" in m and not m["listen"].is_null() else {}
+    got = MasterListen(
+        www_port=opt(m, "www_port", _port, DEFAULT_WWW_PORT),
+        workers_port=opt(m, "workers_port", _port, DEFAULT_WORKERS_PORT),
+        www_listen=opt(listen, "www", _address, DEFAULT_WWW_LISTEN),
+        workers_listen=opt(listen, "workers", _address, DEFAULT_WORKERS_LISTEN),
+    )
+    if got.www_port == got.workers_port:
+        raise (m.get("workers_port") or at).error(
+            f"the web UI and the workers cannot share port {got.www_port}")
+    return got

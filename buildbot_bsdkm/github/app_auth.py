@@ -1,0 +1,200 @@
+"""Who the master is on GitHub: a personal token, or a GitHub App's installation tokens.
+
+An installation token lasts an hour; ``AppTokens`` gets one with a JWT signed by the App's private
+key, keeps it, and gets the next one before it runs out (and at once when GitHub refuses it).
+The bot's own login, which tells our report comment from a copy of its marker, is the App's slug
+with ``[bot]``, or the personal token's user.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from twisted.internet import defer
+
+if TYPE_CHECKING:
+    from .client import GitHubClient
+
+# GitHub accepts an App JWT for at most 10 minutes; issued a minute in the past against clock drift.
+JWT_LIFETIME_S = 540
+JWT_BACKDATE_S = 60
+# A new installation token this long before the old one expires (or a quarter of its life, if less).
+REFRESH_BEFORE_S = 300.0
+
+
+class AppKeyError(ValueError):
+    """The App's private key cannot be used; the message says why, never the key."""
+
+
+def load_private_key(pem: bytes, where: str) -> Any:
+    """The RSA private key of a GitHub App (the PEM file GitHub lets one download)."""
+    try:
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    except ImportError:  # pragma: no cover - the [buildbot] extra has it
+        raise AppKeyError(f"{where}: GitHub App keys need the 'cryptography' package "
+                        "(pip install 'buildbot-bsdkm[buildbot]')") from None
+    try:
+        key = load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise AppKeyError(f"{where}: not a PEM private key without a passphrase ({first})") from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise AppKeyError(f"{where}: a GitHub App key is RSA, this one is not")
+    return key
+
+
+def app_jwt(app_id: str, key: Any, now: float) -> str:
+    import jwt
+
+    claims = {"iat": int(now) - JWT_BACKDATE_S, "exp": int(now) + JWT_LIFETIME_S, "iss": str(app_id)}
+    return str(jwt.encode(claims, key, algorithm="RS256"))
+
+
+def _expiry(text: Any) -> float:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+class TokenSource(Protocol):
+    """What the client asks for the Authorization header, and whom it is."""
+
+    refreshable: bool
+
+    async def authorization(self, client: GitHubClient) -> str: ...
+
+    def refused(self, authorization: str) -> None: ...
+
+    async def login(self, client: GitHubClient) -> str | None: ...
+
+    def secrets(self) -> tuple[str, ...]: ...
+
+
+class StaticToken:
+    """A personal (or fine-grained) token: the same header every time."""
+
+    refreshable = False
+
+    def __init__(self, token: str) -> None:
+        if not token:
+            raise ValueError("GitHub token is empty: set github.token_env or github.token_file")
+        self._token = token
+        self._login: str | None = None
+
+    async def authorization(self, client: GitHubClient) -> str:
+        return f"Bearer {self._token}"
+
+    def refused(self, authorization: str) -> None:
+        return None
+
+    async def login(self, client: GitHubClient) -> str | None:
+        if self._login is None:
+            got = await client.request("GET", "/user")
+            login = got.data.get("login") if isinstance(got.data, dict) else None
+            self._login = str(login) if login else None
+        return self._login
+
+    def secrets(self) -> tuple[str, ...]:
+        return (self._token,)
+
+
+@dataclass
+class _Installation:
+    token: str
+    expires_at: float
+    got_at: float
+
+
+class AppTokens:
+    """A GitHub App's installation tokens for one repository, refreshed before they expire."""
+
+    refreshable = True
+
+    def __init__(self, app_id: str, key: Any, repo: str, *, installation_id: int | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.app_id = str(app_id)
+        self._key = key
+        self.repo = repo
+        self.installation_id = installation_id
+        self._clock = clock
+        self._current: _Installation | None = None
+        self._lock = defer.DeferredLock()
+        self._slug: str | None = None
+        self._issued: list[str] = []  # every token seen, so none can reach a log line
+        self.tokens_issued = 0  # how many installation tokens were fetched (measurements, tests)
+
+    def _jwt(self) -> str:
+        token = app_jwt(self.app_id, self._key, self._clock())
+        self._issued.append(token)
+        del self._issued[:-16]
+        return token
+
+    def _fresh(self) -> str | None:
+        cur = self._current
+        if cur is None:
+            return None
+        life = max(cur.expires_at - cur.got_at, 0.0)
+        if cur.expires_at - self._clock() > min(REFRESH_BEFORE_S, life / 4):
+            return cur.token
+        return None
+
+    async def authorization(self, client: GitHubClient) -> str:
+        token = self._fresh()
+        if token is None:
+            await self._lock.acquire()
+            try:
+                token = self._fresh() or await self._new_token(client)
+            finally:
+                self._lock.release()
+        return f"Bearer {token}"
+
+    async def _installation(self, client: GitHubClient) -> int:
+        if self.installation_id is None:
+            got = await client.request("GET", f"/repos/{self.repo}/installation",
+                                       authorization=f"Bearer {self._jwt()}")
+            found = got.data.get("id") if isinstance(got.data, dict) else None
+            if not isinstance(found, int):
+                from .client import GitHubError
+
+                raise GitHubError(f"GitHub App {self.app_id}: no installation on {self.repo}")
+            self.installation_id = found
+        return self.installation_id
+
+    async def _new_token(self, client: GitHubClient) -> str:
+        installation = await self._installation(client)
+        got = await client.request("POST", f"/app/installations/{installation}/access_tokens", {},
+                                   authorization=f"Bearer {self._jwt()}", idempotent=True)
+        data = got.data if isinstance(got.data, dict) else {}
+        token = str(data.get("token") or "")
+        if not token:
+            from .client import GitHubError
+
+            raise GitHubError(f"GitHub App {self.app_id}: the installation token answer has no token",
+                              transient=True)
+        now = self._clock()
+        self._issued.append(token)
+        del self._issued[:-16]
+        self._current = _Installation(token, _expiry(data.get("expires_at")) or now + 3600, now)
+        self.tokens_issued += 1
+        return token
+
+    def refused(self, authorization: str) -> None:
+        """GitHub said 401 to this header: revoked, or expired early; the next call gets a new one."""
+        if self._current is not None and authorization == f"Bearer {self._current.token}":
+            self._current = None
+
+    async def login(self, client: GitHubClient) -> str | None:
+        if self._slug is None:
+            got = await client.request("GET", "/app", authorization=f"Bearer {self._jwt()}")
+            slug = got.data.get("slug") if isinstance(got.data, dict) else None
+            self._slug = str(slug) if slug else None
+        return f"{self._slug}[bot]" if self._slug else None
+
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(self._issued)

@@ -1,0 +1,187 @@
+"""GitHub App auth for the master: installation tokens from the App's key, refreshed before they
+expire, the bot's login from the App; a personal token still works. Against the loopback GitHub."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from github_fake import reactor_thread
+from github_fake.server import FakeApp, FakeGitHub
+from twisted.python import log
+
+from buildbot_bsdkm.github.app_auth import AppTokens, StaticToken
+from buildbot_bsdkm.github.backoff import RetryPolicy
+from buildbot_bsdkm.github.client import GitHubClient, GitHubError
+from buildbot_bsdkm.github.outbox import Outbox
+from buildbot_bsdkm.github.publisher import REPORT_MARKER, Publisher
+from buildbot_bsdkm.github.settings import GitHubConfigError, parse_settings
+
+REPO = "Codertocat/Hello-World"
+SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+FAST = RetryPolicy(max_attempts=3, base_delay=0.05, max_delay=0.2, max_inline_wait=5.0)
+KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+PEM = KEY.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                        serialization.NoEncryption())
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub().start()
+    yield fake
+    fake.stop()
+    assert fake.invalid == [], "a request did not follow GitHub's OpenAPI description"
+    assert fake.invalid_responses == [], "the fake answered outside GitHub's OpenAPI description"
+
+
+@pytest.fixture
+def logged() -> Iterator[list[str]]:
+    lines: list[str] = []
+
+    def observer(event: dict) -> None:
+        lines.append(" ".join(str(m) for m in event.get("message", ())) + str(event.get("why") or ""))
+
+    log.addObserver(observer)
+    yield lines
+    log.removeObserver(observer)
+
+
+def _app(github: FakeGitHub, ttl: float = 3600.0, slug: str = "bsdkm-ci") -> FakeApp:
+    return github.install_app(FakeApp(KEY.public_key(), slug=slug, token_ttl_s=ttl))
+
+
+def _status(client: GitHubClient, n: int) -> None:
+    reactor_thread.run(lambda: client.create_status(REPO, SHA, "pending", "bsdkm/x", f"try {n}", None))
+
+
+def test_installation_tokens_are_refreshed_before_they_expire(github: FakeGitHub, logged: list[str]) -> None:
+    _app(github, ttl=4.0)
+    tokens = AppTokens("4242", KEY, REPO)  # no installation id: found from the repository
+    client = GitHubClient(github.url, tokens, policy=FAST)
+    started = time.monotonic()
+    n = 0
+    while time.monotonic() - started < 9.0:  # two token lifetimes and more
+        _status(client, n)
+        n += 1
+        time.sleep(0.25)
+    assert tokens.installation_id == 31337
+    assert tokens.tokens_issued >= 3  # 4 s tokens over 9 s of requests
+    assert github.expired_uses == []  # never one sent after its expiry
+    assert github.auth_refusals == []
+    posted = github.calls("POST", "/statuses/")
+    assert len(posted) == n and all(r.status == 201 for r in posted)
+    assert {r.headers["Authorization"] for r in posted} >= {f"Bearer {t}" for t in
+                                                           list(github.installation_tokens)[:2]}
+    jwt_calls = github.calls("POST", "/access_tokens")
+    assert len(jwt_calls) == tokens.tokens_issued
+    text = "\n".join(logged)
+    assert not any(t in text for t in github.installation_tokens)
+
+
+def test_a_refused_installation_token_is_replaced_once(github: FakeGitHub) -> None:
+    _app(github)
+    tokens = AppTokens("4242", KEY, REPO, installation_id=31337)
+    client = GitHubClient(github.url, tokens, policy=FAST)
+    _status(client, 0)
+    with github.lock:
+        github.installation_tokens.clear()  # revoked on GitHub's side
+    _status(client, 1)
+    assert tokens.tokens_issued == 2
+    assert [r.status for r in github.calls("POST", "/statuses/")] == [201, 401, 201]
+    assert github.calls("GET", "/installation") == []  # the configured installation id is used
+
+
+def test_a_wrong_key_is_refused_and_named(github: FakeGitHub) -> None:
+    _app(github)
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    client = GitHubClient(github.url, AppTokens("4242", other, REPO, installation_id=31337), policy=FAST)
+    with pytest.raises(GitHubError) as e:
+        _status(client, 0)
+    assert e.value.status == 401 and "access_tokens" in str(e.value)
+    assert github.statuses == []
+
+
+def test_the_bot_login_comes_from_the_app_and_finds_our_comment_after_a_restart(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    _app(github, slug="wolfssl-bsdkm")
+    github.token_login = "nobody"
+    planted = github.plant_comment(REPO, 7, f"{REPORT_MARKER}\ncopied marker", "someone-else")
+    tokens = AppTokens("4242", KEY, REPO, installation_id=31337)
+    # Comments made with the App's tokens are its bot's.
+    original = github._comment
+
+    def as_bot(*args: object, **kw: object) -> dict:
+        comment = original(*args, **kw)  # type: ignore[arg-type]
+        comment["user"]["login"] = "wolfssl-bsdkm[bot]"
+        return comment
+
+    github._comment = as_bot  # type: ignore[method-assign]
+    first = Publisher(GitHubClient(github.url, tokens, policy=FAST), Outbox(tmp_path / "a.json"))
+    assert reactor_thread.run(lambda: first.upsert_report(REPO, 7, "one"))
+    # A new master with no outbox and no github.bot_login: it asks the App who it is.
+    second = Publisher(GitHubClient(github.url, tokens, policy=FAST), Outbox(tmp_path / "b.json"))
+    assert reactor_thread.run(lambda: second.upsert_report(REPO, 7, "two"))
+    assert second.bot_login == "wolfssl-bsdkm[bot]"
+    ours = [c for c in github.comments_on(7) if c["id"] != planted]
+    assert len(ours) == 1 and ours[0]["body"].endswith("two")
+    assert github.comments[planted]["body"].endswith("copied marker")
+    assert len(github.calls("POST", "/issues/7/comments")) == 1
+    assert len(github.calls("GET", "/app")) == 1
+
+
+def test_a_personal_token_still_works_and_names_its_user(github: FakeGitHub, tmp_path: Path) -> None:
+    github.token_login = "bsdkm-ci[bot]"
+    source = StaticToken(github.token)
+    client = GitHubClient(github.url, source, policy=FAST)
+    assert reactor_thread.run(client.own_login) == "bsdkm-ci[bot]"
+    _status(client, 0)
+    assert github.calls("POST", "/statuses/")[0].headers["Authorization"] == f"Bearer {github.token}"
+    assert github.calls("POST", "/access_tokens") == []
+
+
+# --- settings -------------------------------------------------------------------------------
+
+
+def _section(**extra: object) -> dict:
+    return {"repo": REPO, "webhook_secret_env": "HOOK", **extra}
+
+
+ENV = {"HOOK": "s", "GITHUB_TOKEN": "ghp_x"}
+
+
+def test_settings_read_an_app_key_file_or_a_master_secret(tmp_path: Path) -> None:
+    key = tmp_path / "app.pem"
+    key.write_bytes(PEM)
+    got = parse_settings(_section(app_id=4242, app_key_file=str(key)), env=ENV)
+    assert isinstance(got.auth(), AppTokens) and got.token == ""
+    assert got.auth() is got.auth()  # one cache of installation tokens per master
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "gh-app").write_bytes(PEM)
+    got = parse_settings(_section(app_id="4242", app_key_secret="gh-app", installation_id=9), env=ENV,
+                         secrets_dir=secrets)
+    assert isinstance(got.auth(), AppTokens) and got.auth().installation_id == 9
+    plain = parse_settings(_section(), env=ENV)
+    assert isinstance(plain.auth(), StaticToken) and plain.token == "ghp_x"
+
+
+@pytest.mark.parametrize(("extra", "key", "words"), [
+    ({"app_id": 1, "app_key_secret": "missing"}, "github.app_key_secret", "missing"),
+    ({"app_id": 1}, "github.app_key_file", "private key"),
+    ({"app_id": "x1", "app_key_secret": "gh-app"}, "github.app_id", "numeric"),
+    ({"app_id": 1, "app_key_secret": "gh-app", "token_env": "T"}, "github.token_env", "not both"),
+    ({"app_key_secret": "gh-app"}, "github.app_key_secret", "app_id"),
+    ({"app_id": 1, "app_key_secret": "bad"}, "github.app_key_secret", "PEM"),
+])
+def test_settings_name_what_is_wrong_with_an_app(tmp_path: Path, extra: dict, key: str, words: str) -> None:
+    (tmp_path / "gh-app").write_bytes(PEM)
+    (tmp_path / "bad").write_text("not a key\n")
+    with pytest.raises(GitHubConfigError) as e:
+        parse_settings(_section(**extra), env=ENV, secrets_dir=tmp_path)
+    assert key in str(e.value) and words in str(e.value)
+    assert "PRIVATE KEY" not in str(e.value)
