@@ -697,6 +697,9 @@ def read_module_counts(work: Path, console: Path) -> InstructionCounts | None:
     return module_counts(plan, plugin, harness, program=program)
 
 
+_NOT_COUNTED = "the module itself was not counted"
+
+
 def merge_module_counts(state: dict[str, Any], counts: InstructionCounts) -> None:
     """The module's counts become the run's; when none could be made (the plugin unavailable, the
     run void) and the build has proxy counts, the proxy's stand, with a note saying why."""
@@ -704,13 +707,14 @@ def merge_module_counts(state: dict[str, Any], counts: InstructionCounts) -> Non
     from ..perf.kernel_counts import SCOPE_PROXY
 
     current = counts_of(state)
-    if current is not None and current.scope == SCOPE_PROXY:
+    # The proxy as the build made it (collect runs more than once: not the one this added a note to).
+    fresh = current is not None and not any(_NOT_COUNTED in n for n in current.notes)
+    if current is not None and current.scope == SCOPE_PROXY and fresh:
         state[PROXY_STATE_KEY] = current.to_dict()
     proxy = counts_of(state, PROXY_STATE_KEY)
     if not counts.measured and proxy is not None:
         reasons = sorted({i.reason or i.status for i in counts.items})
-        proxy.notes.append(f"the module itself was not counted ({'; '.join(reasons)}): the user-space "
-                           "proxy's counts stand in")
+        proxy.notes.append(f"{_NOT_COUNTED} ({'; '.join(reasons)}): the user-space proxy's counts stand in")
         state[METADATA_KEY] = proxy.to_dict()
         return
     state[METADATA_KEY] = counts.to_dict()
