@@ -2,7 +2,8 @@
 
 Built on Buildbot's ``ReporterBase`` with its ``BuildStartEndStatusGenerator`` (build
 started / finished events with properties); delivery goes through our ``Publisher`` so
-rate limits and outages are retried and nothing is dropped.
+rate limits and outages are retried and nothing is dropped. Statuses and the comment are
+rendered off the reactor, in ``render.Renderer``'s child process with a time limit.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from buildbot.data import resultspec
 from buildbot.reporters.base import ReporterBase
 from buildbot.reporters.generators.build import BuildStartEndStatusGenerator
 from buildbot.reporters.message import MessageFormatterRenderable
-from twisted.internet import defer
+from twisted.internet import defer, threads
 from twisted.python import log
 
 from ..contract import PR_HEAD_PROPERTY, PR_NUMBER_PROPERTY, PR_REPO_PROPERTY
 from .aggregate import BuildFacts, PrReport, commit_status, plain_properties
 from .controller import PrBuilder
 from .publisher import Publisher
+from .render import Renderer
 
 
 class GitHubPrReporter(ReporterBase):
@@ -32,9 +34,13 @@ class GitHubPrReporter(ReporterBase):
         report: PrReport | None,
         statuses: bool = True,
         resend_interval_s: float = 60.0,
+        renderer: Renderer | None = None,
         **kwargs: Any,
     ) -> None:
         self.publisher = publisher
+        self.renderer = renderer or Renderer()
+        # One rendering at a time: waiting for the child happens here, not in the thread pool.
+        self._rendering = defer.DeferredLock()
         self.pr_builders = {b.name: b for b in builders}
         self.report = report
         self.statuses = statuses
@@ -67,11 +73,15 @@ class GitHubPrReporter(ReporterBase):
         self._resend_call = task.LoopingCall(lambda: defer.ensureDeferred(self._resend()))
         self._resend_call.clock = self.master.reactor
         self._resend_call.start(self.resend_interval_s, now=True)
+        if self.statuses or self.report is not None:
+            threads.deferToThread(self.renderer.start).addErrback(
+                log.err, "bsdkm github: the report renderer did not start (tried again per report)")
 
     @defer.inlineCallbacks
     def stopService(self) -> Any:
         if self._resend_call is not None and self._resend_call.running:
             self._resend_call.stop()
+        yield threads.deferToThread(self.renderer.close)
         yield super().stopService()
 
     async def _resend(self) -> None:
@@ -90,6 +100,9 @@ class GitHubPrReporter(ReporterBase):
                 except Exception as e:  # one bad build must not stop the others' reports
                     log.err(e, "bsdkm github: reporting a build failed")
 
+    async def _render(self, fn: Any, *args: Any) -> Any:
+        return await self._rendering.run(threads.deferToThread, fn, *args)
+
     def _facts(self, build: dict[str, Any]) -> BuildFacts | None:
         builder = self.pr_builders.get(build.get("builder", {}).get("name", ""))
         if builder is None:
@@ -106,11 +119,21 @@ class GitHubPrReporter(ReporterBase):
         number = int(facts.properties[PR_NUMBER_PROPERTY])
         head = str(facts.properties[PR_HEAD_PROPERTY])
         if self.statuses:
-            state, text = commit_status(facts)
+            # A started build's status reads nothing the PR wrote: no need to leave the reactor.
+            if facts.results is None:
+                state, text = commit_status(facts)
+            else:
+                status = await self._render(self.renderer.status, facts)
+                if status.error:
+                    log.msg(f"bsdkm github: {facts.context} status {status.error}")
+                state, text = status.value
             await self.publisher.post_status(repo, head, facts.context, state, text, facts.url)
         if self.report is not None and facts.results is not None:
             builds = await self._builds_of_buildset(build)
-            await self.publisher.upsert_report(repo, number, self.report.body(builds))
+            body = await self._render(self.renderer.body, self.report, builds)
+            if body.error:
+                log.msg(f"bsdkm github: PR #{number} report {body.error}")
+            await self.publisher.upsert_report(repo, number, body.value)
 
     async def _builds_of_buildset(self, build: dict[str, Any]) -> list[BuildFacts]:
         """Every builder's latest build for this PR head (one buildset per head)."""
