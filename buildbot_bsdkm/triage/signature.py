@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..model import KernelEvent, RunResult
+from .selftest_source import unnamed_check_signature
 
 # Kernel record kind -> the signature's kind word.
 _KERNEL_LABELS: dict[str, str] = {
@@ -41,20 +42,25 @@ _MACHINERY = frozenset({
     "exc_invalid_op", "asm_exc_invalid_op", "die", "do_trap", "show_stack", "__schedule_bug",
 })
 MAX_TITLE = 200
+# Text a title is normalised from: cut before the substitutions, so that the time they take is
+# bounded whatever a module prints; wide enough that a long build path still shrinks to its end.
+MAX_INPUT = 1024
 
 _RX_SUBS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, f), r) for p, r, f in (
     (r"^\s*\[\s*\d+\.\d+\]\s*", "", 0),  # printk stamp
     (r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?", "<time>", 0),
     (r"\b\d\d:\d\d:\d\d(\.\d+)?\b", "<time>", 0),
-    # a source file where it was built (build directories differ per machine): its last two parts
-    (r"(?<![\w<])\S*?([\w.+-]+/)?([\w.+-]+\.(?:c|h|S|s|cc|cpp|asm|mk|i))(?::\d+(?::\d+)?)?\b", r"\1\2", 0),
+))
+# After the stamps: a source file where it was built (build directories differ per machine) keeps
+# its last two parts (``_source_paths``); then the rest.
+_RX_AFTER_PATHS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, f), r) for p, r, f in (
     (r"(?:/private)?(?:/var)?/tmp/\S*", "<tmp>", 0),
     (r"\b0x[0-9a-f]+\b", "<addr>", re.I),
     (r"\b[0-9a-f]{8,}\b", "<addr>", re.I),
-    (r"\bCPU#?\s*:?\s*\d+", "CPU", re.I),
+    (r"\bCPU#?\s*(?::\s*)?\d+", "CPU", re.I),
     (r"\bcpuid\s*=\s*\d+", "cpuid", 0),
-    (r"\b(pid|tid|PID|TID)(\s*[:=]?\s*)\d+", r"\1", 0),
-    (r"\[([^\]:\s]+):\d+\]", r"[\1]", 0),  # [comm:pid]
+    (r"\b(pid|tid|PID|TID)(\s*(?:[:=]\s*)?)\d+", r"\1", 0),
+    (r"\[([^\[\]:\s]+):\d+\]", r"[\1]", 0),  # [comm:pid]
     (r"\b(time|uptime)\s*=\s*\d+", r"\1", re.I),
     (r"\bL=\d+\s*", "", 0),  # wolfCrypt's source line in "error L=34448 code=-125"
     (r"\bline\s+\d+", "line", re.I),
@@ -65,21 +71,93 @@ _RX_SUBS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, f), r) 
 
 def normalise(text: str) -> str:
     """``text`` without what differs between two boots of one bug (addresses, CPUs, pids, times, ...)."""
-    out = text.strip()
+    out = text.strip()[:MAX_INPUT]
     for rx, repl in _RX_SUBS:
+        out = rx.sub(repl, out)
+    out = _source_paths(out)
+    for rx, repl in _RX_AFTER_PATHS:
         out = rx.sub(repl, out)
     return out.strip()[:MAX_TITLE]
 
 
+# A source file's name: a run of these characters that ends in one of these suffixes; its line and
+# column after it are dropped. Found run by run rather than by one pattern: a pattern that lets any
+# prefix precede an optional directory and the name backtracks cubically on a long run of dashes.
+_NAME_RUN = re.compile(r"[\w.+-]+")
+_SOURCE_SUFFIX = re.compile(r"\.(?:cpp|asm|cc|mk|[chSsi])(?!\w)")
+_LINE_COLUMN = re.compile(r":\d+(?::\d+)?(?!\w)")
+_NO_PATH_AFTER = re.compile(r"[\w<]")  # a path never starts right after these (``<tmp>``, a name)
+
+
+def _source_paths(text: str) -> str:
+    """Each word's first source file name with the directory it is in, without the rest of its path
+    and its line number: ``/usr/src/sys/kern/foo.c:12:`` -> ``kern/foo.c:``."""
+    return re.sub(r"\S+", lambda m: _word_paths(m.group()), text)
+
+
+def _word_paths(word: str) -> str:
+    out: list[str] = []
+    kept = start = 0
+    while start < len(word) and (found := _source_at(word, start)) is not None:
+        first, name_end, end = found
+        out += [word[kept:start], word[first:name_end]]
+        kept = start = end
+        while start < len(word) and _NO_PATH_AFTER.match(word[start - 1]):
+            start += 1
+    out.append(word[kept:])
+    return "".join(out)
+
+
+def _source_at(word: str, start: int) -> tuple[int, int, int] | None:
+    """From ``start``: where the kept part begins (the directory), where the name ends, where its
+    line number ends; None when no source file name follows."""
+    runs = _NAME_RUN.finditer(word, start)
+    following = next(runs, None)
+    while following is not None:
+        run, following = following, next(runs, None)
+        if following is not None and following.start() == run.end() + 1 and word[run.end()] == "/":
+            end = _name_end(following.group())
+            if end is not None:
+                return run.start(), following.start() + end, _line_end(word, following.start() + end)
+        end = _name_end(run.group())
+        if end is not None:
+            return run.start(), run.start() + end, _line_end(word, run.start() + end)
+    return None
+
+
+def _name_end(run: str) -> int | None:
+    end = None
+    for m in _SOURCE_SUFFIX.finditer(run):
+        if m.start() > 0:  # a name before the suffix
+            end = m.end()
+    return end
+
+
+def _line_end(word: str, at: int) -> int:
+    m = _LINE_COLUMN.match(word, at)
+    return m.end() if m else at
+
+
 def function_name(text: str | None) -> str | None:
     """``AES_set_decrypt_key_AESNI+0x47/0x90 [libwolfssl]`` -> ``AES_set_decrypt_key_AESNI``."""
-    if not text:
+    if not text or not text.strip():
         return None
     name = text.strip().split()[0]
     name = re.sub(r"\+0x[0-9a-f]+(/0x[0-9a-f]+)?$", "", name, flags=re.I).removesuffix("()")
     # compiler clones of one function (.isra.0, .constprop.3, .part.1, .cold) are that function
-    name = re.sub(r"(\.(isra|constprop|part|cold|lto_priv|llvm)(\.\d+)?)+$", "", name)
+    parts = name.split(".")
+    while len(parts) > 1:
+        if len(parts) > 2 and parts[-1].isdecimal() and parts[-2] in _CLONES:
+            del parts[-2:]
+        elif parts[-1] in _CLONES:
+            del parts[-1]
+        else:
+            break
+    name = ".".join(parts)
     return name or None
+
+
+_CLONES = frozenset({"isra", "constprop", "part", "cold", "lto_priv", "llvm"})
 
 
 def event_signature(ev: KernelEvent) -> str:
@@ -99,7 +177,8 @@ def _event_title(ev: KernelEvent) -> str:
             if key == "bug" and ev.kind == "kasan":
                 return value
             # "NULL pointer dereference, address: 0000000000000008": the address is per boot
-            return re.sub(r",?\s*address:\s*\S+$", "", value.strip())
+            # (tried only where a run of spaces starts: linear in a long value)
+            return re.sub(r"(?<!\s),?\s*address:\s*\S+$", "", value.strip()[:MAX_INPUT])
     if ev.kind == "bug" and d.get("file"):
         return f"at {d['file']}"
     if ev.kind == "gpf":
@@ -136,6 +215,9 @@ def signature(check: Any, run: RunResult | None = None) -> str:
     if kind == "selftest":
         if name.startswith("summary:"):
             return "selftest: failed without naming an algorithm"
+        unnamed = unnamed_check_signature(name, message)
+        if unnamed is not None:  # only wolfcrypt_test's return code: its line, never the number itself
+            return unnamed
         value = _field(check, "value")
         code = int(value) if isinstance(value, int | float) else _code(message)
         return f"selftest: {name} ({code})" if code is not None else f"selftest: {name}"
