@@ -5,7 +5,9 @@ wolfSSL 5.9.2 built with ``--enable-linuxkm-lkcapi-register`` (flags from the re
 the guest's AF_ALG program measures wolfCrypt's registered driver, the kernel's own driver
 and wolfCrypt in user space, and the run is gated with ``paths: true`` crossover rules. The
 module and the benchmark program are cached under the bsdkm-ci cache. Speeds are TCG's:
-the test checks structure and that a verdict exists, never a speed.
+the test checks structure and that a verdict exists, never a speed. The same boot counts the
+module's instructions with the QEMU plugin (``instructions.kernel_count``): the real module's
+code, through its AF_ALG entry points, between the harness's nonce-carrying signals.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from buildbot_bsdkm.model import LogFormat, from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICY = """\
+instructions: {kernel_count: true, kernel_bytes: 16384, kernel_sizes: [16, 1024]}
+regressions:
+  - {pattern: "kmod:*", max_pct: 0.5, metric: instructions}
 crossovers:
   - {pattern: "afalg:*", paths: true, accelerated: lkcapi, software: user}
   - {pattern: "afalg:*", paths: true, accelerated: lkcapi, software: kernel}
@@ -104,3 +109,26 @@ def test_lkcapi_verdict_states_aes_gcm_crossover(run_out: tuple[subprocess.Compl
     assert "Offload vs software" in html and html.count("<svg") >= 4
     md = (out / "report.md").read_text()
     assert "afalg:AES-128-GCM" in md
+
+
+def test_lkcapi_boot_counts_the_module_itself(run_out: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    from buildbot_bsdkm.perf.instructions import counts_of
+    from buildbot_bsdkm.perf.kernel_counts import SCOPE_MODULE
+
+    _, out = run_out
+    d = out / "linux-kmod-qemu" / "lkcapi"
+    [run] = from_json((d / "results.json").read_text())
+    counts = counts_of(run.metadata)
+    assert counts is not None and counts.scope == SCOPE_MODULE and counts.tool == "qemu-tcg-plugin"
+    by = {i.name: i for i in counts.items}
+    assert set(by) == {f"kmod:{a}@{s}" for a in ("AES-128-GCM", "AES-128-CBC", "SHA-256", "HMAC-SHA256")
+                       for s in (16, 1024)}
+    assert all(i.status == "measured" and (i.instructions or 0) > 0 for i in counts.items), \
+        [(i.name, i.reason) for i in counts.items]
+    # Per byte, 16-byte operations cost more than 1 KiB ones (the per-call glue is in the count).
+    assert by["kmod:AES-128-GCM@16"].per_unit > by["kmod:AES-128-GCM@1024"].per_unit  # type: ignore[operator]
+    names = set().union(*(i.functions for i in counts.items))
+    assert any("Gcm" in n or "GCM" in n for n in names), sorted(names)[:20]
+    summary = json.loads((out / "summary.json").read_text())
+    notes = " ".join(summary["verdict"].get("notes") or [])
+    assert "no base instruction counts" in notes  # one run, no base: not judged, never passed
