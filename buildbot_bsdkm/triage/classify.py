@@ -30,6 +30,7 @@ from ..perf.fingerprint import of_run
 from .known import KnownIssue, KnownIssues
 from .outcomes import BaseOutcome, check_kernels, kernel_of_source, run_kernels
 from .rules import FIXED, FLAKY, KNOWN, NEW, PRE_EXISTING, TriageRules
+from .selftest_source import migrated_signature, unnamed_form
 from .signature import _KERNEL_LABELS, signature
 
 WINDOW = 10  # the last M base builds a pre-existing failure is counted over
@@ -89,10 +90,11 @@ def classify(verdict: Any, runs: Sequence[RunResult], rules: TriageRules,
             continue
         run = by_run.get((c.target, c.variant))
         sig = signature(c, run)
+        alias = unnamed_form(c)  # what a base outcome recorded before the test was named says
         kernels = check_kernels(c, run)
         for k in kernels:
-            failed_here.setdefault((c.target, c.variant, k), set()).add(sig)
-        word, note, extra = _word(sig, c.target, c.variant, kernels, known, history, inputs)
+            failed_here.setdefault((c.target, c.variant, k), set()).update({sig, alias} - {None})
+        word, note, extra = _word(sig, c.target, c.variant, kernels, known, history, inputs, alias)
         if word == KNOWN:
             matched[extra["known_issue"]] = matched.get(extra["known_issue"], 0) + 1
         c.signature, c.triage, c.triage_note = sig, word, note
@@ -123,7 +125,8 @@ def _note(verdict: Any, text: str) -> None:
 
 
 def _word(sig: str, target: str, variant: str, kernels: list[str], known: KnownIssues,
-          history: dict[Key, list[BaseOutcome]], inputs: TriageInputs) -> tuple[str, str | None, dict]:
+          history: dict[Key, list[BaseOutcome]], inputs: TriageInputs,
+          alias: str | None = None) -> tuple[str, str | None, dict]:
     entry = known.match(sig, target, variant, kernels)
     if entry is not None:
         return KNOWN, f"known issue {entry.id}: {entry.reason} ({entry.url}; until {entry.until})", {
@@ -135,7 +138,7 @@ def _word(sig: str, target: str, variant: str, kernels: list[str], known: KnownI
         window = history.get((target, variant, k), [])[-inputs.window:]
         if not window:
             continue
-        hits = [i for i, o in enumerate(window) if sig in o.signatures]
+        hits = [i for i, o in enumerate(window) if sig in o.signatures or (alias and alias in o.signatures)]
         if not hits:
             continue
         n, m = len(hits), len(window)
@@ -158,6 +161,7 @@ def _usable_history(base: Iterable[BaseOutcome], runs: Sequence[RunResult], verd
     out: dict[Key, list[BaseOutcome]] = {}
     foreign: dict[str, int] = {}
     for o in base:
+        _migrate(o, verdict)
         mine = fps.get((o.target, o.variant))
         if mine and o.fingerprint and o.fingerprint != mine:
             foreign[o.label] = foreign.get(o.label, 0) + 1
@@ -167,6 +171,16 @@ def _usable_history(base: Iterable[BaseOutcome], runs: Sequence[RunResult], verd
         _note(verdict, f"{label}: {n} base outcome(s) from another machine fingerprint are not used for "
                        "pre-existing failures")
     return out
+
+
+def _migrate(o: BaseOutcome, verdict: Any) -> None:
+    """Signatures recorded before self-test failures were named, in today's form (with a note)."""
+    for i, sig in enumerate(o.signatures):
+        new = migrated_signature(sig)
+        if new is not None:
+            o.signatures[i] = new
+            _note(verdict, f"{o.label}: base outcome signature '{sig}' was recorded before self-test "
+                           f"failures were named: read as '{new}'")
 
 
 def _ran_same(kind: str, run: RunResult, kernel: str, verdict: Any) -> bool:

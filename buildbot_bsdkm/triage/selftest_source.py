@@ -43,6 +43,8 @@ _UNNAMED_RESULT = re.compile(r"(?:wolfcrypt (?:self-)?test failed(?: with return
 class TestSourceError(ValueError):
     """The build's test sources are missing or are not what the decoder can read; says which and why."""
 
+    __test__ = False  # a wolfCrypt test's source, not a pytest test class
+
 
 @dataclass(frozen=True)
 class Encoding:
@@ -322,6 +324,8 @@ class Decoded:
 class TestSource:
     """The decoding rules of one wolfSSL tree (or its files' text)."""
 
+    __test__ = False
+
     encoding: Encoding
     functions: list[Function]
     test_names: dict[str, str]
@@ -546,18 +550,26 @@ def migrated_signature(sig: str) -> str | None:
 
 
 def unnamed_form(check: Any) -> str | None:
-    """The unnamed signature a named, decoded self-test failure would have had without the source
-    (what an old recorded outcome of the same line says); None for any other check."""
+    """The unnamed signature a named, decoded self-test failure (its check, or the stage check it
+    failed) would have had without the source: what an old recorded outcome of that line says."""
     get = check.get if isinstance(check, Mapping) else lambda k, d=None: getattr(check, k, d)
-    if str(get("kind", "")) != "selftest":
-        return None
     m = re.search(r"console: .*?(?P<value>-\d{6,})\b", str(get("message", "") or ""))
     return unnamed_signature(int(m["value"])) if m else None
 
 
 def unnamed_check_signature(name: str, message: str) -> str | None:
-    """The signature of a failed check of the unnamed ``wolfcrypt_test`` (None for any other check)."""
-    if name != UNNAMED:
-        return None
+    """The signature of a failed check that only wolfcrypt_test's return code told of: the unnamed
+    form, or for one named from the source the name's (with a wolfCrypt error code, as the Linux
+    module's ``code=`` gives it), never the number. None for any other check."""
     m = _UNNAMED_RESULT.search(message)
-    return unnamed_signature(int(m["value"])) if m else None
+    if m is None:
+        return None
+    if name == UNNAMED:
+        return unnamed_signature(int(m["value"]))
+    if "; console: " not in message:  # printed by the program itself (a named test's own line)
+        return None
+    code = _DECODED_CODE.search(message.split("; console: ", 1)[0])
+    return f"selftest: {name} ({code['code']})" if code else f"selftest: {name}"
+
+
+_DECODED_CODE = re.compile(r"^[^()]*\([^()]*?\bcode (?P<code>-\d+)")
