@@ -5,7 +5,9 @@ stores one outcome per (target, variant, kernel kind) of its verdict in ``bsdkm_
 (``outcome_store.OutcomeSqlStore``, on the master's ``db_url``: sqlite or PostgreSQL). A PR build's
 Gate step first writes the newest outcomes of its (target, variant) to the worker as
 ``<run dir>/base-outcomes.json``, which ``bsdkm-ci stage gate`` hands to the triage: a failure
-already on the base is ``pre-existing``, not the PR's. ``has_outcome`` tells FetchSource whether a
+already on the base is ``pre-existing``, not the PR's. The PR's code runs on that worker, so what
+the master keeps for the PR comment and status (``bsdkm_base_outcomes``) is what it read from the
+database, never a file the worker wrote back. ``has_outcome`` tells FetchSource whether a
 PR build must build and load its base for correctness because nothing is recorded yet.
 
 Like the perf history this is best effort: a database problem never fails a build (the gate then
@@ -117,17 +119,17 @@ async def has_outcome(master: Any, target: str, variant: str) -> bool:
     return bool(await window(master, target, variant, 1))
 
 
-async def provide(step: Any) -> int:
-    """Put the base's outcomes next to a PR build's run on the worker, before it is gated."""
+async def provide(step: Any) -> list[dict[str, Any]]:
+    """Put the base's outcomes next to a PR build's run on the worker, before it is gated; returns
+    them, as read from the database (what the master judges the PR by, whatever the worker says)."""
     if not step.getProperty(PR_NUMBER_PROPERTY):
-        return 0
+        return []
     records = await window(step.master, step.target, step.variant)
     if not records:
-        return 0
+        return []
     try:
         await step.downloadFileContentToWorker(f"{step.run_dir()}/{BASE_OUTCOMES_FILE}",
                                                json.dumps({"base_outcomes": records}, indent=2))
     except Exception as e:  # noqa: BLE001 - the gate then triages without them (and says so)
         log.msg(f"bsdkm: base outcomes not provided: {type(e).__name__}: {e}")
-        return 0
-    return len(records)
+    return records

@@ -22,7 +22,6 @@ from twisted.python import log
 from ..contract import (
     BASE_CORRECTNESS_PROPERTY,
     BASE_OUTCOMES_PROPERTY,
-    BASE_OUTCOMES_USED_FILE,
     BENCHMARKS_PROPERTY,
     FAILURE_PROPERTY,
     INCONCLUSIVE_PROPERTY,
@@ -450,7 +449,8 @@ class Gate(BsdkmStageStep):
         return cmd + ["--base-out", self.base_out()] if self.base_sha() else cmd
 
     async def run(self) -> int:
-        await base_outcomes.provide(self)  # a PR build: the base's recorded outcomes, for the triage
+        # A PR build: the base's recorded outcomes, for the worker's triage and kept for the master's.
+        self.provided_outcomes = await base_outcomes.provide(self)
         return await super().run()
 
     async def evaluate(self, rc: int | None, output: str) -> int:
@@ -477,18 +477,12 @@ class Gate(BsdkmStageStep):
         return result
 
     async def keep_base_outcomes(self, verdict: dict[str, Any]) -> None:
-        """What the gate triaged against, as a property: the PR comment is judged again on the
-        master over every build and must call the same failures pre-existing."""
-        triage = verdict.get("triage")
-        if not isinstance(triage, dict) or not triage.get("base_outcomes"):
-            return
-        text = await self.read_worker_text(f"{self.run_dir()}/{BASE_OUTCOMES_USED_FILE}")
-        try:
-            doc = json.loads(text) if text is not None else None
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict) and isinstance(doc.get("base_outcomes"), list):
-            self.setProperty(BASE_OUTCOMES_PROPERTY, doc["base_outcomes"], PROPERTY_SOURCE)
+        """What the PR comment and status are judged by on the master: the outcomes the master read
+        from its database for this build. The worker's own list (``base-outcomes.used.json``) also
+        holds the base built next to the PR's head, beside its code, which may have changed it."""
+        provided = getattr(self, "provided_outcomes", None)
+        if provided:
+            self.setProperty(BASE_OUTCOMES_PROPERTY, provided, PROPERTY_SOURCE)
 
     async def record_outcomes(self, verdict: dict[str, Any], runs: list[RunResult]) -> None:
         """A base-branch build: its outcome per kernel kind into the master's database."""

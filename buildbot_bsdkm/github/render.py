@@ -21,7 +21,19 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .aggregate import FAILURE, SUCCESS, WARNINGS, BuildFacts, PrReport, commit_status
+from ..contract import TRIAGE_PROPERTY
+from ..report.triage_summary import triage_property, triage_words
+from .aggregate import (
+    FAILURE,
+    STATUS_DESCRIPTION_LIMIT,
+    SUCCESS,
+    WARNINGS,
+    BuildFacts,
+    PrReport,
+    base_outcomes_of,
+    commit_status,
+    runs_of,
+)
 from .publisher import REPORT_MARKER
 
 BODY_LIMIT_S = 60.0
@@ -54,7 +66,7 @@ def _serve(fd: int) -> None:
         kind, args = request
         try:
             if kind == "status":
-                answer: Any = commit_status(*args)
+                answer: Any = judged_status(*args)
             elif kind == "body":
                 report, builds, links = args
                 answer = report.body(builds, links)
@@ -134,8 +146,8 @@ class Renderer:
             self._child.kill()
             self._child = None
 
-    def status(self, facts: BuildFacts) -> Rendered:
-        got = self._ask("status", (facts,), self.status_limit_s)
+    def status(self, facts: BuildFacts, report: PrReport | None = None) -> Rendered:
+        got = self._ask("status", (facts, report), self.status_limit_s)
         if got.error is None:
             return got
         return Rendered(fallback_status(facts, got.error), got.error, got.seconds)
@@ -157,6 +169,29 @@ class Renderer:
     @property
     def child_pid(self) -> int | None:
         return self._child.process.pid if self._child is not None else None
+
+
+WAIVED = ("pre-existing", "flaky")  # the words by which a worker's triage lets a failure pass
+
+
+def judged_status(facts: BuildFacts, report: PrReport | None) -> tuple[str, str]:
+    """The commit status; a build its worker's triage let pass is judged again with the outcomes
+    the master read from its database: the worker also triaged against a base it built next to the
+    PR's code, which that code may have changed."""
+    state, text = commit_status(facts)
+    theirs = facts.properties.get(TRIAGE_PROPERTY)
+    counts = theirs.get("counts") if isinstance(theirs, Mapping) else None
+    if report is None or state != "success" or not isinstance(counts, Mapping):
+        return state, text
+    if not any(isinstance(counts.get(w), int) and counts[w] > 0 for w in WAIVED):
+        return state, text
+    mine = triage_property(report.verdict(runs_of(facts), base_outcomes_of([facts])).to_dict())
+    new, was_new = mine["counts"].get("new", 0), counts.get("new", 0)
+    if new <= (was_new if isinstance(was_new, int) else 0) or mine["blocking"] == 0:
+        return state, text
+    why = f"failed — {triage_words(mine)} (by the base outcomes the master recorded)"
+    limit = STATUS_DESCRIPTION_LIMIT
+    return "failure", why if len(why) <= limit else why[:limit - 1] + "…"
 
 
 def fallback_status(facts: BuildFacts, why: str) -> tuple[str, str]:

@@ -123,7 +123,7 @@ class GitHubPrReporter(ReporterBase):
             if facts.results is None:
                 state, text = commit_status(facts)
             else:
-                status = await self._render(self.renderer.status, facts)
+                status = await self._render(self.renderer.status, facts, self.report)
                 if status.error:
                     log.msg(f"bsdkm github: {facts.context} status {status.error}")
                 state, text = status.value

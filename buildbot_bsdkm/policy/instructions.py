@@ -64,6 +64,9 @@ def _machine(run: RunResult) -> str | None:
     return str(fp.get("id")) if isinstance(fp, dict) and fp.get("id") else None
 
 
+MEASURED_BESIDE = "measured beside PR code"
+
+
 def base_counts(ev: Evaluation, run: RunResult) -> tuple[InstructionCounts | None, str]:
     """The counts ``run`` is compared with, and where they came from: "base", "base-other-machine",
     "carried" (the base build's, in the head's results) or "history". History only of the same
@@ -111,7 +114,10 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
     if head.scope in (SCOPE_MODULE, SCOPE_PROXY):
         ev.note(f"{label}: instruction counts of {scope_words(head.scope)}")
     if origin == "carried":
-        ev.note(f"{label}: instruction counts compared with the base build counted next to it")
+        # Carried only by a PR build's load, which ran the PR's configure and make on that machine
+        # before the base's: those could have changed what the base's count measured.
+        ev.note(f"{label}: instruction counts compared with the base build counted next to it, "
+                f"{MEASURED_BESIDE}")
     elif origin == "history":
         ev.note(f"{label}: instruction counts compared with the newest history run that has them")
     elif origin == "base-other-machine":
