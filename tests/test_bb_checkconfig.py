@@ -1,4 +1,5 @@
-"""A master made the Buildbot way passes `buildbot checkconfig` with only bsdkm.yml (issue 11)."""
+"""A master made the Buildbot way: `buildbot checkconfig` names the worker secret it lacks, and passes
+with it (it said "Config file is good!" before, and `buildbot start` then failed on the secret)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ def test_create_master_copy_master_cfg_and_bsdkm_yml_checkconfig(tmp_path: Path)
     shutil.copy(resources.default_config_path(), master / "bsdkm.yml")
     assert not (master / "bsdkm-master.json").exists()  # no settings file, no local worker
     env = {"PATH": f"{BUILDBOT.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    checked = subprocess.run([str(BUILDBOT), "checkconfig", str(master)], capture_output=True, text=True,
+                             timeout=120, check=False, env=env, cwd=tmp_path)
+    assert checked.returncode != 0, checked.stdout + checked.stderr
+    assert "workers.bsdkm-worker.password: secret 'bsdkm-worker' not found" in checked.stdout + checked.stderr
+    (master / "secrets").mkdir(mode=0o700)
+    (master / "secrets" / "bsdkm-worker").write_text("a password\n")
+    (master / "secrets" / "bsdkm-worker").chmod(0o600)
     checked = subprocess.run([str(BUILDBOT), "checkconfig", str(master)], capture_output=True, text=True,
                              timeout=120, check=False, env=env, cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -6,12 +6,13 @@
 #
 #   1. pkg install the build tools (python3, git, autoconf, automake, libtool, gmake, sudo)
 #   2. kernel sources in /usr/src (src.txz of the running release) if kmod.mk is missing
-#   3. user 'buildbot', a venv with buildbot-worker (<5), the worker directory
+#   3. user 'buildbot', a venv with buildbot-worker (<5) and bsdkm-ci, the worker directory
 #   4. sudo for `sh .../kmod/freebsd/{load,unload,collect}.sh` without a password
 #   5. kernel log settings: console output into the message buffer, a 512 KiB buffer
 #   6. start the worker at boot (cron @reboot)
 # The worker password is read from PASSWORD_FILE and never printed.
 # DRY_RUN=1 prints the actions (on stderr) instead of doing them.
+# BSDKM_CI_SPEC: what pip installs as bsdkm-ci (default: the project's git repository).
 # Exit: 0 done; 2 usage / not FreeBSD / not root; 1 a step failed.
 set -eu
 
@@ -57,6 +58,9 @@ basedir=$home/worker
 release=$(freebsd-version -k)
 release=${release%-p*}
 arch=$(uname -m)
+bsdkm_ci_spec=${BSDKM_CI_SPEC:-buildbot-bsdkm @ git+https://github.com/wolfSSL/bsdkm-ci}
+# The builds run `bsdkm-ci` from the worker's venv: its bin goes first on the worker's PATH.
+start_worker="PATH=$venv/bin:/usr/local/bin:/usr/bin:/bin $venv/bin/buildbot-worker start $basedir"
 
 say "1/6 packages"
 run env ASSUME_ALWAYS_YES=yes pkg install -y python3 git autoconf automake libtool gmake sudo
@@ -74,7 +78,7 @@ say "3/6 user $user and buildbot-worker"
 if ! id "$user" >/dev/null 2>&1; then
     run pw useradd "$user" -m -d "$home" -s /bin/sh -c "bsdkm-ci worker"
 fi
-run su -m "$user" -c "python3 -m venv $venv && $venv/bin/pip install -q 'buildbot-worker>=4,<5'"
+run su -m "$user" -c "python3 -m venv $venv && $venv/bin/pip install -q 'buildbot-worker>=4,<5' '$bsdkm_ci_spec'"
 if [ ! -f "$basedir/buildbot.tac" ]; then
     # The password goes through the environment of one command, never onto a command line.
     if [ -n "${DRY_RUN:-}" ]; then
@@ -105,6 +109,6 @@ if ! grep -q '^kern.msgbufsize=' /boot/loader.conf 2>/dev/null; then
 fi
 
 say "6/6 start at boot"
-run sh -c "echo '@reboot $venv/bin/buildbot-worker start $basedir' | crontab -u $user -"
-run su -m "$user" -c "$venv/bin/buildbot-worker start $basedir"
+run sh -c "echo '@reboot $start_worker' | crontab -u $user -"
+run su -m "$user" -c "$start_worker"
 say "done: worker '$name' for $master in $basedir"

@@ -1,9 +1,10 @@
-# The embedded local worker: runs `bsdkm-ci stage ...` on this machine for the local master.
-# `scripts/master.sh up` copies this file into the worker's directory next to `worker.json`
-# (master port, worker name) and `password` (mode 600), so no secret is ever in a command
-# line or in this repository.
+# A bsdkm-ci worker: runs `bsdkm-ci stage ...` for the master named in `worker.json`.
+# `scripts/master.sh up` (the embedded local worker) and `bsdkm-ci init worker` copy this file into
+# the worker's directory next to `worker.json` (master host and port, worker name) and `password`
+# (mode 600), so no secret is ever in a command line or in this repository.
 import json
 import os
+import sys
 
 from buildbot_worker.bot import Worker
 from twisted.application import service
@@ -15,6 +16,9 @@ with open(os.path.join(basedir, "worker.json"), encoding="utf-8") as f:
     settings = json.load(f)
 with open(os.path.join(basedir, "password"), encoding="utf-8") as f:
     password = f.read().strip()
+
+# The steps run `bsdkm-ci`: the one installed beside this worker, whatever PATH it was started with.
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")])
 
 application = service.Application('buildbot-worker')  # buildbot-worker checks this spelling
 logfile = LogFile.fromFullPath(
