@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED
+from freebsd_sets import make_kit
 
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
@@ -19,8 +20,7 @@ from buildbot_bsdkm.pipeline import kernel
 from buildbot_bsdkm.pipeline.loading import ModuleLoadOutcome
 from buildbot_bsdkm.pipeline.proc import Watched
 
-KIT = SHARED / "freebsd"
-LOGS = KIT / "logs"
+LOGS = SHARED / "freebsd" / "logs"
 REAL = Path(__file__).parent / "freebsd_double" / "real"
 AESNI_PANIC = "debug-kernel_aesni-nobench_aesni-panic.log"
 FPECC_PANIC = "debug-kernel_plain_fpecc-panic.log"
@@ -183,10 +183,15 @@ def test_vm_killed_at_the_limit_is_a_load_timeout(tmp_path: Path) -> None:
     assert failure.category is FailureCategory.REAL
 
 
-def test_config_freebsd_kit(tmp_path: Path) -> None:
+@pytest.fixture()
+def kit_dir(tmp_path: Path) -> Path:
+    return make_kit(tmp_path / "kit")
+
+
+def test_config_freebsd_kit(kit_dir: Path) -> None:
     base = "targets: {freebsd-kmod-qemu: {kernels: [debug]}}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
-    cfg = parse_config(base + f"freebsd: {{kit: {KIT}}}\n", "b.yml")
-    assert cfg.freebsd.kit == KIT and fq.kit_dir(cfg) == KIT
+    cfg = parse_config(base + f"freebsd: {{kit: {kit_dir}}}\n", "b.yml")
+    assert cfg.freebsd.kit == kit_dir and fq.find_kit(cfg).root == kit_dir
     assert fq.kernels_option(cfg) == ("debug",)
     with pytest.raises(ConfigError, match=r"^b\.yml:4: freebsd\.kit: .* is not a directory"):
         parse_config(base + "freebsd:\n  kit: /no/such/kit\n", "b.yml")
@@ -214,26 +219,25 @@ def test_registry_has_one_entry_per_kernel_target() -> None:
     assert kernel.target("freebsd-kmod-qemu").log_name == "console.log"
 
 
-def test_build_commands_follow_the_kit_and_release(tmp_path: Path) -> None:
-    kit = fq.Kit(KIT)
+def test_build_commands_follow_the_kit_and_its_version(tmp_path: Path, kit_dir: Path) -> None:
+    kit = fq.Kit(kit_dir)
     args = fq.configure_args(kit, ["--enable-aesni"], "-DBENCH_EMBEDDED")
     assert args[:3] == ["./configure", "CC=clang", "ac_cv_header_machine_atomic_h=yes"]
     assert args.index("--enable-freebsdkm") < args.index("--enable-aesni")
-    assert f"--with-kernel-source={KIT / 'sysroot' / 'sys'}" in args and args[-1] == "CFLAGS=-DBENCH_EMBEDDED"
-    make = fq.bmake_args(kit, 2)
+    assert f"--with-kernel-source={kit_dir / 'sysroot' / 'sys'}" in args
+    assert args[-1] == "CFLAGS=-DBENCH_EMBEDDED"
+    make = fq.bmake_args(kit, 2, kit.triple)
     assert "CC=clang --target=x86_64-unknown-freebsd15.0" in make
-    assert f"XARGS={KIT / 'tools' / 'bsdxargs'}" in make
-    base = "targets: {freebsd-kmod-qemu: null}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
-    assert fq.target_triple(parse_config(base, "t.yml")) == "x86_64-unknown-freebsd15.0"
-    rel = parse_config(base + f"freebsd: {{release: 14.3-RELEASE, mirror: {tmp_path}}}\n", "t.yml")
-    assert fq.target_triple(rel) == "x86_64-unknown-freebsd14.3"
+    assert f"XARGS={fq.freebsd_kmod_dir() / 'bsdxargs'}" in make  # the kit has none: ours
+    newer = fq.Kit(make_kit(tmp_path / "current", "16.0"))
+    assert newer.triple == "x86_64-unknown-freebsd16.0"
 
 
-def test_a_linux_only_flag_is_a_configure_error_before_anything_runs(tmp_path: Path) -> None:
+def test_a_linux_only_flag_is_a_configure_error_before_anything_runs(tmp_path: Path, kit_dir: Path) -> None:
     from buildbot_bsdkm.pipeline.errors import StageError
 
     cfg = parse_config("targets: {freebsd-kmod-qemu: null}\nvariants: {p: {flags: [--enable-linuxkm-pie], "
-                       f"targets: [freebsd-kmod-qemu]}}}}\nfreebsd: {{kit: {KIT}}}\n", "l.yml")
+                       f"targets: [freebsd-kmod-qemu]}}}}\nfreebsd: {{kit: {kit_dir}}}\n", "l.yml")
     with pytest.raises(StageError) as err:
         fq.build_module(cfg, "p", tmp_path, tmp_path / "cache", 1, tmp_path / "build.log")
     assert err.value.failure.reason == "configure" and "for the Linux module" in err.value.failure.message

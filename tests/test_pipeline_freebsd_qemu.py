@@ -19,13 +19,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
+from freebsd_sets import RELEASE, SNAPSHOT, real_sets
 from junitparser import Error, Failure, JUnitXml
 
 from buildbot_bsdkm.model import from_json
 
-KIT = SHARED / "freebsd"
-CONFIG = f"""\
+CONFIG = """\
 source: {{debian: {{suite: sid, package: wolfssl, version: "5.9.2"}}}}
 targets:
   freebsd-kmod-qemu:
@@ -42,7 +41,7 @@ variants:
             --disable-cmac]
     targets: [freebsd-kmod-qemu]
 benchmark: {{min_runtime_s: 0.1, embedded: true, ntimes: 1, agreetimes: 1}}
-freebsd: {{kit: {KIT}}}
+freebsd: {{release: {release}, snapshot: {snapshot}, mirror: {mirror}}}
 """
 
 pytestmark = pytest.mark.slow
@@ -50,9 +49,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def run_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    sets = real_sets()
     tmp = tmp_path_factory.mktemp("fbq")
     cfg = tmp / "bsdkm.yml"
-    cfg.write_text(CONFIG)
+    cfg.write_text(CONFIG.format(release=RELEASE, snapshot=SNAPSHOT, mirror=sets))
     out = tmp / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "buildbot_bsdkm.cli", "run", "--config", str(cfg), "--out", str(out),

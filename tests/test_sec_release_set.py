@@ -29,12 +29,13 @@ def _txz(path: Path, members: list[tuple[str, bytes]]) -> None:
 
 
 def make_mirror(root: Path, kernel_members: list[tuple[str, bytes]]) -> Path:
-    rel = root / "amd64" / RELEASE
+    rel = root / "releases" / "amd64" / RELEASE
     rel.mkdir(parents=True)
     _txz(rel / "kernel.txz", kernel_members)
     _txz(rel / "base.txz", [("./boot/loader_simp.efi", b"MZ loader")])
     _txz(rel / "src.txz", [("./usr/src/sys/conf/kmod.mk", b"# kmod.mk"),
                            ("./usr/src/share/mk/bsd.kmod.mk", b"# bsd.kmod.mk")])
+    (rel / "SYNTHETIC").write_text("not bootable\n")
     lines = [f"{n}\t{hashlib.sha256((rel / n).read_bytes()).hexdigest()}\t1\t{n[:-4]}\t\"x\"\ton"
              for n in ("base.txz", "kernel.txz", "src.txz")]
     (rel / "MANIFEST").write_text("\n".join(lines) + "\n")
@@ -42,7 +43,7 @@ def make_mirror(root: Path, kernel_members: list[tuple[str, bytes]]) -> Path:
 
 
 def manifest_sha(mirror: Path) -> str:
-    return hashlib.sha256((mirror / "amd64" / RELEASE / "MANIFEST").read_bytes()).hexdigest()
+    return hashlib.sha256((mirror / "releases" / "amd64" / RELEASE / "MANIFEST").read_bytes()).hexdigest()
 
 
 def test_a_member_whose_name_only_begins_with_the_kernels_does_not_replace_it(tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ what it broke.
 wolfSSL 5.9.2's AES-NI key setup panics on FreeBSD's debug kernel, on the base branch of every PR.
 
 1. PR 1 changes nothing of that; no outcome of the base is recorded yet, so its build builds and
-   loads the base too (correctness only) and finds the same panic there: the
-   ``bsdkm/freebsd-kmod-qemu/intelasm`` status is green and says "pre-existing".
+   loads the base too (correctness only) and finds the same panic there; but that base was built
+   beside the PR's code, and the master judges by its database only: the
+   ``bsdkm/freebsd-kmod-qemu/intelasm`` status is red and the panic "new".
 2. A build of the base branch (forced, as the nightly is) records its outcome in the master's
    database (``bsdkm_base_outcomes``).
 3. PR 2 adds a self-test failure; the recorded outcome is read (no base is built), the failure is
@@ -33,6 +34,7 @@ import pytest
 import requests
 import yaml
 from conftest import ROOT, SHARED
+from freebsd_sets import make_kit
 from github_fake import payloads
 from github_fake.master import Master, deliver, write_config
 from github_fake.server import FakeGitHub
@@ -76,7 +78,7 @@ def kernel_config(path: Path, github_url: str) -> Path:
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     doc["variants"]["intelasm"]["targets"] = ["freebsd-kmod-qemu"]
     doc["targets"]["freebsd-kmod-qemu"]["kernels"] = ["debug"]  # the boot that finds the panic
-    doc["freebsd"] = {"kit": str(SHARED / "freebsd")}
+    doc["freebsd"] = {"kit": str(make_kit(path.parent / "kit"))}  # its boots are replayed
     # The default config ships this panic as a known issue (it would say "known"): this test is
     # about what the base branch shows, so the list is left out.
     doc.pop("known_issues", None)
@@ -152,15 +154,18 @@ def test_pre_existing_panic_is_green_and_a_new_selftest_failure_is_red(
     try:
         master.start(kernel_config(tmp_path / "bsdkm.yml", github.url), with_worker=True)
 
-        # 1. Nothing recorded of the base: the PR build loads the base too and finds the panic there.
+        # 1. Nothing recorded of the base: the PR build loads the base too and finds the panic there,
+        # but that base was built beside the PR's code: the master judges by its database, where
+        # nothing is recorded yet, so the panic is new.
         status, props = run_pr(master, github, 101, HEAD_SAME)
-        assert status["state"] == "success", status
-        assert "pre-existing" in status["description"], status
+        assert status["state"] == "failure", status
+        assert "new" in status["description"] and "master recorded" in status["description"], status
         assert props["bsdkm_base_correctness"] is True
-        triage = props["bsdkm_triage"]
+        triage = props["bsdkm_triage"]  # the worker's own triage, beside the PR's code
         assert triage["counts"] == {"pre-existing": 1} and triage["blocking"] == 0
+        assert "bsdkm_base_outcomes" not in props
         assert outcome_rows(master) == []  # a PR build records nothing
-        assert "Pre-existing" in final_comment(github, 101)  # the comment agrees with the status
+        assert "New" in final_comment(github, 101)  # the comment agrees with the status
 
         # 2. A build of the base branch records its outcome: the debug kernel's panic.
         bsid = force_base_build(master)

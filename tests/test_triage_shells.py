@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SHARED
+from freebsd_sets import make_kit
 from test_pipeline_freebsd_base import _config, _tree, worker  # noqa: F401 - the FreeBSD double fixture
 
 from buildbot_bsdkm.buildbot import summaries
@@ -85,7 +86,7 @@ variants:
     flags: [--enable-aesni, --enable-intelasm, --enable-sp-asm, --disable-ecc]
     targets: [freebsd-kmod-qemu]
 policy: {ROOT / "policies" / "default.yml"}
-freebsd: {{kit: {SHARED / "freebsd"}}}
+freebsd: {{kit: KIT}}
 """
 
 
@@ -95,7 +96,7 @@ def panicking_head(tmp_path: Path) -> tuple[Path, list[str]]:
     scenario = tmp_path / "scenario.json"
     scenario.write_text(json.dumps({"base_commit": BASE,
                                     "consoles": {BASE: {"debug": log}, HEAD: {"debug": log}}}))
-    (tmp_path / "bsdkm.yml").write_text(CONFIG)
+    (tmp_path / "bsdkm.yml").write_text(CONFIG.replace("KIT", str(make_kit(tmp_path / "kit"))))
     cmd = [sys.executable, str(ROOT / "tests" / "triage_double" / "replay.py"), str(scenario), "stage"]
     common = ["--variant", "intelasm", "--target", "freebsd-kmod-qemu", "--out", str(tmp_path / "out"),
               "--config", str(tmp_path / "bsdkm.yml")]
