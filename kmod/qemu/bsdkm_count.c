@@ -35,8 +35,8 @@
  *   bsdkm-count: void reason=TEXT
  *   bsdkm-count: end items=N void=0|1
  *
- * Only the plugin ABI of QEMU's plugin API version 1 (QEMU 4.2 to 8.0) is declared here, from its
- * documentation; no QEMU header is needed.
+ * Only the parts of QEMU's plugin ABI (API version 1, as QEMU 7.2 accepts) this plugin uses are
+ * declared here, from the documentation; no QEMU header is needed.
  */
 #include <inttypes.h>
 #include <stdarg.h>
