@@ -17,7 +17,7 @@ from buildbot_bsdkm.buildbot.steps import Gate
 from buildbot_bsdkm.contract import BASE_OUTCOMES_PROPERTY, TRIAGE_PROPERTY
 from buildbot_bsdkm.github.aggregate import WARNINGS, BuildFacts, PrReport, commit_status
 from buildbot_bsdkm.github.render import judged_status
-from buildbot_bsdkm.model import LogResult, RunResult, SelfTest, to_json
+from buildbot_bsdkm.model import LogResult, RunResult, SelfTest, from_json, to_json
 from buildbot_bsdkm.policy import load_policy
 
 SIG = "selftest: AES-GCM (-216)"
@@ -92,3 +92,48 @@ def test_base_counts_carried_by_a_pr_head_are_marked_measured_beside_pr_code() -
                                                     BASE_METADATA_KEY: counts(100)})
     notes = evaluate([head], policy).notes
     assert any("counted next to it, measured beside PR code" in n for n in notes), notes
+
+
+def _selftest_run(variant: str, ok: bool, counts: int | None = None,
+                  carried: int | None = None) -> RunResult:
+    from buildbot_bsdkm.perf.instructions import BASE_METADATA_KEY, METADATA_KEY, InstructionCounts, ItemCount
+
+    def rec(n: int) -> dict[str, Any]:
+        return InstructionCounts([ItemCount("SHA-256", amount=1000, instructions=n)]).to_dict()
+
+    meta: dict[str, Any] = {}
+    if counts is not None:
+        meta[METADATA_KEY] = rec(counts)
+    if carried is not None:
+        meta[BASE_METADATA_KEY] = rec(carried)
+    return RunResult(variant, "userspace", metadata=meta, logs=[LogResult(
+        "test.log", tests=[SelfTest("AES-GCM", ok, code=None if ok else -216)], complete=True)])
+
+
+def test_the_actions_report_takes_no_outcome_or_count_from_the_base_the_test_job_built(tmp_path: Any) -> None:
+    """Fails on the old code: the base-runs.json of the test job (where the PR's code ran) made the
+    PR's failure pre-existing, and its counts (and those the head carried) were the ones compared."""
+    from buildbot_bsdkm.commands.action import results as action_cmd
+    from buildbot_bsdkm.commands.action.triage_inputs import NIGHTLY_COUNTS_NOTE
+    from buildbot_bsdkm.pipeline.report_out import BASE_RUNS_JSON
+
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    # The head regressed SHA-256 by 20 %; beside it, its base "has" the failure and "the same" count.
+    (merged / "summary.json").write_text(to_json([_selftest_run("noasm", False, 1200, carried=1200)]))
+    (merged / BASE_RUNS_JSON).write_text(to_json([_selftest_run("noasm", False, 1200)]))
+    nightly = tmp_path / "nightly.json"
+    nightly.write_text(to_json([_selftest_run("noasm", True, 1000)]))
+    policy = tmp_path / "policy.yml"
+    policy.write_text("complete: false\ninstructions:\n  items: {SHA-256: 1000}\nregressions:\n"
+                      "  - {pattern: '*', max_pct: 0.5, metric: instructions}\n")
+    config = tmp_path / "bsdkm.yml"
+    config.write_text(f"policy: {policy}\ntargets: {{userspace: null}}\n"
+                      "variants:\n  noasm: {targets: [userspace]}\n")
+    req = action_cmd.ResultsRequest(out=merged, baseline=nightly, config=config)
+    verdict = action_cmd._judge(req, from_json((merged / "summary.json").read_text()))
+    selftest = next(c for c in verdict.checks if c.name == "AES-GCM")
+    assert selftest.triage == "new" and selftest.blocking, selftest
+    sha = next(c for c in verdict.checks if c.name == "instructions:SHA-256")
+    assert not sha.passed and "20" in sha.message, sha
+    assert NIGHTLY_COUNTS_NOTE in verdict.notes

@@ -45,7 +45,7 @@ from .io import (
     write_runner_files,
     write_text,
 )
-from .triage_inputs import triage_for
+from .triage_inputs import nightly_counts, triage_for
 from .workflow import Annotation, Level
 
 REPORT_MD = "report.md"
@@ -282,9 +282,10 @@ def _policy_for(req: ResultsRequest) -> Policy:
 def _judge(req: ResultsRequest, runs: list[RunResult]) -> Verdict:
     policy = _policy_for(req)
     # Triage: the base branch's outcomes in the results store (the artifact) and a base built here.
-    triage = triage_for(req.config, policy, runs, req.baseline_file, req.baseline_dir, _measured_base(req),
-                        req.base_outcomes_dir)
-    verdict = evaluate(runs, policy, _baseline_for(req), triage=triage)
+    triage = triage_for(req.config, policy, runs, req.baseline_file, req.baseline_dir, req.base_outcomes_dir)
+    heads, bases, notes = nightly_counts(runs, _baseline_for(req), _artifact_baseline(req))
+    verdict = evaluate(heads, policy, bases, triage=triage)
+    verdict.notes += notes
     if req.baseline_dir is not None and req.baseline is None and req.baseline_file is None:
         verdict.notes.append(f"baseline artifact has no {SUMMARY_JSON} ({req.baseline_dir}): "
                              "first run on this branch? regressions were not checked")
@@ -302,6 +303,15 @@ def _baseline_for(req: ResultsRequest) -> list[RunResult] | None:
         raise UsageError(f"baseline: {e}") from None
     # A base measured next to the head (same runner, interleaved) beats the artifact's for its pairs.
     return baseline_for(measured, baseline, per_pair=True)
+
+
+def _artifact_baseline(req: ResultsRequest) -> list[RunResult] | None:
+    """The base branch's runs (baseline artifact, or the config's baseline): the base counts' source."""
+    path = req.baseline_file or req.config_paths[1]
+    try:
+        return from_json(read_text(path, "baseline"), str(path)) if path is not None else None
+    except ModelError as e:
+        raise UsageError(f"baseline: {e}") from None
 
 
 def _measured_base(req: ResultsRequest) -> list[RunResult]:

@@ -3,22 +3,27 @@
 The Action's results store is the base branch's artifacts: ``baseline-dir`` (the summary.json of
 its last passing run, the perf baseline) and ``base-outcomes-dir`` (the summary.json of its last
 run, passed or failed, which the nightly or a push to the base uploads) and, when one carries it,
-the history directory ``bsdkm-ci history add`` keeps (``<dir>/outcomes/``). The runs of a base
-built next to the head (``base-runs.json``, kernel targets included) are the newest outcome.
-Known issues come from the config, as for ``junit``/``compare --config``.
+the history directory ``bsdkm-ci history add`` keeps (``<dir>/outcomes/``). Known issues come
+from the config, as for ``junit``/``compare --config``.
+
+The base the test jobs built next to the head (``base-runs.json``) was built where the PR's code
+ran: it gives the timed rounds their interleaved base, never the base's outcomes or instruction
+counts, which come from the base branch's artifacts only (``nightly_counts``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ...model import RunResult
+from ...perf.instructions import BASE_METADATA_KEY, METADATA_KEY
 from ...perf.store import StoreError
 from ...policy import Policy, Verdict, evaluate
 from ...triage.classify import TriageInputs
 from ...triage.outcome_store import OutcomeDirStore
-from ...triage.outcomes import BaseOutcome, outcomes_of
+from ...triage.outcomes import BaseOutcome
 from ..errors import UsageError
 from ..triage_args import base_outcomes, known_issues
 
@@ -42,16 +47,45 @@ def stored_outcomes(store_dir: Path | None, runs: list[RunResult]) -> list[BaseO
 
 
 def triage_for(config: Path | None, policy: Policy, runs: list[RunResult], baseline_doc: Path | None,
-               store_dir: Path | None, measured_base: list[RunResult],
-               outcomes_dir: Path | None = None) -> TriageInputs:
+               store_dir: Path | None, outcomes_dir: Path | None = None) -> TriageInputs:
     """Known issues of ``config`` (as ``junit``/``compare --config``) and the base outcomes, oldest
     first: the history directories' records, the baseline's run (a passing one), the base-outcomes
-    artifact's last run (passed or failed: the newest), the base built next to the head."""
+    artifact's last run (passed or failed: the newest). Not the base built next to the head: the
+    PR's configure and make ran there first and could make the PR's failure look like the base's."""
     base = stored_outcomes(store_dir, runs) + stored_outcomes(outcomes_dir, runs)
     if baseline_doc is not None:
         base += base_outcomes([str(baseline_doc)], _judge(policy))
     if outcomes_dir is not None and (outcomes_dir / "summary.json").is_file():
         base += base_outcomes([str(outcomes_dir / "summary.json")], _judge(policy))
-    if measured_base:
-        base += outcomes_of(measured_base, evaluate(measured_base, policy, triage=TriageInputs()))
     return TriageInputs(known=known_issues(str(config) if config else None), base=base)
+
+
+NIGHTLY_COUNTS_NOTE = ("instruction counts of the base: the base branch's artifact's only (the test jobs "
+                       "counted theirs beside the PR's code)")
+
+
+def nightly_counts(heads: Sequence[RunResult], bases: Sequence[RunResult] | None,
+                   artifact: Sequence[RunResult] | None) -> tuple[list[RunResult], list[RunResult] | None,
+                                                                   list[str]]:
+    """Heads without the base counts they carry, and the bases the gate compares with holding the
+    artifact's counts of their pair (none when it has none), with a note when a count was dropped.
+
+    Both dropped counts were made in a test job, where the PR's code ran before the base's count."""
+    counted = {(r.target, r.variant): r.metadata[METADATA_KEY] for r in artifact or []
+               if r.metadata.get(METADATA_KEY)}
+    dropped = False
+
+    def without(run: RunResult, keys: tuple[str, ...], graft: bool) -> RunResult:
+        nonlocal dropped
+        if not any(k in run.metadata for k in keys) and not graft:
+            return run
+        meta = {k: v for k, v in run.metadata.items() if k not in keys}
+        if graft and (run.target, run.variant) in counted:
+            meta[METADATA_KEY] = counted[(run.target, run.variant)]
+        dropped = dropped or any(run.metadata.get(k) != meta.get(k) for k in keys)
+        return dataclasses.replace(run, metadata=meta)
+
+    out_heads = [without(r, (BASE_METADATA_KEY,), False) for r in heads]
+    both = (METADATA_KEY, BASE_METADATA_KEY)
+    out_bases = None if bases is None else [without(r, both, True) for r in bases]
+    return out_heads, out_bases, [NIGHTLY_COUNTS_NOTE] if dropped else []
