@@ -45,7 +45,7 @@ def item_name(path: str, alg: str, size: int) -> str:
 
 def split_name(name: str) -> tuple[str, str, int] | None:
     """(path, algorithm, block bytes) of an ``afalg:`` item name; None for other names."""
-    m = re.fullmatch(r"afalg:([^:]+):(.+)@(\d+)", name)
+    m = re.fullmatch(r"\Aafalg:([^:]+):(.+)@(\d+)", name)
     return (m[1], m[2], int(m[3])) if m else None
 
 

@@ -56,7 +56,9 @@ _HW_SW_TAILS = frozenset((" HW", " SW"))
 BENCH_HEADER = re.compile(r"wolfCrypt Benchmark \(block bytes (?P<block>\d+), min (?P<min>[\d.]+) sec each\)")
 BENCH_ITEM_FAILED = re.compile(r"^Benchmark (?P<desc>.+?) failed: (?P<code>-?\d+)\s*$")
 VERSION = re.compile(r"^\s*wolfSSL version (?P<version>\S+)")
-TEST_RESULT = re.compile(r"^(?P<name>\S.*?) +test (?P<result>passed|failed)!\s*$")
+# The name ends at a character other than a space and the spaces after it are taken whole: a name
+# allowed to end inside a long run of spaces would try the run again from each space (quadratic).
+TEST_RESULT = re.compile(r"^(?P<name>\S(?:.*?[^ ])??) ++test (?P<result>passed|failed)!\s*$")
 TEST_ERROR = re.compile(
     r"^\s*error L=(?P<line>\d+)"
     r"(?: (?:code=(?P<code>-?\d+)|errno=(?P<errno>-?\d+)|i=(?P<i>-?\d+)))?"
