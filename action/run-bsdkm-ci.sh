@@ -30,7 +30,9 @@ if [ -n "${BSDKM_SOURCE:-}" ]; then
   config="$out/bsdkm.action.yml"
 fi
 
-args=(--out "$out")
+# A configured target whose inputs this runner cannot get is an infrastructure failure here (retried,
+# then an error), never a green "not run".
+args=(--out "$out" --unavailable fail)
 [ -n "$config" ] && args+=(--config "$config")
 for v in ${BSDKM_VARIANTS//,/ }; do args+=(--variant "$v"); done
 for t in ${BSDKM_TARGETS//,/ }; do args+=(--target "$t"); done
