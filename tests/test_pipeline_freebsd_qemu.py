@@ -1,10 +1,11 @@
 """freebsd-kmod-qemu through the whole pipeline: `bsdkm-ci run --target freebsd-kmod-qemu`.
 
-Real wolfSSL 5.9.2 bsdkm builds (clang 19 + bmake against the kit's sysroot, cached by their inputs)
-booted on the kit's real FreeBSD 15.0-CURRENT kernels under QEMU TCG. One variant pair on both
+Real wolfSSL 5.9.2 bsdkm builds (clang 19 + bmake against each kernel's own sources, cached by their
+inputs) booted on FreeBSD's release and CURRENT snapshot kernels under QEMU TCG, from the sets that
+``BSDKM_FREEBSD_SETS`` names (skipped without them). One variant pair on both
 kernels (the full matrix is the main job's):
 - ``aesni`` (AES-NI, no benchmark): the debug kernel panics in AES_set_decrypt_key_AESNI
-  (malloc with a critical section held: wolfSSL 5.9.2's bug, found by the kit's first runs);
+  (malloc with a critical section held: wolfSSL 5.9.2's bug);
   the release kernel kldloads it, self-test passes, kldunload prints its line.
 - ``short`` (no RSA/DH/ECC/ML-KEM and fewer AES modes, so the whole-second benchmark is short):
   the debug kernel's preloaded self-test passes and the run stops at the benchmark (no clock yet);

@@ -134,11 +134,9 @@ class Kit:
         if sums.is_file():
             lines = [ln for ln in sums.read_text(errors="replace").splitlines() if "sysroot/" in ln]
             return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
-        stamp = self.root / STAMP
-        if stamp.is_file():  # a set's kit: its MANIFEST names every byte of it
-            return hashlib.sha256(stamp.read_bytes() + (self.root.parent / "MANIFEST").read_bytes()
-                                  if (self.root.parent / "MANIFEST").is_file() else stamp.read_bytes()
-                                  ).hexdigest()[:16]
+        manifest = self.root.parent / "MANIFEST"
+        if (self.root / STAMP).is_file() and manifest.is_file():  # a set's kit: its MANIFEST names every byte
+            return hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
         return str(self.root.resolve())
 
 
