@@ -79,7 +79,7 @@ LABELS: dict[str, str] = {
 }
 # The record's words that name the bug (not its numbers): the failure signature's title.
 _TITLE_KEYS = ("reason", "bug", "oops", "lockdep", "trap_message", "check", "lock", "wmesg", "file", "why")
-MAX_CHECKS_PER_RUN = 40  # a storm of repeats is one line per record up to here, then one summary
+MAX_CHECKS_PER_RUN = 40  # rows per run; every record is judged, those past the cap fold into one row
 
 
 @dataclass(frozen=True)
@@ -160,13 +160,17 @@ def records(run: RunResult) -> Iterator[tuple[LogResult, KernelEvent]]:
 def checks(run: RunResult, rules: KernelRules) -> list[dict[str, Any]]:
     """Check fields (name, kind, passed, message, value, unit, detail) for every judged record."""
     out: list[dict[str, Any]] = []
-    skipped = 0
+    skipped: list[tuple[LogResult, KernelEvent]] = []
+    failing: list[tuple[LogResult, KernelEvent]] = []  # among the skipped
     for log, ev in records(run):
         j = judge(ev, run.target, rules)
         if j.severity == "ignore":
             continue
         if len(out) >= MAX_CHECKS_PER_RUN:
-            skipped += 1
+            # Folded, never unjudged: a lockup storm must not hide the KASAN report after it.
+            skipped.append((log, ev))
+            if j.severity == "fail":
+                failing.append((log, ev))
             continue
         verdict = "fails" if j.severity == "fail" else "warning"
         msg = (f"{verdict}: {describe(ev)} — {j.classification} ({j.why}); "
@@ -189,9 +193,15 @@ def checks(run: RunResult, rules: KernelRules) -> list[dict[str, Any]]:
             },
         })
     if skipped:
-        out.append({"name": "kernel:more", "kind": CHECK_KIND, "passed": all(c["passed"] for c in out),
-                    "message": f"{skipped} more kernel records (see the report)",
-                    "detail": {"severity": "warn"}})
+        message = f"{len(skipped)} more kernel records (see the report)"
+        if failing:
+            log, ev = failing[0]
+            message = (f"fails: {len(skipped)} more kernel records, {len(failing)} failing, the first: "
+                       f"{describe(ev)}; {log.source} {line_range(ev)}")
+        out.append({"name": "kernel:more", "kind": CHECK_KIND, "passed": not failing, "message": message,
+                    "detail": {"severity": "fail" if failing else "warn", "records": len(skipped),
+                               "failing": len(failing),
+                               "failing_kinds": sorted({ev.kind for _log, ev in failing})}})
     return out
 
 
