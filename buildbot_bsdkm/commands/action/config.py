@@ -11,8 +11,10 @@ from ...support.yaml_reader import dump, load_plain
 from ..errors import EXIT_OK, UsageError
 from .io import optional_path, read_text, write_text
 
-# Top-level keys holding paths relative to the config file; the copy lives elsewhere.
-CONFIG_PATH_KEYS = ("policy", "baseline", "cache_dir")
+# Top-level keys holding paths relative to the config file; the copy lives elsewhere. known_issues
+# is a path when it names a file (a list otherwise); freebsd's kit and a mirror that is a directory too.
+CONFIG_PATH_KEYS = ("policy", "baseline", "cache_dir", "known_issues")
+FREEBSD_PATH_KEYS = ("kit", "mirror")
 
 
 def register(asub: argparse._SubParsersAction) -> None:
@@ -36,16 +38,22 @@ def config_with_source(config: Path, source: Path) -> str:
         raise UsageError(f"source {source} is not a directory")
     base = config.resolve().parent
     doc["source"] = {"local": str(source.resolve())}
-    for key in CONFIG_PATH_KEYS:
-        value = doc.get(key)
-        if isinstance(value, str) and not Path(value).expanduser().is_absolute():
-            doc[key] = str(base / value)
+    _rebase(doc, CONFIG_PATH_KEYS, base)
+    if isinstance(doc.get("freebsd"), dict):
+        _rebase(doc["freebsd"], FREEBSD_PATH_KEYS, base)
     derived = dump(doc)
     try:
         parse_config(derived, f"{config} with source {source}", base)
     except ConfigError as e:
         raise UsageError(str(e)) from None
     return derived
+
+
+def _rebase(doc: dict[str, object], keys: tuple[str, ...], base: Path) -> None:
+    for key in keys:
+        value = doc.get(key)
+        if isinstance(value, str) and "://" not in value and not Path(value).expanduser().is_absolute():
+            doc[key] = str(base / value)
 
 
 def run_config(args: argparse.Namespace) -> int:
