@@ -454,6 +454,12 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def load_document(text: str, source: str = "<json>") -> Any:
+    """Any JSON document a shell reads (results, summaries, base results), under the same limits as
+    ``from_json``: nesting, NaN/Infinity, integer size; ModelError names the problem."""
+    return _load_json(text, source)
+
+
 def _load_json(text: str, source: str) -> Any:
     if _json_depth(text) > MAX_JSON_DEPTH:
         raise ModelError(f"{source}: JSON nested deeper than {MAX_JSON_DEPTH} levels: not a results document")

@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..model import ModelError, RunResult, from_json
+from ..model import ModelError, RunResult, from_json, load_document
 from ..policy import Verdict, evaluate
 from ..triage.classify import TriageInputs
 from ..triage.signature import signature
@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _judged(path: str) -> tuple[list[RunResult], Verdict] | None:
     """A results document that carries its verdict (summary.json), else None."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        doc = load_document(Path(path).read_text(encoding="utf-8"), path)
+    except (OSError, UnicodeDecodeError, ValueError):  # ModelError too: deeper than Python's decoder goes
         return None  # load_runs names the problem
     if not isinstance(doc, dict) or not isinstance(doc.get("verdict"), dict):
         return None

@@ -8,14 +8,13 @@ judged with the same policy when a document carries no verdict.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ..config.bsdkm_yml import ConfigError, load_config
-from ..model import RunResult
+from ..model import ModelError, RunResult, load_document
 from ..policy import Policy, Verdict, evaluate
 from ..triage.classify import TriageInputs
 from ..triage.known import KnownIssueError, KnownIssues
@@ -43,11 +42,13 @@ def base_outcomes(paths: list[str], judge: Callable[[list[RunResult]], Verdict])
     for path in paths:
         p = Path(path)
         try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
+            doc = load_document(p.read_text(encoding="utf-8"), path)
         except FileNotFoundError:
             raise UsageError(f"{path}: no such file") from None
         except (OSError, UnicodeDecodeError) as e:
             raise UsageError(f"{path}: cannot be read: {e}") from None
+        except ModelError as e:  # nesting Python's decoder cannot follow, NaN, huge integers
+            raise UsageError(str(e)) from None
         except ValueError as e:
             raise UsageError(f"{path}: not a JSON results document: {e}") from None
         if not isinstance(doc, dict):
