@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,12 +91,15 @@ def test_regressed_and_failing_run(dirs: dict[str, Path], tmp_path: Path) -> Non
     assert out["summary"] == "FAIL: 29 of 104 checks failed (regression, selftest)"
 
     lines = proc.stdout.splitlines()
-    assert lines[0] == ("::error title=Self-test failed%3A PWDBASED (code -125) [userspace/aesni-avx]::"
-                        "userspace/aesni-avx: PWDBASED self-test failed: error L=34448 code=-125 "
-                        "(out of memory error)")
-    assert lines[1] == ("::error title=Regression%3A AES-128-CBC-enc -76.5%25%2C limit 15.0%25 "
-                        "(312 MiB/s vs baseline 1328 MiB/s) [userspace/aesni-avx]::userspace/aesni-avx: "
-                        "AES-128-CBC-enc 312 MiB/s is 76.5%25 below baseline 1328 MiB/s (limit 15%25)")
+    # Each annotation points at the log line its check is about (file=, line=).
+    assert re.fullmatch(r"::error title=Self-test failed%3A PWDBASED \(code -125\) \[userspace/aesni-avx\],"
+                        r"file=\S+/testwolfcrypt_FAIL_ulimit_v8000\.txt,line=77::"
+                        r"userspace/aesni-avx: PWDBASED self-test failed: error L=34448 code=-125 "
+                        r"\(out of memory error\)", lines[0]), lines[0]
+    assert re.fullmatch(r"::error title=Regression%3A AES-128-CBC-enc -76\.5%25%2C limit 15\.0%25 "
+                        r"\(312 MiB/s vs baseline 1328 MiB/s\) \[userspace/aesni-avx\],file=\S+,line=\d+::"
+                        r"userspace/aesni-avx: AES-128-CBC-enc 312 MiB/s is 76\.5%25 below baseline "
+                        r"1328 MiB/s \(limit 15%25\)", lines[1]), lines[1]
     assert sum(line.startswith("::error ") for line in lines) == 10  # GitHub shows 10 per step
     assert lines[-1] == ("::notice title=bsdkm-ci%3A annotations truncated::"
                          "19 more error annotation(s) not shown; see the job summary")

@@ -276,10 +276,11 @@ class Config:
             return found
         names = variants or [n for n, v in self.variants.items() if v.enabled]
         have = "; ".join(f"{n}: {', '.join(self.variants[n].targets) or 'no targets'}" for n in names)
-        wanted = f"targets {', '.join(targets)}" if targets else "any target"
-        which = f"variants {', '.join(variants)}" if variants else "the enabled variants"
+        wanted = f"target {', '.join(targets)}" if targets else "target"
+        which = f"variant {', '.join(variants)}" if variants else "the enabled variants"
         raise ConfigError(str(self.path or "<config>"), None, "variants",
-                          f"{which} have no run on {wanted} (targets per variant: {have or 'none enabled'})")
+                          f"the selection runs nothing: {which} has no {wanted} "
+                          f"(targets per variant: {have or 'none enabled'})")
 
     def configure_flags(self, target: str, variant: str) -> list[str]:
         """Target's common flags, then the variant's (which win over a target flag of the same name)."""

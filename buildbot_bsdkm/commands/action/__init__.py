@@ -9,10 +9,14 @@ module per job, on top of the same core the Buildbot shell uses:
   (several jobs' results into one document for the report job);
 * ``attempts.py``  ``retry`` (run a command again only when ``classify`` says infrastructure)
   and ``vm-check`` (after a failed FreeBSD VM step: retry it or not);
-* ``comment.py``   keep the one marked PR comment up to date with the Markdown report;
+* ``comment.py``   keep the one marked PR comment up to date with the Markdown report
+  (``comment-mode``; which earlier comment is ours, without being told the bot's login);
+* ``status.py``    a commit status per (target, variant) on the PR head (``states.py``: the
+  states, the check counts and what ``fail-on`` makes fail the job);
+* ``run_pr.py``    in a ``workflow_run`` job, the fork PR whose run finished (checked through the API);
 * ``trigger.py``   ``issue_comment`` event → whether (and which variants) to retest, after
   checking the commenter's permission through the API (``github.py``: API context, client run);
-* ``config.py``    a ``bsdkm.yml`` that builds the workflow's own checkout;
+* ``config.py``    a ``bsdkm.yml`` that builds the workflow's own checkout, and the build cache's key;
 * ``io.py``        what they share: file names of a run, reading/writing files, runner files.
 """
 
@@ -20,17 +24,21 @@ from __future__ import annotations
 
 import argparse
 
-from . import attempts, comment, config, results, trigger
+from . import attempts, comment, config, results, run_pr, status, trigger
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("action", help="steps of the GitHub Action (outputs, gate, retry, comment, trigger)")
+    p = sub.add_parser("action", help="steps of the GitHub Action (outputs, gate, retry, comment, status, "
+                                         "trigger)")
     asub = p.add_subparsers(dest="action_command", required=True, parser_class=type(p))
     results.register_outputs(asub)
     results.register_gate(asub)
     attempts.register_retry(asub)
     comment.register(asub)
+    status.register(asub)
+    run_pr.register(asub)
     trigger.register(asub)
     attempts.register_vm_check(asub)
     results.register_merge(asub)
     config.register(asub)
+    config.register_cache_key(asub)

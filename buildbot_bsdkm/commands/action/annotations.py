@@ -8,7 +8,11 @@ the title of any but a new one says which (``[pre-existing since 5.9.2]``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
+from ...model import RunResult
 from ...policy import (
     Check,
     CheckKind,
@@ -70,3 +74,39 @@ def _numbers(value: float | None, other: float | None, unit: str | None, word: s
         return ""
     u = f" {unit}" if unit else ""
     return f" ({fmt_num(value)}{u} {word} {fmt_num(other)}{u})"
+
+
+def check_location(c: Check, runs: Sequence[RunResult], out: Path | None = None) -> dict[str, Any]:
+    """``file``/``line`` of the log line a check is about (empty when it has none).
+
+    The file is relative to the working directory (the workspace) when the log is under it, so
+    GitHub links the annotation to it; a log elsewhere is named as the run recorded it.
+    """
+    run = next((r for r in runs if (r.target, r.variant) == (c.target, c.variant)), None)
+    if run is None:
+        return {}
+    found: tuple[str, int | None] | None = None
+    if c.kind == CheckKind.SELFTEST:
+        found = next(((log.source, t.line) for log in run.logs for t in log.tests
+                      if t.name == c.name and not t.passed), None)
+    elif c.item is not None and 0 <= c.item < len(run.benchmarks):
+        wanted = run.benchmarks[c.item]
+        found = next(((log.source, b.line) for log in run.logs for b in log.benchmarks if b is wanted), None)
+    elif c.log_source is not None:
+        found = (c.log_source, None)
+    elif c.kind == CheckKind.KERNEL and isinstance(c.detail, dict) and isinstance(c.detail.get("line"), int):
+        source = c.detail.get("source")
+        found = (source, c.detail["line"]) if isinstance(source, str) else None
+    if found is None or not found[0]:
+        return {}
+    return {"file": _workspace_path(found[0], out), "line": found[1]}
+
+
+def _workspace_path(source: str, out: Path | None) -> str:
+    path = Path(source)
+    if not path.is_absolute() and out is not None and not path.exists() and (out / path).exists():
+        path = out / path
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (OSError, ValueError):
+        return source

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
+import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
-from ...config.bsdkm_yml import ConfigError, default_config_path, parse_config
+from ...config.bsdkm_yml import Config, ConfigError, default_config_path, load_config, parse_config
 from ...support.yaml_reader import dump, load_plain
 from ..errors import EXIT_OK, UsageError
-from .io import optional_path, read_text, write_text
+from .io import optional_path, read_text, write_runner_files, write_text
 
 # Top-level keys holding paths relative to the config file; the copy lives elsewhere. known_issues
 # is a path when it names a file (a list otherwise); freebsd's kit and a mirror that is a directory too.
@@ -60,4 +65,56 @@ def run_config(args: argparse.Namespace) -> int:
     derived = config_with_source(args.config or default_config_path(), args.source)
     write_text(args.write, derived)
     print(f"bsdkm-ci: {args.write}: builds {args.source.resolve()}", file=sys.stderr)
+    return EXIT_OK
+
+
+def register_cache_key(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("cache-key", help="the wolfSSL build cache's key: the source and the flags it builds")
+    p.add_argument("--config", type=optional_path, help="bsdkm.yml (default: bsdkm-ci's own)")
+    p.add_argument("--variants", default="", help="the variants input")
+    p.add_argument("--targets", default="", help="the targets input")
+    p.add_argument("--source", type=optional_path, help="wolfSSL source tree (its commit)")
+    p.set_defaults(func=run_cache_key)
+
+
+def _names(text: str) -> list[str] | None:
+    names = [n for n in text.replace(",", " ").split() if n]
+    return names or None
+
+
+def _source_identity(source: Path | None) -> str:
+    """The checkout's commit; a tree that is no git checkout is named by its configure script."""
+    if source is None:
+        return "config-source"
+    try:
+        done = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=30, check=False)
+    except OSError:
+        done = None
+    if done is not None and done.returncode == 0 and done.stdout.strip():
+        return done.stdout.strip()
+    configure = source / "configure.ac"
+    data = configure.read_bytes() if configure.is_file() else str(source.resolve()).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def cache_keys(config: Config, variants: list[str] | None, targets: list[str] | None,
+               source: Path | None) -> dict[str, str]:
+    """``key`` (source and flags) and ``restore`` (flags only: an older source's objects still help)."""
+    pairs = config.selected_pairs(variants, targets)
+    flags = [[t, v, *config.configure_flags(t, v), *config.cflags(t, v)] for t, v in pairs]
+    digest = hashlib.sha256(json.dumps(flags).encode()).hexdigest()[:16]
+    restore = f"bsdkm-ccache-{digest}-"
+    return {"key": restore + _source_identity(source)[:40], "restore": restore}
+
+
+def run_cache_key(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    path = args.config or default_config_path()
+    try:
+        config = load_config(path)
+        keys = cache_keys(config, _names(args.variants), _names(args.targets), args.source)
+    except ConfigError as e:
+        raise UsageError(f"bad selection: {e}") from None
+    write_runner_files(env, keys, "")
     return EXIT_OK

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
 from functools import cached_property
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from ...report.junit import junit_xml
 from ...report.verdict import markdown_report
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
 from . import workflow as actions
-from .annotations import check_annotation
+from .annotations import check_annotation, check_location
 from .io import (
     RUN_EXIT_CODE,
     SUMMARY_JSON,
@@ -45,6 +46,8 @@ from .io import (
     write_runner_files,
     write_text,
 )
+from .states import counts as check_counts
+from .states import fail_on_choice, job_fails, json_output, run_states
 from .triage_inputs import nightly_counts, triage_for
 from .workflow import Annotation, Level
 
@@ -85,6 +88,9 @@ def register_outputs(asub: argparse._SubParsersAction) -> None:
 def register_gate(asub: argparse._SubParsersAction) -> None:
     p = asub.add_parser("gate", help="exit 1 when the run's verdict failed, 0 when it passed")
     _results_args(p)
+    p.add_argument("--fail-on", type=fail_on_choice, default="regression",
+                   help="what fails the job: new (failures the base does not have), regression "
+                        "(the policy's verdict, default), inconclusive (also unjudged items), never")
     p.set_defaults(func=run_gate)
 
 
@@ -176,6 +182,7 @@ class RunOutcome:
     report_path: Path | None
     junit_paths: list[Path]
     unusable: str | None = None  # the run left nothing to judge: why
+    out: Path | None = None  # the run's directory (annotations point at its logs)
 
     @property
     def passed(self) -> bool:
@@ -201,7 +208,11 @@ class RunOutcome:
         return self.verdict.summary()
 
     def outputs(self) -> dict[str, str]:
+        usable = self.unusable is None
+        states = run_states(self.runs, self.verdict) if usable else []
         return {
+            **{k: str(v) for k, v in check_counts(self.verdict, usable).items()},
+            "json": json_output(self.verdict_word(), self.verdict, usable, states),
             "verdict": self.verdict_word(),
             "junit-path": "\n".join(str(p) for p in self.junit_paths),
             "report-path": str(self.report_path) if self.report_path else "",
@@ -214,7 +225,8 @@ class RunOutcome:
     def annotations(self) -> list[Annotation]:
         if self.unusable is not None:
             return [Annotation(Level.ERROR, self.unusable, title="bsdkm-ci: no results")]
-        found = [check_annotation(c) for c in self.verdict.failures]
+        found = [dataclass_replace(check_annotation(c), **check_location(c, self.runs, self.out))
+                 for c in self.verdict.failures]
         found += [Annotation(Level.WARNING, note, title="bsdkm-ci note") for note in self.verdict.notes]
         found += [Annotation(Level.WARNING, f"{c.run_label}: {c.message}", title=kernel_health.title(c))
                   for c in self.verdict.checks if kernel_health.is_warning(c)]
@@ -241,7 +253,8 @@ def load_outcome(req: ResultsRequest) -> RunOutcome:
     reuse = stored is not None
     report = _report_for(req, runs, verdict, reuse=reuse)
     markdown = read_text(report, "report")
-    return RunOutcome(runs, verdict, markdown, report, _junit_for(req, runs, verdict, reuse=reuse))
+    junit = _junit_for(req, runs, verdict, reuse=reuse)
+    return RunOutcome(runs, verdict, markdown, report, junit, out=req.out)
 
 
 def _unusable_outcome(req: ResultsRequest, why: str) -> RunOutcome:
@@ -363,7 +376,10 @@ def run_outputs(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
 def run_gate(args: argparse.Namespace) -> int:
     outcome = load_outcome(ResultsRequest.from_args(args))
     print(f"bsdkm-ci: {outcome.headline()}")
-    return EXIT_OK if outcome.passed else EXIT_FAILED
+    fails = job_fails(outcome.verdict, outcome.unusable is None, args.fail_on)
+    if fails != (not outcome.passed):
+        print(f"bsdkm-ci: fail-on {args.fail_on}: the job {'fails' if fails else 'passes'}")
+    return EXIT_FAILED if fails else EXIT_OK
 
 
 def merge_results(sources: Sequence[Path]) -> tuple[list[RunResult], list[str]]:
