@@ -44,9 +44,13 @@ _MARKS = re.compile(f"[{_CODE_OPEN}{_CODE_CLOSE}]")
 # "[x](https://evil)" or "@org/team" must show as text, never become a link, a ping or a new row.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&])")
 # GitHub links @user/@org/team and #123 after rendering, so a backslash does not stop them (it is
-# consumed first): a zero-width space after the sign does, and the text still reads the same.
-_MENTION = re.compile(r"(?<![0-9A-Za-z_`])@(?=[0-9A-Za-z_-])")
+# consumed first): a zero-width space after the sign does, and the text still reads the same. A
+# backtick before the sign is no exception: escaped, it renders as a plain character.
+_MENTION = re.compile(r"(?<![0-9A-Za-z_])@(?=[0-9A-Za-z_-])")
 _ISSUE_REF = re.compile(r"#(?=\d)")
+# GitHub also makes a bare URL a link (the autolink extension: a scheme's "://", or "www."), which
+# no escaping stops either; the same zero-width space inside breaks it.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)", re.I)
 ZWSP = "\u200b"
 _LINE_START = re.compile(r"^(\d*)([-+=.)])")  # a list item or a setext underline at a line's start
 
@@ -66,8 +70,9 @@ def _one_line(text: object) -> str:
 
 
 def unlinked(text: str) -> str:
-    """``text`` with @mentions and #references broken by a zero-width space (for HTML GitHub shows)."""
-    return _ISSUE_REF.sub(f"#{ZWSP}", _MENTION.sub(f"@{ZWSP}", text))
+    """``text`` with @mentions, #references and bare URLs broken by a zero-width space (for HTML
+    GitHub shows too)."""
+    return _AUTOLINK.sub(ZWSP, _ISSUE_REF.sub(f"#{ZWSP}", _MENTION.sub(f"@{ZWSP}", text)))
 
 
 def _escape(text: str) -> str:
