@@ -143,9 +143,11 @@ def counts_of(metadata: Mapping[str, Any] | None, key: str = METADATA_KEY) -> In
 
 # --------------------------------------------------------------------------- the driver's lines
 
-_ITEM = re.compile(r"^bsdkm-instr item (\d+) (.+?) kind=(sym|asym) amount=(\d+) block=(\d+) calls=(\d+)"
-                   r" rc=(-?\d+)\s*$")
-_SKIP = re.compile(r"^bsdkm-instr skip (\d+) (.+?) reason=(\S+)\s*$")
+# The driver runs the PR's code, which can print lines like these: numbers longer than any real one
+# make the line no driver line (Python refuses to convert thousands of digits).
+_ITEM = re.compile(r"^bsdkm-instr item (\d{1,9}) (.+?) kind=(sym|asym) amount=(\d{1,18}) block=(\d{1,18})"
+                   r" calls=(\d{1,18}) rc=(-?\d{1,9})\s*$")
+_SKIP = re.compile(r"^bsdkm-instr skip (\d{1,9}) (.+?) reason=(\S+)\s*$")
 
 
 @dataclass
@@ -234,7 +236,11 @@ def parse_callgrind(text: str, source: str = "<callgrind>") -> Profile:
         elif key == "positions":
             positions = len(value.split())
         elif key in ("summary", "totals"):
-            total = int(value.split()[0]) if value else 0
+            # written by Callgrind, or by the PR's code running in the driver: a bad one is "not counted"
+            try:
+                total = int(value.split()[0]) if value else 0
+            except ValueError:
+                raise InstructionsError(f"{source}:{n}: unreadable {key} line {line!r}") from None
         elif key == "fn":
             fn = _RECURSION.sub("", value.split(") ", 1)[-1] if value.startswith("(") else value)
         elif key == "calls":
