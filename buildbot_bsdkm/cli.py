@@ -19,6 +19,10 @@ __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "UsageError", "build_parse
 
 
 class _Parser(argparse.ArgumentParser):
+    def format_help(self) -> str:
+        # Descriptions are the commands' docstrings, written for the docs: ``x`` reads x here.
+        return super().format_help().replace("``", "")
+
     def error(self, message: str) -> None:  # argparse exits 2 too; keep the wording ours
         self.print_usage(sys.stderr)
         print(f"bsdkm-ci: error: {message}", file=sys.stderr)

@@ -235,6 +235,10 @@ def test_junit_has_a_testcase_per_kernel_kind_with_the_evidence() -> None:
     oops = xml[xml.index('name="kernel:oops"'):]
     oops = oops[:oops.index("</testcase>")]
     assert "<failure" in oops and "wc_AesGcmEncrypt" in oops and "BUG: kernel NULL pointer" in oops
+    # The failure names the record's check as the report does (kernel:bug@<line>): one name for it.
+    names = [c.name for c in evaluate(runs, Policy()).failures if c.kind == "kernel"]
+    assert names and all(n.startswith("kernel:") and "@" in n for n in names)
+    assert all(f'message="{n}: ' in oops for n in names), oops[:600]
     lockup = xml[xml.index('name="kernel:soft_lockup"'):]
     assert "<failure" not in lockup[:lockup.index("</testcase>")]
 

@@ -80,7 +80,8 @@ def test_compare_json_carries_signature_and_triage(tmp_path: Path) -> None:
 
 
 def test_signature_command(tmp_path: Path, capsys) -> None:
-    assert main(["signature", str(AESNI_LOG), str(FPECC_LOG)]) == 0
+    # Exit 1: failures were found, as every subcommand says a failure.
+    assert main(["signature", str(AESNI_LOG), str(FPECC_LOG)]) == 1
     assert capsys.readouterr().out.splitlines() == [AESNI_SIG, FPECC_SIG]
     # another boot of the same bug: other addresses, CPU, uptime
     text = AESNI_LOG.read_text(errors="replace")
@@ -88,7 +89,7 @@ def test_signature_command(tmp_path: Path, capsys) -> None:
     again = again.replace("+0x47/", "+0x4b/").replace("time = 1", "time = 9")
     (tmp_path / "again.log").write_text(again)
     doc = results_doc(tmp_path, "r", AESNI_LOG)
-    assert main(["signature", str(tmp_path / "again.log"), str(doc)]) == 0
+    assert main(["signature", str(tmp_path / "again.log"), str(doc)]) == 1
     assert capsys.readouterr().out.splitlines() == [AESNI_SIG]
 
 
@@ -101,7 +102,7 @@ def test_summary_json_read_as_judged(tmp_path: Path, capsys) -> None:
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({**json.loads(to_json([run])), "verdict": verdict.to_dict()}))
     assert all(c["signature"] and c["triage"] for c in verdict.to_dict()["checks"] if not c["passed"])
-    assert main(["signature", str(summary)]) == 0
+    assert main(["signature", str(summary)]) == 1
     assert capsys.readouterr().out.splitlines() == [AESNI_SIG]
 
 

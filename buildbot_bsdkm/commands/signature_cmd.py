@@ -5,7 +5,8 @@ A text LOG is parsed and gated as one run (``--variant`` on ``--target``); a res
 (``summary.json``) is read as judged. Each signature is printed once, in the order of the checks:
 the same bug on another machine or boot prints the same line (docs/triage.md).
 
-Exit 0 (also when nothing failed: nothing is printed), 2 unusable input.
+Exit 1 when a failure was found (its signatures are printed), 0 when nothing failed (nothing is
+printed), 2 unusable input: the exit statuses of every subcommand.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..policy import Verdict, evaluate
 from ..triage.classify import TriageInputs
 from ..triage.signature import signature
 from . import triage_args
-from .errors import EXIT_OK, UsageError
+from .errors import EXIT_FAILED, EXIT_OK, UsageError
 from .io import load_runs, read_policy
 
 
@@ -69,4 +70,4 @@ def run(args: argparse.Namespace) -> int:
                 seen.append(s)
     for s in seen:
         print(s)
-    return EXIT_OK
+    return EXIT_FAILED if seen else EXIT_OK

@@ -37,6 +37,7 @@ properties into one dict and rejects a report in which two suites share a proper
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -436,6 +437,18 @@ _JUNIT_EVIDENCE_RECORDS = 3
 _JUNIT_EVIDENCE_LINES = 30
 
 
+@dataclass
+class _KernelCase(JUnitCase):
+    """A policy key's testcase (``kernel:oops``): its failures are named as the report names them
+    (``kernel:panic@159``, the record's check), so one record has one name everywhere."""
+
+    def _message(self, checks: list[Check]) -> str:
+        return super()._message([dataclasses.replace(c, message=f"{c.name}: {c.message}") for c in checks])
+
+    def _output(self, checks: list[Check]) -> str:
+        return super()._output([dataclasses.replace(c, message=f"{c.name}: {c.message}") for c in checks])
+
+
 def _kernel_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
     """The ``kernel`` suite of a run with a kernel log: a testcase per policy key, failed when a
     record of it failed the gate, the records' evidence (description, lines) in system-out."""
@@ -448,7 +461,7 @@ def _kernel_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
         found[kernel_health.GROUPS.get(ev.kind, "warning")].append((log, ev))
     cases = []
     for key in kernel_health.POLICY_KEYS:
-        case = JUnitCase(f"kernel:{key}", log=logs[0].source if len(logs) == 1 else None)
+        case: JUnitCase = _KernelCase(f"kernel:{key}", log=logs[0].source if len(logs) == 1 else None)
         case.checks = [c for c in checks if (c.detail or {}).get("group") == key]
         recs = found[key]
         case.facts["records"] = str(len(recs))
