@@ -174,3 +174,13 @@ def test_the_renderer_survives_a_child_that_died(renderer: Renderer) -> None:
     time.sleep(0.2)
     assert renderer.sleep(0, 10).value == "slept" and renderer.child_pid != pid
     assert renderer.sleep(5, 0.5).error == "not rendered within 0.5 s"
+
+
+def test_the_child_runs_the_masters_own_code_from_any_directory(
+        renderer: Renderer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails on the old code where the interpreter's own search finds another copy of the package
+    (an editable install of another checkout): the child judged with that code."""
+    from buildbot_bsdkm.github import render
+
+    monkeypatch.chdir(tmp_path)
+    assert Path(renderer.where().value).resolve() == Path(render.__file__).resolve()

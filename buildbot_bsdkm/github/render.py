@@ -10,6 +10,7 @@ then says the build's result without the details, and the comment says it was no
 
 from __future__ import annotations
 
+import os
 import pickle
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from ..contract import TRIAGE_PROPERTY
@@ -70,6 +72,8 @@ def _serve(fd: int) -> None:
             elif kind == "body":
                 report, builds, links = args
                 answer = report.body(builds, links)
+            elif kind == "where":  # which code the child runs
+                answer = __file__
             elif kind == "sleep":  # the tests' slow report
                 time.sleep(float(args))
                 answer = "slept"
@@ -83,10 +87,14 @@ def _serve(fd: int) -> None:
 class _Child:
     def __init__(self) -> None:
         parent, child = socket.socketpair()
+        # The child must run this very code, whatever the interpreter would find first on its own.
+        root = str(Path(__file__).resolve().parents[2])
+        paths = (root, os.environ.get("PYTHONPATH"))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", f"from {__name__} import _serve; _serve({child.fileno()})"],
-                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, close_fds=True,
+                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, close_fds=True, env=env,
             )
         finally:
             child.close()
@@ -158,6 +166,9 @@ class Renderer:
         if got.error is None:
             return got
         return Rendered(fallback_body(builds, got.error), got.error, got.seconds)
+
+    def where(self) -> Rendered:
+        return self._ask("where", None, self.status_limit_s)
 
     def sleep(self, seconds: float, limit_s: float) -> Rendered:
         return self._ask("sleep", seconds, limit_s)
