@@ -128,7 +128,7 @@ def test_each_release_decodes_by_its_own_test_c(trees: dict[str, Path], version:
     tree = trees[version]
     ts = TestSource.from_tree(tree)
     assert ts.encoding.multiplier == 100000 and ts.encoding.shift == 29
-    assert ts.encoding.tags == {0: "nothing", 1: "code", 3: "index"}  # no errno.h: ENC_ERRNO is ENC_NC's
+    assert ts.encoding.tags == {0: "nothing", 1: "code", 2: "errno", 3: "index"}
     test_c = tree / "wolfcrypt/test/test.c"
     # SHA-256's known answer, by its text in this release's test.c (5895 in 5.9.2, elsewhere in 5.7.2)
     kat = _line_of(test_c, "sha256_kat_test" if version == "5.9.2" else "sha256_test",
@@ -168,6 +168,21 @@ def test_without_the_source_the_name_is_unknown_and_the_line_kept(tmp_path: Path
     verdict = evaluate([alone], load_policy(default_policy_path()))
     assert {c.signature for c in verdict.checks if not c.passed} == {
         "selftest: name unknown (test.c:5895, vector 1)"}
+    assert "the test's name needs the build's test.c" in markdown_report([alone], verdict)
+
+
+ERRNO_H = Path("/usr/include/asm-generic/errno-base.h")  # this Linux host's own numbering
+
+
+@pytest.mark.skipif(not ERRNO_H.is_file(), reason="no Linux errno-base.h on this host")
+def test_an_errno_is_named_by_the_targets_own_errno_h(trees: dict[str, Path]) -> None:
+    test_c = trees["5.9.2"] / "wolfcrypt/test/test.c"
+    line = _line_of(test_c, "sha256_kat_test", "XMEMCMP(hash, test_sha[i].output") + 1
+    value = _encoded(line, 11, 2)
+    linux = TestSource.from_tree(trees["5.9.2"], ERRNO_H).decode(value)
+    assert (linux.name, linux.carries, linux.what) == ("SHA-256", "errno", "errno 11 (EAGAIN)")
+    # FreeBSD numbers EAGAIN 35 and 11 EDEADLK: without the target's errno.h the number stays unnamed
+    assert TestSource.from_tree(trees["5.9.2"]).decode(value).what == "errno 11"
 
 
 def _base(sig: str) -> BaseOutcome:

@@ -34,6 +34,7 @@ from .wolfcrypt import (
     parse_asymmetric,
     parse_symmetric,
     parse_test_result,
+    unnamed_note,
 )
 from .wolfcsv import CSV_INTRO, CsvTable
 
@@ -464,7 +465,8 @@ class LogParser:
         """
         if self.unnamed_failure is None:
             self.unnamed_failure = SelfTest(
-                name="wolfcrypt_test", passed=False, error=line, code=decoded.code, line=n
+                name="wolfcrypt_test", passed=False, error=f"{line} ({unnamed_note(decoded)})",
+                code=decoded.code, line=n
             )
 
     def _test_error(self, m: re.Match[str], line: str, n: int, out: list[Record]) -> None:

@@ -221,3 +221,13 @@ def decode_test_error(value: int) -> EncodedError:
         errno=number if tag == 2 else None,
         index=number if tag == 3 else None,
     )
+
+
+UNNAMED_NOTE = "decoded: "
+
+
+def unnamed_note(decoded: EncodedError) -> str:
+    """``decoded: test.c:5895, vector 1; the test's name needs the build's test.c``: what a log alone says."""
+    what = next((f", {word} {v}" for word, v in (("code", decoded.code), ("errno", decoded.errno),
+                                                 ("vector", decoded.index)) if v is not None), "")
+    return f"{UNNAMED_NOTE}test.c:{decoded.source_line}{what}; the test's name needs the build's test.c"

@@ -72,7 +72,9 @@ _NUM = r"(0x[0-9a-fA-F]+|\d+)[uUlL]*"
 
 def read_encoding(test_h: str, where: str = "test.h") -> Encoding:
     """The encoding as ``test.h`` defines it; ``TestSourceError`` when its macros have another shape."""
-    macros = {m["name"]: (m["params"] or "", m["body"].replace("\\\n", " ")) for m in _MACRO.finditer(test_h)}
+    defined = [(m["name"], m["params"] or "", m["body"].replace("\\\n", " "))
+               for m in _MACRO.finditer(test_h)]
+    macros = {name: (params, body) for name, params, body in defined}
     enc = macros.get("WC_TEST_RET_ENC")
     if enc is None:
         raise TestSourceError(f"{where}: no WC_TEST_RET_ENC macro: this wolfSSL does not encode its "
@@ -90,7 +92,7 @@ def read_encoding(test_h: str, where: str = "test.h") -> Encoding:
             if m:
                 values[name] = int(m.group(1), 0)
     tags: dict[int, str] = {}
-    for params, text in macros.values():
+    for _, params, text in defined:  # each definition: ENC_ERRNO has one for errno.h and a fallback
         m = _ENC_USE.search(text)
         if m is None or m["tag"] not in values:
             continue
@@ -491,7 +493,7 @@ def name_failures(logs: Sequence[LogResult], failure: StageFailure | None,
                 continue
             decoded = rules.decode(value) if rules is not None else _replace(
                 decode_without_source(value), why_unnamed=why)
-            console = t.error or ""
+            console = (t.error or "").split(" (decoded: ", 1)[0]  # the parser's note on a log alone
             t.error = evidence(decoded, console)
             if decoded.carries == CODE:
                 t.code = decoded.number
