@@ -71,11 +71,11 @@ def make_freebsd_console(path: Path, mib: int) -> None:
 CHILD = {
     "linux-judge": """
 from pathlib import Path
-from buildbot_bsdkm.pipeline import linuxkm
+from buildbot_bsdkm.pipeline import linux_target, linuxkm
 from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
 console = Path(ARG)
 out = linuxkm.outcome_from_console(console, qemu_rc=124, wall_s=60.0)
-log = parse_kernel_log(linuxkm.TARGET.log_format, console)
+log = parse_kernel_log(linux_target.TARGET.log_format, console)
 f = judge_outcome(out, log, 60)
 print(f.category, f.reason, "|", f.message[:80])
 """,

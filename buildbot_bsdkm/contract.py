@@ -25,6 +25,13 @@ from .model import StageFailure
 # Buildbot and the Action treat it as the infrastructure failure it is (retried, then an error).
 TARGET_UNAVAILABLE = "target-unavailable"
 
+# --------------------------------------------------------------------------- the run's directory
+
+# The perf gate's base, built by the same stages beside the head: ``<out>/base/<target>/<variant>``.
+BASE_DIR = "base"
+# Perf history the Buildbot master puts next to the run before the gate stage reads it.
+HISTORY_FILE = "history.json"
+
 # --------------------------------------------------------------------------- build properties
 
 PROPERTY_SOURCE = "bsdkm"  # the "source" Buildbot shows next to every property we set

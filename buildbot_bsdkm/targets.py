@@ -114,6 +114,12 @@ def perf_ungated(name: str) -> bool:
     return t is not None and not t.perf_measurement
 
 
+def measures_base(name: str) -> bool:
+    """Whether a base is built next to the head and measured with it in rounds (an unknown name: no)."""
+    t = FACTS.get(name)
+    return t is not None and t.measures_base
+
+
 def os_release_tag(os_release: str, arch: str) -> str:
     """The tag of a worker that runs the per-release targets on FreeBSD ``os_release`` (``14.3``)."""
     return f"{FREEBSD_WORKER_TAG}{os_release}-{arch}"

@@ -23,14 +23,9 @@ from freebsd_double import BIN, SCENARIOS, FreeBSDDouble, load_scenario, make_sc
 from buildbot_bsdkm.model import LogFormat
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.pipeline.errors import StageError
-from buildbot_bsdkm.pipeline.freebsd import (
-    FREEBSD_BASE_FLAGS,
-    KMOD_DIR,
-    FreeBSDFlagError,
-    freebsd_configure_flags,
-    read_status,
-    run_freebsd_module,
-)
+from buildbot_bsdkm.pipeline.freebsd import freebsd_configure_flags, run_freebsd_module
+from buildbot_bsdkm.pipeline.freebsd_common import FREEBSD_BASE_FLAGS, KMOD_DIR, FreeBSDFlagError
+from buildbot_bsdkm.pipeline.loading import read_status
 
 SH = shutil.which("dash") or "/bin/sh"  # dash: the closest to FreeBSD's /bin/sh on Debian
 MARKER_TAG = "bsdkm-ci-marker:"

@@ -13,7 +13,7 @@ import pytest
 from conftest import FIXTURES
 
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline import linuxkm
+from buildbot_bsdkm.pipeline import linux_target, linuxkm
 from buildbot_bsdkm.pipeline.errors import StageError
 
 KMOD = linuxkm.KMOD_DIR
@@ -251,7 +251,7 @@ def test_a_vm_whose_init_never_ran_is_the_environments_fault(tmp_path: Path) -> 
 
     outcome = linuxkm.outcome_from_console(tmp_path / "absent.log", qemu_rc=2, wall_s=0.1,
                                            qemu_stderr="run-qemu.sh: initramfs not found: x.cpio.gz\n")
-    log = parse_kernel_log(linuxkm.TARGET.log_format, outcome.kernel_log)
+    log = parse_kernel_log(linux_target.TARGET.log_format, outcome.kernel_log)
     failure = judge_outcome(outcome, log, 60)
     assert failure is not None and failure.category is FailureCategory.INFRASTRUCTURE
     assert failure.reason == "worker-setup"
@@ -301,7 +301,7 @@ def test_markers_a_module_prints_are_not_the_harnesss(tmp_path: Path) -> None:
     outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=1.0, nonce=NONCE)
     assert (outcome.load_rc, outcome.load_errno, outcome.loaded_seen) == (1, 22, False)
     assert outcome.notes[-1].startswith("console lines that imitate the harness's markers were ignored")
-    log = parse_kernel_log(linuxkm.TARGET.log_format, outcome.kernel_log)
+    log = parse_kernel_log(linux_target.TARGET.log_format, outcome.kernel_log)
     failure = judge_outcome(outcome, log, 60)
     assert failure is not None and failure.category is FailureCategory.REAL
     assert failure.reason == "load-error" and "errno 22" in failure.message
@@ -323,7 +323,7 @@ def test_a_zero_status_needs_the_loader_and_the_module_list(tmp_path: Path) -> N
 
     console = tmp_path / "console.log"
     console.write_text(_forged_console(NONCE))
-    log = parse_kernel_log(linuxkm.TARGET.log_format, console)
+    log = parse_kernel_log(linux_target.TARGET.log_format, console)
     with_errno = ModuleLoadOutcome(console, load_rc=0, unload_rc=0, loaded_seen=True, load_errno=22)
     unlisted = ModuleLoadOutcome(console, load_rc=0, unload_rc=0, loaded_seen=False)
     for outcome in (with_errno, unlisted):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline import linuxkm
+from buildbot_bsdkm.pipeline import linux_target, linuxkm
 from buildbot_bsdkm.pipeline.loading import ModuleLoadOutcome
 from buildbot_bsdkm.pipeline.source import cache_root
 
@@ -97,7 +97,7 @@ def test_a_module_that_prints_the_harnesss_lines_still_fails(test_modules: dict[
     assert "] ### bsdkm-ci: load rc=0" in text and "bsdkm_forge 16384 0 - Live 0x0" in text
     assert (out.load_rc, out.load_errno, out.loaded_seen) == (1, EINVAL, False)
     assert "unload skipped: bsdkm_forge not loaded" in marker_bodies(out)
-    failure = judge_outcome(out, parse_file(out.kernel_log, linuxkm.TARGET.log_format), 90)
+    failure = judge_outcome(out, parse_file(out.kernel_log, linux_target.TARGET.log_format), 90)
     assert failure is not None and (failure.category, failure.reason) == (FailureCategory.REAL, "load-error")
     assert failure.message == "module load failed: finit_module failed: errno 22 (Invalid argument)"
 
@@ -113,7 +113,7 @@ def test_a_module_flooding_the_console_is_stopped_at_the_cap(test_modules: dict[
     assert out.console_flood_bytes is not None and out.console_flood_bytes > cap
     assert out.kernel_log.stat().st_size == cap and out.duration_s < 100  # stopped long before its 120 s
     assert "bsdkm_flood: " in console_text(out)
-    failure = judge_outcome(out, parse_file(out.kernel_log, linuxkm.TARGET.log_format), 120)
+    failure = judge_outcome(out, parse_file(out.kernel_log, linux_target.TARGET.log_format), 120)
     assert failure is not None
     assert (failure.category, failure.reason) == (FailureCategory.REAL, "console-flood")
     assert failure.message.startswith("console flood: 1.")

@@ -21,8 +21,9 @@ from buildbot_bsdkm.config.bsdkm_yml import ConfigError, load_config
 from buildbot_bsdkm.model import from_json
 from buildbot_bsdkm.perf.gate import Settings
 from buildbot_bsdkm.pipeline import extend
+from buildbot_bsdkm.pipeline.job import EXTENDED_KEY, Job
 from buildbot_bsdkm.pipeline.run import load_interleaved
-from buildbot_bsdkm.pipeline.stages import EXTENDED_KEY, Job, run_stage
+from buildbot_bsdkm.pipeline.stages import run_stage
 from buildbot_bsdkm.policy import PolicyError, Verdict, load_policy, parse_policy
 
 THIRD = ROOT / "bench" / "data" / "noise-2026-12-01-third"

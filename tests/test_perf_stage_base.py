@@ -121,8 +121,9 @@ def test_base_options_apply_to_load_and_gate_only() -> None:
 
 def test_confirm_re_measures_base_and_head_interleaved_as_new_runs(tmp_path: Path) -> None:
     from buildbot_bsdkm.config.bsdkm_yml import load_config
+    from buildbot_bsdkm.pipeline.job import Job
     from buildbot_bsdkm.pipeline.run import _remeasurer, load_interleaved
-    from buildbot_bsdkm.pipeline.stages import Job, collect
+    from buildbot_bsdkm.pipeline.stages import collect
 
     out, order = tmp_path / "bsdkm-out", tmp_path / "order"
     built(out, "head", order)

@@ -11,7 +11,8 @@ import pytest
 from buildbot_bsdkm.cli import main as cli_main
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.stages import Job, StageSkipped, run_stage
+from buildbot_bsdkm.pipeline.job import Job, StageSkipped
+from buildbot_bsdkm.pipeline.stages import run_stage
 
 CONFIG = """\
 source: {local: /nonexistent/wolfssl}

@@ -17,7 +17,7 @@ from conftest import SHARED
 from buildbot_bsdkm.config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline import freebsd_qemu as fq
-from buildbot_bsdkm.pipeline import kernel, linuxkm
+from buildbot_bsdkm.pipeline import kernel, linux_target, linuxkm
 from buildbot_bsdkm.pipeline.proc import CONSOLE_FLOOD, READ_CHUNK, Watched, run_watched
 from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
 
@@ -201,7 +201,7 @@ def test_linux_flood_stopped_by_run_qemu_is_a_real_failure(tmp_path: Path) -> No
     said = "run-qemu.sh: console flood: 1131173 bytes (cap 1048576)\n"
     out = linuxkm.outcome_from_console(console, qemu_rc=linuxkm.FLOOD_RC, wall_s=20.0, qemu_stderr=said)
     assert out.console_flood_bytes == 1131173
-    failure = judge_outcome(out, parse_kernel_log(linuxkm.TARGET.log_format, console), 90)
+    failure = judge_outcome(out, parse_kernel_log(linux_target.TARGET.log_format, console), 90)
     assert failure is not None
     assert (failure.category, failure.reason) == (FailureCategory.REAL, "console-flood")
     assert failure.message == "console flood: 1.1 MiB; the guest was stopped at the console cap"
@@ -216,7 +216,7 @@ def test_judging_a_long_console_still_finds_its_panic(tmp_path: Path) -> None:
         out.write("y" * (300 * 1024) + "\n")  # one line longer than the reader's piece
         out.write("[   40.1] Kernel panic - not syncing: bsdkm_flood: out of patience\n")
     outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=40.0)
-    failure = judge_outcome(outcome, parse_kernel_log(linuxkm.TARGET.log_format, console), 90)
+    failure = judge_outcome(outcome, parse_kernel_log(linux_target.TARGET.log_format, console), 90)
     assert failure is not None and (failure.category, failure.reason) == (FailureCategory.REAL, "panic")
     assert "out of patience" in failure.message
 

@@ -13,7 +13,8 @@ from buildbot_bsdkm.commands.errors import UsageError
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
 from buildbot_bsdkm.github.aggregate import BuildFacts, PrReport, runs_of
 from buildbot_bsdkm.model import FailureCategory, RunResult, to_json
-from buildbot_bsdkm.pipeline.stages import Job, run_stage
+from buildbot_bsdkm.pipeline.job import Job
+from buildbot_bsdkm.pipeline.stages import run_stage
 from buildbot_bsdkm.policy import load_policy
 
 EVIL = "[approve here](https://evil.example/) @wolfssl/security"

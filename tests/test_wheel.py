@@ -44,11 +44,11 @@ def test_the_wheel_carries_the_runtime_data(built_wheel: Path) -> None:
 def test_installed_package_finds_its_data_outside_the_checkout(fresh_venv: Path, elsewhere: Path) -> None:
     probe = (
         "import json, buildbot_bsdkm, buildbot_bsdkm.support.resources as r\n"
-        "from buildbot_bsdkm.pipeline import freebsd, linuxkm\n"
+        "from buildbot_bsdkm.pipeline import freebsd, freebsd_common, linuxkm\n"
         "from buildbot_bsdkm.policy import DEFAULT_POLICY_PATH\n"
         "from buildbot_bsdkm.config.bsdkm_yml import default_config_path\n"
         "print(json.dumps({'pkg': buildbot_bsdkm.__file__, 'policy': str(DEFAULT_POLICY_PATH),\n"
-        "  'config': str(default_config_path()), 'freebsd': str(freebsd.KMOD_DIR),\n"
+        "  'config': str(default_config_path()), 'freebsd': str(freebsd_common.KMOD_DIR),\n"
         "  'linux': str(linuxkm.KMOD_DIR), 'scripts': list(freebsd.SCRIPTS)}))\n"
     )
     proc = run(fresh_venv, elsewhere, "python", "-c", probe)

@@ -42,7 +42,7 @@ from ..contract import (
 )
 from ..perf.store import best_series
 from ..pipeline.bisect_trigger import BisectRequest, regression_requests, requests_for
-from ..pipeline.registry import measures_base
+from ..targets import measures_base
 from . import base_outcomes, perf_history
 from .workers import WorkerSpec
 

@@ -20,11 +20,11 @@ from twisted.internet import threads
 from twisted.python import log
 
 from ..config.worker_trust import may_record_history
+from ..contract import HISTORY_FILE
 from ..model import RunResult, to_json
 from ..perf import fingerprint
 from ..perf.store import SqlStore
 
-HISTORY_FILE = "history.json"  # stages.HISTORY_FILE
 _stores: dict[str, SqlStore] = {}
 
 

@@ -21,6 +21,7 @@ from twisted.python import log
 
 from ..contract import (
     BASE_CORRECTNESS_PROPERTY,
+    BASE_DIR,
     BASE_OUTCOMES_PROPERTY,
     BENCHMARKS_PROPERTY,
     FAILURE_PROPERTY,
@@ -47,9 +48,8 @@ from ..contract import (
 )
 from ..contract import run_dir as run_dir_of
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
-from ..pipeline.registry import measures_base  # the target's own property (Target.measures_base)
-from ..pipeline.stages import BASE_DIR
 from ..policy import Verdict
+from ..targets import measures_base  # the target's own property (its row)
 from . import base_outcomes, perf_history, summaries
 from .classification import classify_stage, logs_lost, missing_results
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from ..bisection.search import BisectSettings
 from ..config.bsdkm_yml import ConfigError, GitSource, LocalSource, usable_git_ref
-from ..pipeline import registry
 from ..pipeline.bisect_runner import FailureSpec, HistoryError, RegressionSpec, bisect_range
 from ..pipeline.errors import StageError
 from ..policy import load_policy
+from ..targets import measures_base
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 from .io import config_path, read_config
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         regression = RegressionSpec(args.regression, args.pct, args.metric)
         if args.metric == "instructions" and args.target != "userspace":
             raise UsageError(f"--metric instructions counts a userspace build, not {args.target}")
-        if not registry.measures_base(args.target):
+        if not measures_base(args.target):
             raise UsageError(f"--regression on {args.target}: this target's benchmark is not measured "
                              "against a base (not regression-gated); bisect its failures instead")
     if args.k is not None and args.k < 1:

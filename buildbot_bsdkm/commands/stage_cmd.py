@@ -14,9 +14,11 @@ import sys
 from pathlib import Path
 
 from ..config.bsdkm_yml import ConfigError
+from ..contract import BASE_DIR
+from ..pipeline.job import Job, StageSkipped
 from ..pipeline.report_out import BaselineError
 from ..pipeline.run import gate_against_base, load_interleaved
-from ..pipeline.stages import BASE_DIR, STAGES, Job, StageSkipped, run_stage
+from ..pipeline.stages import STAGES, run_stage
 from ..policy import PolicyError
 from ..triage.known import KnownIssueError
 from .errors import EXIT_FAILED, EXIT_OK, UsageError

@@ -27,10 +27,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..config.bsdkm_yml import Config
-from . import registry
+from .build import source_fingerprint
 from .errors import real_error
-from .linuxkm import default_kernel_version, linux_kmod_dir, module_vermagic_version, source_fingerprint
+from .linuxkm import LINUXKM_INPUTS, default_kernel_version, linux_kmod_dir, module_vermagic_version
 from .locks import exclusive
 
 LKCAPI_FLAG = "--enable-linuxkm-lkcapi-register"
@@ -68,7 +67,7 @@ def user_configure_flags(flags: list[str] | tuple[str, ...]) -> list[str]:
 
 def _cache_key(source: Path, flags: list[str], cflags: str) -> str:
     program = (kmod_dir() / "afalg_bench.c").read_bytes()
-    ident = {"source": source_fingerprint(source), "flags": flags, "cflags": cflags,
+    ident = {"source": source_fingerprint(source, LINUXKM_INPUTS), "flags": flags, "cflags": cflags,
              "program": hashlib.sha256(program).hexdigest()}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
 
@@ -185,14 +184,3 @@ def stage_overlay(program: str | None, ko: Path, vm_dir: Path) -> None:
         return
     vm_dir.mkdir(parents=True, exist_ok=True)
     make_overlay(Path(program), dest, module_vermagic_version(ko) or default_kernel_version())
-
-
-def program_for(config: Config, target: str, variant: str, source: Path, cache: Path, jobs: int,
-                log: Path) -> str | None:
-    """The benchmark program for an lkcapi variant on ``linux-kmod-qemu``; None for any other run."""
-    flags = config.configure_flags(target, variant)
-    t = registry.KERNEL_TARGETS.get(target)
-    if t is None or not t.afalg or not wants_afalg(flags):
-        return None
-    return str(build_bench(source, flags, cache, jobs=jobs, cflags=" ".join(config.cflags(target, variant)),
-                           timeout_s=config.timeout("build"), log=log))

@@ -8,7 +8,7 @@ one bisected is a skip as well. Runs of a commit already built (the culprit's ve
 load stage of the same build again: no second build.
 
 ``FailureProbe`` turns one run into good/bad/skip for a failure signature; ``RegressionProbe``
-measures a commit interleaved with the good end (``run._measure_pairs``: the rounds a PR build
+measures a commit interleaved with the good end (``run.measure_pairs``: the rounds a PR build
 measures, more while too noisy, ``run.extend_while_undecided``) and reads the learned gate's
 verdict on one item.
 """
@@ -34,11 +34,12 @@ from ..retry.rules import RetrySettings
 from ..triage.signature import signature
 from . import extend as perf_extend
 from .errors import StageError
+from .job import Job, Progress, stderr_progress
 from .phases import build_phase, measure_phase
 from .report_out import GateInputs, gate_runs
-from .run import _measure_pairs, extend_while_undecided
+from .run import extend_while_undecided, measure_pairs
 from .source import cache_root
-from .stages import Job, Progress, run_stage, stderr_progress
+from .stages import run_stage
 
 BUILD_STAGES = frozenset({"fetch", "configure", "build"})
 INSTRUCTIONS = "instructions"
@@ -362,7 +363,7 @@ class PipelineRunner:
         _reset_measurement(base)
         pair = (job.target, job.variant)
         repeats = max(1, self.config.benchmark.repeats)
-        heads, bases = _measure_pairs([job], {pair: base}, repeats, self.say)
+        heads, bases = measure_pairs([job], {pair: base}, repeats, self.say)
         if heads[0].failure is not None:
             f = heads[0].failure
             return Probe(Outcome.SKIP, f"does not run ({f.stage}: {f.message})")

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,3 +169,25 @@ def userspace_build(
         jobs=jobs,
     )
 
+
+
+SOURCE_SUFFIXES = frozenset({".c", ".h", ".S", ".s", ".asm", ".i"})
+SOURCE_NAMES = frozenset({"configure", "Makefile", "Kbuild", "Makefile.am"})
+
+
+def _is_module_input(path: Path) -> bool:
+    # Objects and dependency files from someone else's in-tree build must not change the key.
+    return path.is_file() and (path.suffix in SOURCE_SUFFIXES or path.name in SOURCE_NAMES)
+
+
+def source_fingerprint(source: Path, parts: Sequence[str]) -> str:
+    """Cheap identity of a tree's contents: names, sizes and mtimes of what goes into the module
+    from ``parts`` (files or directories of the tree)."""
+    digest = hashlib.sha256(str(source.resolve()).encode())
+    for sub in parts:
+        root = source / sub
+        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if _is_module_input(p))
+        for p in paths:
+            st = p.stat()
+            digest.update(f"{p.relative_to(source)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()

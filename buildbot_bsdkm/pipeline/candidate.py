@@ -48,9 +48,11 @@ from ..triage.outcomes import outcomes_of
 from . import fips as fipsmod
 from . import kernel, registry
 from .errors import StageError
+from .job import MEASURE_LOCK, OUTCOME, SOURCE, STAGE_TIMES, Job, Progress, stderr_progress
+from .loading import outcome_record
 from .phases import build_phase, concurrency, measure_phase, record_failure, timed
 from .source import SourceTree, cache_root, fetch_source
-from .stages import MEASURE_LOCK, Job, Progress, collect, stage_fetch, stderr_progress
+from .stages import collect, stage_fetch, target_of
 
 SIDES = ("candidate", "previous")
 
@@ -333,7 +335,7 @@ def _run_fips(job: Job) -> None:
     started = time.monotonic()
     config = job.config
     var = config.variants[job.variant]
-    path = Path(job.need("source", "fetch")["path"])
+    path = Path(job.need(SOURCE, "fetch")["path"])
 
     def build(hash_value: str) -> Path:
         kept = tuple(c for c in var.cflags if fipsmod.HASH_DEFINE not in c)
@@ -355,8 +357,8 @@ def _run_fips(job: Job) -> None:
         return
     job.state["fips"] = trip.record()
     if trip.outcome is not None:
-        job.state["outcome"] = kernel.outcome_record(trip.outcome)
-    job.state["stages"]["load"] = round(time.monotonic() - started, 3)
+        job.put(OUTCOME, outcome_record(trip.outcome))
+    job.need(STAGE_TIMES, "fetch")["load"] = round(time.monotonic() - started, 3)
     if not trip.passed:
         failure = StageFailure("load", trip.failure or "FIPS round trip failed", FailureCategory.REAL,
                                "fips", [str(job.dir)])
@@ -366,7 +368,7 @@ def _run_fips(job: Job) -> None:
 
 def _measure(job: Job) -> RunResult:
     flags = job.config.configure_flags(job.target, job.variant)
-    if registry.is_kernel(job.target) and fipsmod.is_fips(flags):
+    if target_of(job, "load").release_fips(flags):
         if job.failure is None:
             _run_fips(job)
         run, _ = collect(job)

@@ -23,30 +23,14 @@ from .. import targets
 from ..config.bsdkm_yml import Config
 from ..model import LogFormat, LogResult
 from ..retry.classify import Patterns, classify
-from ..support.resources import kmod_dir
 from .errors import StageError, infra_error
+from .freebsd_common import FREEBSD_BASE_FLAGS, FreeBSDFlagError, check_flag, freebsd_kmod_dir
 from .freebsd_offload import offload_logs, registered_crid
 from .loading import ModuleLoadOutcome, read_status
 from .proc import run_captured, run_logged
 from .target import KernelTarget
 
-KMOD_DIR = kmod_dir("freebsd")  # package data
-
-
-def freebsd_kmod_dir() -> Path:
-    """The worker scripts, ``$BSDKM_KMOD_FREEBSD`` read at each call, else the packaged ``KMOD_DIR``."""
-    return Path(os.environ.get("BSDKM_KMOD_FREEBSD") or KMOD_DIR)
 SCRIPTS = ("load.sh", "unload.sh", "collect.sh", "_common.sh")
-
-# --enable-crypttests is the default, but the self-test at load is the point of the run.
-FREEBSD_BASE_FLAGS = (
-    "--enable-freebsdkm",
-    "--enable-cryptonly",
-    "--enable-crypttests",
-    "--enable-kernel-benchmarks",
-)
-# Options that only make sense for the Linux module: a variant carrying one is a config mistake.
-LINUX_ONLY_PREFIXES = ("--enable-linuxkm", "--with-linux-source", "--with-linux-arch")
 
 # load.sh / unload.sh exit statuses (kmod/freebsd/README.md).
 EX_USAGE = 2
@@ -54,19 +38,6 @@ EX_TIMEOUT = 3
 # Extra wall time for the script around kldload's own limit: snapshots, kill grace, kldstat.
 SCRIPT_SLACK_S = 30
 DEFAULT_UNLOAD_TIMEOUT_S = 120
-
-
-class FreeBSDFlagError(ValueError):
-    """A configure flag that cannot be used for the FreeBSD module; the message names it."""
-
-
-def check_flag(flag: str) -> None:
-    if not isinstance(flag, str) or not flag.strip():
-        raise FreeBSDFlagError(f"configure flag {flag!r} is empty or not text")
-    if flag.startswith(LINUX_ONLY_PREFIXES):
-        raise FreeBSDFlagError(f"configure flag {flag!r} is for the Linux module, not freebsd-kmod")
-    if not flag.startswith("--") and "=" not in flag:
-        raise FreeBSDFlagError(f"configure flag {flag!r} is neither --option nor VAR=value")
 
 
 def freebsd_configure_flags(

@@ -17,25 +17,22 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import targets
 from ..config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, Config
-from ..model import LogFormat, LogResult
 from ..perf.instructions import InstructionCounts
 from ..perf.kernel_counts import CountPlan, module_counts
 from ..retry.classify import Patterns, classify, first_compile_error
 from ..support.resources import kmod_dir
-from .afalg_console import console_logs
+from .build import source_fingerprint
 from .console import console_lines
 from .errors import StageError, infra_error, real_error
 from .loading import ModuleLoadOutcome
 from .locks import exclusive
 from .proc import run_logged
-from .target import KernelTarget, append_log, module_flags
 
 BOOT_DIR = Path("/boot")
 HEADER_DIRS = (Path("/usr/src"),)
@@ -183,33 +180,12 @@ def build_linux_module(source: Path, build_dir: Path, spec: LinuxModuleSpec, *, 
     return BuiltModule(ko, log, time.monotonic() - started, False, "", args)
 
 
-SOURCE_SUFFIXES = frozenset({".c", ".h", ".S", ".s", ".asm", ".i"})
-SOURCE_NAMES = frozenset({"configure", "Makefile", "Kbuild", "Makefile.am"})
-
-
-def _is_module_input(path: Path) -> bool:
-    # Objects and dependency files from someone else's in-tree build must not change the key.
-    return path.is_file() and (path.suffix in SOURCE_SUFFIXES or path.name in SOURCE_NAMES)
-
-
 LINUXKM_INPUTS = ("configure", "wolfcrypt/src", "wolfssl", "linuxkm")
-
-
-def source_fingerprint(source: Path, parts: Sequence[str] = LINUXKM_INPUTS) -> str:
-    """Cheap identity of a tree's contents: names, sizes and mtimes of what goes into the module."""
-    digest = hashlib.sha256(str(source.resolve()).encode())
-    for sub in parts:
-        root = source / sub
-        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if _is_module_input(p))
-        for p in paths:
-            st = p.stat()
-            digest.update(f"{p.relative_to(source)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
 
 
 def module_cache_key(source: Path, spec: LinuxModuleSpec) -> str:
     version = spec.kernel_version or default_kernel_version()
-    ident = {"source": source_fingerprint(source), "flags": list(spec.variant_flags),
+    ident = {"source": source_fingerprint(source, LINUXKM_INPUTS), "flags": list(spec.variant_flags),
              "cflags": spec.cflags, "kernel": version, "make": list(MAKE_VARS), "base": list(LINUXKM_FLAGS)}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
 
@@ -718,56 +694,6 @@ def merge_module_counts(state: dict[str, Any], counts: InstructionCounts) -> Non
         state[METADATA_KEY] = proxy.to_dict()
         return
     state[METADATA_KEY] = counts.to_dict()
-
-
-# --------------------------------------------------------------------------- the target
-
-
-class LinuxQemuTarget(KernelTarget):
-    """``linux-kmod-qemu``: the module built against Debian's headers, loaded once in a QEMU VM."""
-
-    facts = targets.LINUX_KMOD_QEMU
-    log_format = LogFormat.LINUX_KERNEL_LOG
-    log_name = "console.log"
-    afalg = True  # lkcapi variants also run the AF_ALG user benchmark in the guest (afalg.py)
-
-    def check_worker(self, config: Config) -> None:
-        linux_source_dir(config.targets[self.name].options.get("kernel_version"))
-
-    def measured_logs(self, state: dict[str, Any], run_dir: Path, outcome: ModuleLoadOutcome,
-                      kernel_log: Path) -> list[LogResult]:
-        # The lkcapi variant's guest ran the AF_ALG benchmark after the load, on the same console.
-        wanted = bool(state.get("afalg_program")) and outcome.load_rc == 0
-        counts = read_module_counts(run_dir / "vm", kernel_log)
-        if counts is not None:
-            merge_module_counts(state, counts)
-        return console_logs(kernel_log, run_dir, expected=wanted)
-
-    def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
-              patterns: Patterns | None = None) -> Path:
-        opts = config.targets[self.name].options
-        spec = LinuxModuleSpec(variant_flags=tuple(module_flags(config, self.name, variant)),
-                               cflags=" ".join(config.cflags(self.name, variant)),
-                               kernel_version=opts.get("kernel_version"))
-        built = cached_linux_module(source, spec, cache, jobs=jobs, timeout_s=config.timeout("build"),
-                                    patterns=patterns)
-        append_log(log, built.build_log,
-                   note=f"# module {'reused from cache' if built.cached else 'built'}: {built.ko}")
-        return Path(built.ko)
-
-    def load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
-        opts = config.targets[self.name].options
-        # QEMU's -cpu: "max" exercises every instruction the asm uses (ADX included),
-        # "max,-adx,-bmi2" avoids the intermittent ECC self-test failure seen under TCG.
-        options = VmOptions(console_cap_bytes=config.console_cap_bytes)
-        if opts.get("cpu"):
-            options = replace(options, cpu=str(opts["cpu"]))
-        return run_linux_module(ko, work, timeout_s=int(config.timeout("load")),
-                                kernel_version=opts.get("kernel_version"), options=options,
-                                count=prepare_count(config, ko, Path(work)))
-
-
-TARGET = LinuxQemuTarget()
 
 
 # --------------------------------------------------------------------------- by hand

@@ -12,7 +12,8 @@ import time
 from ..config.bsdkm_yml import Config
 from ..model import FailureCategory, RunResult, StageFailure
 from .errors import StageError
-from .stages import Job, Progress, collect, run_stage
+from .job import Job, Progress
+from .stages import collect, run_stage
 
 
 def record_failure(job: Job, err: StageError) -> None:

@@ -8,11 +8,11 @@ its row there and a line here (``tests/test_targets.py``: the rows and this regi
 
 from __future__ import annotations
 
-from . import freebsd, freebsd_qemu, linuxkm, userspace
+from . import freebsd, freebsd_qemu, linux_target, userspace
 from .target import KernelTarget, Target
 
 TARGETS: dict[str, Target] = {
-    t.name: t for t in (userspace.TARGET, linuxkm.TARGET, freebsd.TARGET, freebsd_qemu.TARGET)
+    t.name: t for t in (userspace.TARGET, linux_target.TARGET, freebsd.TARGET, freebsd_qemu.TARGET)
 }
 KERNEL_TARGETS: dict[str, KernelTarget] = {n: t for n, t in TARGETS.items() if isinstance(t, KernelTarget)}
 

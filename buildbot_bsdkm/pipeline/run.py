@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config.bsdkm_yml import Config, SourceSpec
-from ..contract import TARGET_UNAVAILABLE
+from ..contract import BASE_DIR, TARGET_UNAVAILABLE
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, to_json
 from ..perf.gate import Settings
 from ..policy import Verdict
@@ -26,27 +26,12 @@ from . import base_triage, registry
 from . import extend as perf_extend
 from .confirm import Remeasure, confirm, to_confirm
 from .errors import StageError
+from .job import EXTENDED_KEY, Job, Progress, stderr_progress
 from .phases import build_phase, concurrency, finish, measure_phase, record_failure, timed
-from .proc import run_logged
 from .report_out import BASE_RUNS_JSON, GateInputs, gate_runs, write_combined, write_run_outputs
 from .rounds import describe, round_plan
 from .source import SourceTree, cache_root, fetch_source
-from .stages import (
-    BASE_DIR,
-    EXTENDED_KEY,
-    MEASURE_LOCK,
-    Job,
-    Progress,
-    judged_cycle,
-    load_cycle,
-    read_run,
-    repeat_load,
-    repeat_log_path,
-    run_stage,
-    stage_fetch,
-    stderr_progress,
-)
-from .userspace import ProgramRun, parse_program_log
+from .stages import measure_again, read_run, repeat, run_stage, stage_fetch
 
 
 @dataclass
@@ -68,55 +53,6 @@ class MatrixResult:
 def measured_interleaved(target: str) -> bool:
     """Whether a base build of ``target`` is measured in rounds with the head: the target says so."""
     return registry.measures_base(target)
-
-
-def _repeat(job: Job, index: int) -> None:
-    """Round ``index`` of an unchanged build, recorded beside the first (a failed job: nothing)."""
-    if job.failure is not None or not registry.bench_repeats(job.target):
-        return
-    if job.kernel:
-        try:
-            repeat_load(job, index)
-        except StageError as e:  # e.g. the module still loaded after a hung round: this side stops
-            record_failure(job, e)
-        return
-    run = _bench_once(job, job.dir / f"bench.{index}.log")
-    if run is not None:
-        job.state.setdefault("programs_run", []).append(run.record())
-        job.save()
-
-
-def _measure_again(job: Job, tag: str) -> LogResult | None:
-    """A measurement kept apart from the run (confirm): its log when it ran clean, else None."""
-    if job.failure is not None or not registry.bench_repeats(job.target):
-        return None
-    if job.kernel:
-        try:
-            outcome = load_cycle(job, job.dir / f"vm.{tag}")
-        except StageError:  # a confirmation that cannot run leaves the regression standing
-            return None
-        log, failure = judged_cycle(job, outcome, repeat_log_path(job, tag))
-        return log if failure is None else None
-    run = _bench_once(job, job.dir / f"bench.{tag}.log")
-    if run is None or run.exit_code != 0 or run.timed_out:
-        return None
-    return parse_program_log(run)
-
-
-def _bench_once(job: Job, log: Path) -> ProgramRun | None:
-    """The built benchmark program run once more into ``log`` (None: nothing to run)."""
-    programs = job.state.get("programs")
-    if job.failure is not None or not programs:
-        return None
-    prog = Path(programs["benchmark"])
-    log.write_bytes(b"")
-    run = ProgramRun("benchmark", log, [str(prog), *job.config.benchmark.userspace_args])
-    with MEASURE_LOCK:
-        res = run_logged(run.argv, cwd=prog.parent.parent.parent, log=log,
-                         timeout_s=job.config.timeout("benchmark"),
-                         shell_prefix=job.config.variants[job.variant].run_prefix, header=False)
-    run.exit_code, run.seconds, run.timed_out = res.exit_code, res.seconds, res.timed_out
-    return run
 
 
 def _remeasurer(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[RunResult],
@@ -143,7 +79,7 @@ def _remeasurer(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[
             for index, sides in enumerate(plan, start=1):
                 say(f"{head.label}: confirm round {index} of {repeats} ({', '.join(sides)})")
                 for side in sides:
-                    log = _measure_again(jobs[side], f"confirm.{index}")
+                    log = measure_again(jobs[side], f"confirm.{index}")
                     if log is not None:
                         logs[side].append(log)
             for side, out in (("base", bases_again), ("head", heads_again)):
@@ -155,7 +91,7 @@ def _remeasurer(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[
     return remeasure
 
 
-def _measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats: int,
+def measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats: int,
                    say: Progress) -> tuple[list[RunResult], list[RunResult]]:
     """Base and head of each (target, variant) in alternating rounds: A B A B ..."""
     head_runs, base_runs = [], []
@@ -198,7 +134,10 @@ def _measure_rounds(head: Job, base: Job, plan: list[tuple[str, str]], first: in
     for index, sides in enumerate(plan, start=first):
         say(f"{head.label}: round {index} of {total} ({', '.join(sides)}){why}")
         for side in sides:
-            _repeat(jobs[side], index)
+            try:
+                repeat(jobs[side], index)
+            except StageError as e:  # e.g. the module still loaded after a hung round: this side stops
+                record_failure(jobs[side], e)
 
 
 def _extra_rounds(head: Job, base: Job, done: int, more: int, say: Progress) -> None:
@@ -398,7 +337,7 @@ def run_matrix(
             list(pool.map(build_phase, [*jobs_list, *[j for j in base_jobs if j.failure is None]]))
     if base_jobs:
         bases = {(j.target, j.variant): j for j in base_jobs}
-        runs, base_runs = _measure_pairs(jobs_list, bases, max(1, repeats), say)
+        runs, base_runs = measure_pairs(jobs_list, bases, max(1, repeats), say)
         if not_run_ok:
             runs = [as_not_run(r) for r in runs]
 

@@ -1,12 +1,11 @@
-"""What a target is to the pipeline: one object per target, registered in ``registry.TARGETS``.
+"""What a target is to the pipeline: the whole protocol each stage calls, and its defaults.
 
-What a target *is* (a kernel target or not, whether its benchmark numbers measure the module's
-performance, whether one run can measure again, its note) is its row in the core's
-``buildbot_bsdkm/targets.py``, which the class names as ``facts``; config, kernel health, the policy
-and the shells read the same row without importing the pipeline. A kernel target
-(``KernelTarget``) also says how its module is built, loaded and judged; the stages only call these
-methods, so adding a target is one file with one subclass (plus its row and a line in the registry).
-The default ``judge`` suits a target with one kernel log per run.
+A target is one object (``TARGET`` in its own module) listed in ``targets/__init__.py``. What it
+*is* (a kernel target or not, whether its benchmark numbers measure the module's performance,
+whether one run can measure again) is its row in the core's ``buildbot_bsdkm/targets.py``, named
+as ``facts``. How it runs is these hooks: the stages call them and never ask which target they
+hold. ``KernelTarget`` implements them for a module that is built, loaded and judged by its kernel
+log; such a target says only how its module is built and loaded.
 """
 
 from __future__ import annotations
@@ -17,16 +16,29 @@ from typing import Any, ClassVar
 from ..config.bsdkm_yml import Config
 from ..model import FailureCategory, LogFormat, LogResult, Problem, StageFailure
 from ..parsers import ParseError, parse_file
+from ..perf.instructions import METADATA_KEY
 from ..retry.classify import DEFAULT_PATTERNS, Patterns, classify
 from ..targets import TargetFacts
 from .console import pattern_lines
-from .loading import ModuleLoadOutcome
+from .errors import StageError
+from .fips import is_fips
+from .instructions import proxy_counts
+from .job import CONFIGURE_ARGS, KO, MEASURE_LOCK, OUTCOME, REPEATS, SOURCE, Job
+from .loading import ModuleLoadOutcome, outcome_from_record, outcome_record
+from .source import cache_root
+
+
+def source_of(job: Job) -> tuple[Path, str]:
+    """The fetched tree's path, and what identifies its contents (digest, commit, else the path)."""
+    src = job.need(SOURCE, "fetch")
+    return Path(src["path"]), str(src.get("sha256") or src.get("commit") or src["path"])
 
 
 class Target:
-    """What a target's benchmark is; the perf gate and the PR builds' base follow it, never a name.
+    """One target: its facts (its row), and the hooks that run its stages on a ``Job``.
 
-    The facts are read from the row (``targets.TargetFacts``), never restated here.
+    ``check_worker`` is the target's own validation, run by the configure stage before anything
+    is built. The facts are read from the row (``targets.TargetFacts``), never restated here.
     """
 
     facts: ClassVar[TargetFacts]
@@ -34,10 +46,6 @@ class Target:
     @property
     def name(self) -> str:
         return self.facts.name
-
-    @property
-    def kernel(self) -> bool:
-        return self.facts.kernel
 
     @property
     def perf_measurement(self) -> bool:
@@ -59,9 +67,51 @@ class Target:
         """Whether a PR build (or ``run --base-*``) builds the base and measures both in rounds."""
         return self.facts.measures_base
 
+    def check_worker(self, config: Config) -> None:
+        """Raise StageError when this worker cannot run the target at all."""
+
+    def configure(self, job: Job) -> None:
+        """The configure stage: records ``CONFIGURE_ARGS``."""
+        raise NotImplementedError
+
+    def make(self, job: Job) -> None:
+        """The build stage: records what the load stage runs."""
+        raise NotImplementedError
+
+    def measure(self, job: Job) -> None:
+        """The load stage's measurement (under ``MEASURE_LOCK``), recorded in the state."""
+        raise NotImplementedError
+
+    def repeat(self, job: Job, index: int) -> None:
+        """Round ``index`` of a target whose benchmark repeats, recorded beside the first.
+
+        Raises StageError when this side cannot go on measuring.
+        """
+
+    def measure_again(self, job: Job, tag: str) -> LogResult | None:
+        """One measurement kept apart from the run (``confirm``): its log if it ran clean, else None."""
+        return None
+
+    def collect(self, job: Job) -> tuple[list[LogResult], StageFailure | None]:
+        """Every log the run left, parsed, and the run's load or unload failure."""
+        raise NotImplementedError
+
+    def metadata(self, job: Job) -> dict[str, Any]:
+        """What the run's results say about how it ran, beside the source and the flags."""
+        return {"bench_args": None}
+
+    def release_fips(self, flags: list[str]) -> bool:
+        """Whether a release candidate's FIPS round trip applies to a variant with ``flags``."""
+        return False
+
 
 class KernelTarget(Target):
-    afalg: ClassVar[bool] = False  # an lkcapi variant's AF_ALG benchmark runs beside the module
+    """A kernel module built from ``facts.source_dir``, loaded, and judged by its kernel log.
+
+    A subclass says how its module is built (``build``) and loaded (``load``); ``logs`` and
+    ``measured_logs`` are there for a target whose run leaves more than one kernel log.
+    """
+
     log_format: ClassVar[LogFormat]
     log_name: ClassVar[str]  # what the kernel log is called in the run's directory
 
@@ -72,9 +122,6 @@ class KernelTarget(Target):
         if src is None:
             raise TypeError(f"{self.name}: a kernel target's row in targets.py names no source_dir")
         return src
-
-    def check_worker(self, config: Config) -> None:
-        """Configure stage: raise StageError when this worker cannot run the target at all."""
 
     def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
               patterns: Patterns | None = None) -> Path:
@@ -97,6 +144,93 @@ class KernelTarget(Target):
                       kernel_log: Path) -> list[LogResult]:
         """What the run measured beside the kernel log (AF_ALG, openssl speed through the driver)."""
         return []
+
+    def beside_module(self, job: Job, source: Path) -> None:
+        """What the run needs built next to the module (the build stage, after ``build``)."""
+
+    # ------------------------------------------------------------------ the stages' hooks
+
+    def configure(self, job: Job) -> None:
+        # The module builders configure and make in one go (and cache the .ko); here only check
+        # that the target can run on this worker at all.
+        self.check_worker(job.config)
+        job.put(CONFIGURE_ARGS, job.config.configure_flags(job.target, job.variant))
+
+    def make(self, job: Job) -> None:
+        path, _ = source_of(job)
+        ko = self.build(job.config, job.variant, path, cache_root(job.config), job.jobs, job.build_log,
+                        job.patterns)
+        job.put(KO, str(ko))
+        self.beside_module(job, path)
+        self._count_proxy(job, path)
+
+    def _count_proxy(self, job: Job, source: Path) -> None:
+        """The target's workload counted in a user-space build of its flags (``kernel_proxy``)."""
+        job.state.pop(METADATA_KEY, None)
+        counts = proxy_counts(job.config, job.target, job.variant, source, cache_root(job.config), job.jobs,
+                              job.dir / "instructions.log", job.say)
+        if counts is not None:
+            job.state[METADATA_KEY] = counts.to_dict()
+
+    def measure(self, job: Job) -> None:
+        ko = Path(job.need(KO, "build"))
+        outcome = self.load(job.config, ko, job.dir / "vm")
+        job.put(OUTCOME, outcome_record(outcome))
+        job.drop(REPEATS)  # a load run again starts its rounds again
+
+    def load_cycle(self, job: Job, work: Path) -> ModuleLoadOutcome:
+        """One more load cycle of the job's built module into ``work`` (measured alone: the lock)."""
+        ko = Path(job.need(KO, "build"))
+        with MEASURE_LOCK:
+            return self.repeat_load(job.config, ko, work)
+
+    def repeat(self, job: Job, index: int) -> None:
+        outcome = self.load_cycle(job, job.dir / f"vm.{index}")
+        job.state.setdefault(REPEATS.name, []).append({"index": index, "outcome": outcome_record(outcome)})
+        job.save()
+
+    def measure_again(self, job: Job, tag: str) -> LogResult | None:
+        try:
+            outcome = self.load_cycle(job, job.dir / f"vm.{tag}")
+        except StageError:  # a confirmation that cannot run leaves the regression standing
+            return None
+        log, failure = self.judged_cycle(job, outcome, self.repeat_log_path(job, tag))
+        return log if failure is None else None
+
+    def judged_cycle(self, job: Job, outcome: ModuleLoadOutcome,
+                     kept: Path) -> tuple[LogResult, StageFailure | None]:
+        """A load cycle's kernel log (copied to ``kept``, parsed) and its failure, as the first one's."""
+        if outcome.kernel_log.is_file() and outcome.kernel_log.resolve() != kept.resolve():
+            kept.write_bytes(outcome.kernel_log.read_bytes())
+        log = parse_kernel_log(self.log_format, kept if kept.is_file() else outcome.kernel_log)
+        return log, judge_outcome(outcome, log, job.config.timeout("load"), job.patterns)
+
+    def repeat_log_path(self, job: Job, index: int | str) -> Path:
+        """``kernel.log`` -> ``kernel.<index>.log``: round ``index``'s kernel log in the run directory."""
+        name = Path(self.log_name)
+        return job.dir / f"{name.stem}.{index}{name.suffix}"
+
+    def collect(self, job: Job) -> tuple[list[LogResult], StageFailure | None]:
+        if OUTCOME.name not in job.state:
+            return [], None
+        own = self.logs(job.state, job.dir, job.config.timeout("load"), job.patterns)
+        if own is not None:  # a target with one log per kernel judges its run itself
+            return own
+        outcome = outcome_from_record(job.state[OUTCOME.name])
+        kept = job.dir / self.log_name
+        log, failure = self.judged_cycle(job, outcome, kept)
+        measured = self.measured_logs(job.state, job.dir, outcome, kept)
+        again: list[LogResult] = []
+        again_failure: StageFailure | None = None
+        for rec in job.state.get(REPEATS.name, []):  # a failed round fails the run like the first would
+            log_i, failure_i = self.judged_cycle(job, outcome_from_record(rec["outcome"]),
+                                                 self.repeat_log_path(job, rec["index"]))
+            again.append(log_i)
+            again_failure = again_failure or failure_i
+        return [log, *measured, *again], failure or again_failure
+
+    def release_fips(self, flags: list[str]) -> bool:
+        return is_fips(flags)
 
 
 def module_flags(config: Config, target_name: str, variant: str) -> list[str]:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import targets
 from ..model import LogFormat, LogResult, Problem, StageFailure
 from ..parsers import ParseError, parse_file
+from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
 from ..retry.classify import Patterns, classify
-from .build import CommandResult, run_logged
-from .target import Target
+from .build import UserspaceBuild, userspace_build
+from .instructions import counts_for
+from .job import BUILD_DIR, CONFIGURE_ARGS, MEASURE_LOCK, PROGRAMS, PROGRAMS_RUN, Job
+from .proc import CommandResult, run_logged
+from .source import cache_root
+from .target import Target, source_of
 
 
 class UserspaceTarget(Target):
@@ -18,8 +24,83 @@ class UserspaceTarget(Target):
 
     facts = targets.USERSPACE
 
+    def _build(self, job: Job) -> UserspaceBuild:
+        path, ident = source_of(job)
+        return userspace_build(job.config, job.variant, path, ident, cache_root(job.config), job.jobs)
+
+    def configure(self, job: Job) -> None:
+        b = self._build(job)
+        job.put(BUILD_DIR, str(b.build_dir))
+        job.put(CONFIGURE_ARGS, b.configure_args)
+        b.configure(job.build_log, job.config.timeout("configure"), job.patterns)
+
+    def make(self, job: Job) -> None:
+        b = self._build(job)
+        b.make(job.build_log, job.config.timeout("build"), job.patterns)
+        job.put(PROGRAMS, {k: str(v) for k, v in b.programs().items()})
+
+    def measure(self, job: Job) -> None:
+        programs = {k: Path(v) for k, v in job.need(PROGRAMS, "build").items()}
+        out = run_programs(programs, job.dir, bench_args=list(job.config.benchmark.userspace_args),
+                           timeouts=_timeouts(job), run_prefix=job.config.variants[job.variant].run_prefix)
+        job.put(PROGRAMS_RUN, out.record())
+        _count_instructions(job)
+
+    def repeat(self, job: Job, index: int) -> None:
+        run = _bench_once(job, job.dir / f"bench.{index}.log")
+        if run is not None:
+            job.state.setdefault(PROGRAMS_RUN.name, []).append(run.record())
+            job.save()
+
+    def measure_again(self, job: Job, tag: str) -> LogResult | None:
+        run = _bench_once(job, job.dir / f"bench.{tag}.log")
+        if run is None or run.exit_code != 0 or run.timed_out:
+            return None
+        return parse_program_log(run)
+
+    def collect(self, job: Job) -> tuple[list[LogResult], StageFailure | None]:
+        runs = [ProgramRun.from_record(r) for r in job.get(PROGRAMS_RUN, [])]
+        ran = [r for r in runs if not r.skipped]
+        logs = [parse_program_log(r) for r in ran]
+        return logs, judge(UserspaceOutcome(ran), logs, _timeouts(job), job.patterns) if ran else None
+
+    def metadata(self, job: Job) -> dict[str, Any]:
+        return {"bench_args": list(job.config.benchmark.userspace_args)}
+
 
 TARGET = UserspaceTarget()
+
+
+def _timeouts(job: Job) -> dict[str, float]:
+    return {"testwolfcrypt": job.config.timeout("selftest"), "benchmark": job.config.timeout("benchmark")}
+
+
+def _count_instructions(job: Job) -> None:
+    """The policy's fixed workload counted in this build (Callgrind), once per load, beside the clock's."""
+    job.state.pop(METADATA_KEY, None)
+    job.state.pop(BASE_METADATA_KEY, None)  # a base measured with this load brings its own again
+    build_dir = job.get(BUILD_DIR)
+    if build_dir is None:
+        return
+    counts = counts_for(job.config, Path(build_dir), job.dir / "instructions.log", job.say)
+    if counts is not None:
+        job.state[METADATA_KEY] = counts.to_dict()
+
+
+def _bench_once(job: Job, log: Path) -> ProgramRun | None:
+    """The built benchmark program run once more into ``log`` (None: nothing to run)."""
+    programs = job.get(PROGRAMS)
+    if job.failure is not None or not programs:
+        return None
+    prog = Path(programs["benchmark"])
+    log.write_bytes(b"")
+    run = ProgramRun("benchmark", log, [str(prog), *job.config.benchmark.userspace_args])
+    with MEASURE_LOCK:
+        res = run_logged(run.argv, cwd=prog.parent.parent.parent, log=log,
+                         timeout_s=job.config.timeout("benchmark"),
+                         shell_prefix=job.config.variants[job.variant].run_prefix, header=False)
+    run.exit_code, run.seconds, run.timed_out = res.exit_code, res.seconds, res.timed_out
+    return run
 
 
 @dataclass

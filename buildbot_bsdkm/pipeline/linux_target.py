@@ -1,0 +1,95 @@
+"""The ``linux-kmod-qemu`` target: the module built against Debian's headers, loaded in a QEMU VM.
+
+The harness (build, initramfs, boot, console) is ``linuxkm.py``; an lkcapi variant's AF_ALG
+benchmark is ``afalg.py`` and its console lines ``afalg_console.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .. import targets
+from ..config.bsdkm_yml import Config
+from ..model import LogFormat, LogResult
+from ..retry.classify import Patterns
+from .afalg import build_bench, stage_overlay, wants_afalg
+from .afalg_console import console_logs
+from .job import KO, Job, StateKey
+from .linuxkm import (
+    LinuxModuleSpec,
+    VmOptions,
+    cached_linux_module,
+    linux_source_dir,
+    merge_module_counts,
+    prepare_count,
+    read_module_counts,
+    run_linux_module,
+)
+from .loading import ModuleLoadOutcome
+from .source import cache_root
+from .target import KernelTarget, append_log, module_flags
+
+# The lkcapi variant's AF_ALG benchmark program, built beside the module (None: not this variant).
+AFALG_PROGRAM: StateKey[str | None] = StateKey("afalg_program")
+
+
+class LinuxQemuTarget(KernelTarget):
+    """``linux-kmod-qemu``: the module built against Debian's headers, loaded once in a QEMU VM."""
+
+    facts = targets.LINUX_KMOD_QEMU
+    log_format = LogFormat.LINUX_KERNEL_LOG
+    log_name = "console.log"
+
+    def check_worker(self, config: Config) -> None:
+        linux_source_dir(config.targets[self.name].options.get("kernel_version"))
+
+    def measured_logs(self, state: dict[str, Any], run_dir: Path, outcome: ModuleLoadOutcome,
+                      kernel_log: Path) -> list[LogResult]:
+        # The lkcapi variant's guest ran the AF_ALG benchmark after the load, on the same console.
+        wanted = bool(state.get(AFALG_PROGRAM.name)) and outcome.load_rc == 0
+        counts = read_module_counts(run_dir / "vm", kernel_log)
+        if counts is not None:
+            merge_module_counts(state, counts)
+        return console_logs(kernel_log, run_dir, expected=wanted)
+
+    def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
+              patterns: Patterns | None = None) -> Path:
+        opts = config.targets[self.name].options
+        spec = LinuxModuleSpec(variant_flags=tuple(module_flags(config, self.name, variant)),
+                               cflags=" ".join(config.cflags(self.name, variant)),
+                               kernel_version=opts.get("kernel_version"))
+        built = cached_linux_module(source, spec, cache, jobs=jobs, timeout_s=config.timeout("build"),
+                                    patterns=patterns)
+        append_log(log, built.build_log,
+                   note=f"# module {'reused from cache' if built.cached else 'built'}: {built.ko}")
+        return Path(built.ko)
+
+    def beside_module(self, job: Job, source: Path) -> None:
+        """An lkcapi variant's AF_ALG benchmark program (``afalg.py``), run in the same guest."""
+        flags = job.config.configure_flags(self.name, job.variant)
+        program = None
+        if wants_afalg(flags):
+            program = str(build_bench(source, flags, cache_root(job.config), jobs=job.jobs,
+                                      cflags=" ".join(job.config.cflags(self.name, job.variant)),
+                                      timeout_s=job.config.timeout("build"), log=job.build_log))
+        job.put(AFALG_PROGRAM, program)
+
+    def measure(self, job: Job) -> None:
+        stage_overlay(job.get(AFALG_PROGRAM), Path(job.need(KO, "build")), job.dir / "vm")
+        super().measure(job)
+
+    def load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
+        opts = config.targets[self.name].options
+        # QEMU's -cpu: "max" exercises every instruction the asm uses (ADX included),
+        # "max,-adx,-bmi2" avoids the intermittent ECC self-test failure seen under TCG.
+        options = VmOptions(console_cap_bytes=config.console_cap_bytes)
+        if opts.get("cpu"):
+            options = replace(options, cpu=str(opts["cpu"]))
+        return run_linux_module(ko, work, timeout_s=int(config.timeout("load")),
+                                kernel_version=opts.get("kernel_version"), options=options,
+                                count=prepare_count(config, ko, Path(work)))
+
+
+TARGET = LinuxQemuTarget()
