@@ -3,6 +3,8 @@ and the step that runs ``bsdkm-ci release`` and attaches the report as an HTML l
 
 from __future__ import annotations
 
+import json
+
 from buildbot.process import remotetransfer
 from buildbot.process.properties import Properties
 from buildbot.process.results import FAILURE, SUCCESS
@@ -13,6 +15,7 @@ from twisted.trial import unittest
 
 from buildbot_bsdkm.buildbot import candidate as release
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
+from buildbot_bsdkm.buildbot.worker_files import limit_for
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
 
 LOCAL = MasterSettings(www_port=8010, pb_port=9989, local_workers={"local": "pw"}, config_path="/x/bsdkm.yml")
@@ -93,8 +96,16 @@ CMD = ["bsdkm-ci", "release", "--candidate", "debian:sid/5.9.2", "--previous", "
        "--out", OUT, "--config", "/etc/bsdkm.yml", "--target", "userspace"]
 
 
+# What release.json holds, as far as the report shows it; rendered on the master.
+RELEASE_DOC = {"verdict": {"passed": True, "status": "pass", "summary": "40 checks passed", "failures": [],
+                           "notes": []},
+               "matrix": [], "changes": [], "speedups": [], "repeats": 3, "software_variant": "noasm",
+               "sources": {"candidate": {"source": "debian:sid/5.9.2"},
+                           "previous": {"source": "debian:trixie"}}}
+
+
 def upload(path: str) -> ExpectUploadFile:
-    return ExpectUploadFile(workersrc=path, workdir="wkdir", blocksize=32768, maxsize=None,
+    return ExpectUploadFile(workersrc=path, workdir="wkdir", blocksize=32768, maxsize=limit_for(path) + 1,
                             writer=ExpectRemoteRef(remotetransfer.StringFileWriter))
 
 
@@ -121,25 +132,22 @@ class TestReleaseStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.make()
         self.expect_commands(
             ExpectShell(workdir="wkdir", command=CMD).stdout("PASS: 40 checks passed\n").exit(0),
-            upload(f"{OUT}/release.html").upload_string("<html><svg></svg>report</html>").exit(0),
             upload(f"{OUT}/release.md").upload_string("## Release candidate: PASS\n").exit(0),
-            upload(f"{OUT}/release-outcomes.json").exit(1),
+            upload(f"{OUT}/release.json").upload_string(json.dumps(RELEASE_DOC)).exit(0),
         )
         self.expect_outcome(result=SUCCESS, state_string="release: PASS: 40 checks passed")
         self.expect_log_file("release.md", "## Release candidate: PASS\n")
         self.expect_property("bsdkm_release_verdict", "passed")
         d = self.run_step()
-        return d.addCallback(lambda _: self.assertEqual(
-            self.html_logs, {"release report": "<html><svg></svg>report</html>"}))
+        return d.addCallback(lambda _: self.assertEqual(list(self.html_logs), ["release report"]))
 
     def test_unjudged_items_are_inconclusive_not_passed(self):
         self.make()
         line = "INCONCLUSIVE: 28 gated item(s) not judged, 12 of 40 checks passed"
         self.expect_commands(
             ExpectShell(workdir="wkdir", command=CMD).stdout(line + "\n").exit(0),
-            upload(f"{OUT}/release.html").upload_string("<html>r</html>").exit(0),
             upload(f"{OUT}/release.md").upload_string("md").exit(0),
-            upload(f"{OUT}/release-outcomes.json").exit(1),
+            upload(f"{OUT}/release.json").upload_string(json.dumps(RELEASE_DOC)).exit(0),
         )
         self.expect_outcome(result=SUCCESS, state_string=f"release: {line}")
         self.expect_property("bsdkm_release_verdict", "inconclusive")
@@ -150,23 +158,21 @@ class TestReleaseStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.expect_commands(
             ExpectShell(workdir="wkdir", command=CMD).stdout("FAIL: 1 of 40 checks failed (regression)\n")
             .exit(1),
-            upload(f"{OUT}/release.html").upload_string("<html>r</html>").exit(0),
             upload(f"{OUT}/release.md").upload_string("md").exit(0),
-            upload(f"{OUT}/release-outcomes.json").exit(1),
+            upload(f"{OUT}/release.json").upload_string(json.dumps(RELEASE_DOC)).exit(0),
         )
         self.expect_outcome(result=FAILURE, state_string="release: FAIL: 1 of 40 checks failed (regression)")
         self.expect_property("bsdkm_release_verdict", "failed")
         d = self.run_step()
-        return d.addCallback(lambda _: self.assertEqual(self.html_logs, {"release report": "<html>r</html>"}))
+        return d.addCallback(lambda _: self.assertIn("Release candidate", self.html_logs["release report"]))
 
     def test_unknown_source_says_which(self):
         self.make()
         msg = "bsdkm-ci release: --previous: unknown source 'v5.7.2' (accepted: ...)\n"
         self.expect_commands(
             ExpectShell(workdir="wkdir", command=CMD).stderr(msg).exit(2),
-            upload(f"{OUT}/release.html").exit(1),
             upload(f"{OUT}/release.md").exit(1),
-            upload(f"{OUT}/release-outcomes.json").exit(1),
+            upload(f"{OUT}/release.json").exit(1),
         )
         self.expect_outcome(result=FAILURE, state_string=f"release: {msg.strip()}")
         self.expect_property("bsdkm_release_verdict", "error")
@@ -188,10 +194,11 @@ class TestReleaseStep(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         rec = BaseOutcome("freebsd-kmod-qemu", "intelasm", "debug", "fail", [panic], None, "5.9.3-rc1",
                           "2026-12-01T00:00:00Z", "fp1", ["complete", "kernel"]).to_dict()
         self.make()
+        self.build.setProperty("scheduler", "release-tags", "test")  # a pushed release tag
         self.expect_commands(
             ExpectShell(workdir="wkdir", command=CMD).stdout("PASS: 40 checks passed\n").exit(0),
-            upload(f"{OUT}/release.html").upload_string("<html>r</html>").exit(0),
             upload(f"{OUT}/release.md").upload_string("md").exit(0),
+            upload(f"{OUT}/release.json").upload_string(json.dumps(RELEASE_DOC)).exit(0),
             upload(f"{OUT}/release-outcomes.json").upload_string(json.dumps({"base_outcomes": [rec]}))
             .exit(0),
         )

@@ -24,6 +24,7 @@ from conftest import FIXTURES, fixture_text
 from twisted.trial import unittest
 
 from buildbot_bsdkm.buildbot import steps
+from buildbot_bsdkm.buildbot.worker_files import limit_for
 from buildbot_bsdkm.model import RunResult, to_json
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.policy import Check, Verdict
@@ -45,7 +46,7 @@ def shell(stage: str) -> ExpectShell:
 
 
 def upload(path: str) -> ExpectUploadFile:
-    return ExpectUploadFile(workersrc=path, workdir="wkdir", blocksize=32768, maxsize=None,
+    return ExpectUploadFile(workersrc=path, workdir="wkdir", blocksize=32768, maxsize=limit_for(path) + 1,
                             writer=ExpectRemoteRef(remotetransfer.StringFileWriter))
 
 

@@ -17,7 +17,6 @@ The steps decide nothing: the command's exit status and bisect.json say what was
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -40,10 +39,13 @@ from ..contract import (
     TARGET_PROPERTY,
     VARIANT_PROPERTY,
 )
+from ..model import load_document
 from ..perf.store import best_series
 from ..pipeline.bisect_trigger import BisectRequest, regression_requests, requests_for
+from ..report.bisect import html_page, result_from_json
 from ..targets import measures_base
-from . import base_outcomes, perf_history
+from . import base_outcomes, perf_history, worker_files
+from .retrying_build import can_start_build
 from .workers import WorkerSpec
 
 BUILDER = "bisect"
@@ -102,19 +104,27 @@ class BsdkmBisect(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep)
         return WARNINGS if cmd.rc == 1 and doc is not None else FAILURE
 
     async def _read_back(self) -> dict[str, Any] | None:
+        """bisect.json and bisect.md as text logs (bounded), and the HTML report rendered here from
+        the JSON: HTML the worker wrote would run in the master's web UI."""
         doc = None
-        for name, add in (("bisect.html", self.addHTMLLog), ("bisect.md", self.addCompleteLog),
-                          ("bisect.json", self.addCompleteLog)):
-            content = await self.getFileContentFromWorker(f"{self.out_dir}/{name}")
-            if content is None:
+        for name in ("bisect.md", "bisect.json"):
+            try:
+                text = await worker_files.read_text(self, f"{self.out_dir}/{name}")
+            except worker_files.WorkerFileTooLarge as e:
+                await self.addCompleteLog("error", str(e))
                 continue
-            text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
-            await add("bisect report" if name == "bisect.html" else name, text)
+            if text is None:
+                continue
+            await self.addCompleteLog(name, text)
             if name == "bisect.json":
                 try:
-                    doc = json.loads(text)
-                except ValueError:
-                    doc = None
+                    loaded = load_document(text, name)
+                    doc = loaded if isinstance(loaded, dict) else None
+                    result, about = result_from_json(loaded)
+                except ValueError as e:  # ModelError too
+                    await self.addCompleteLog("error", f"{name}: {e}")
+                    continue
+                await self.addHTMLLog("bisect report", html_page(result, about))
         return doc
 
     def getResultSummary(self) -> dict[str, str]:
@@ -136,19 +146,24 @@ class BsdkmBisectComment(buildstep.BuildStep):
         super().__init__(**kwargs)
 
     async def run(self) -> int:
-        from ..github.bisect_comment import comment_body, post_commit_comment
+        from ..github.bisect_comment import checked_culprit, comment_body, post_commit_comment
         from ..github.client import GitHubError
 
         doc = self.getProperty(BISECT_RESULT_PROPERTY)
         if not isinstance(doc, dict) or not doc.get("decided"):
             self.summary_text = "no culprit named: no comment"
             return SKIPPED
-        sha = str(doc["culprit"]["sha"])
         link = self.build.getUrl() if hasattr(self.build, "getUrl") else None
+        sha = ""
         try:
+            raw = self.getProperty(BISECT_REQUEST_PROPERTY)
+            request = BisectRequest.from_dict(raw) if isinstance(raw, dict) else None
+            client = self.client()
+            # bisect.json is the worker's: the culprit is only believed inside the range asked for
+            sha = await checked_culprit(client, self.repo, doc, request)
             body = comment_body(doc, link=link if isinstance(link, str) else None)
-            await post_commit_comment(self.client(), self.repo, sha, body)
-        except (ValueError, GitHubError) as e:
+            await post_commit_comment(client, self.repo, sha, body)
+        except (ValueError, KeyError, TypeError, GitHubError) as e:
             self.summary_text = f"commit comment not posted: {e}"
             return FAILURE
         self.summary_text = f"commented on {sha[:12]} in {self.repo}"
@@ -278,7 +293,8 @@ def apply_bisect(c: dict[str, Any], config: Config, specs: list[WorkerSpec], con
                                      repo=github.repo)
     c["builders"].append(util.BuilderConfig(name=BUILDER, workernames=names, tags=["bisect"],
                                             factory=bisect_factory(config_path, bsdkm_ci, comment),
-                                            collapseRequests=False))
+                                            collapseRequests=False,
+                                            canStartBuild=can_start_build))  # trusted workers only
     c["schedulers"].append(schedulers.Triggerable(name=SCHEDULER, builderNames=[BUILDER]))
     source = config.source.url if isinstance(config.source, GitSource) else ""
     c["services"].append(BisectOnNewSignatures(repository=source))

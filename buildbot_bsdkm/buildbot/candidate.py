@@ -25,7 +25,7 @@ from buildbot.process.results import FAILURE, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.python import log
 
-from ..config.bsdkm_yml import Config
+from ..config.bsdkm_yml import Config, GitSource
 from ..contract import (
     PROPERTY_SOURCE,
     RELEASE_OUTCOMES_FILE,
@@ -33,10 +33,13 @@ from ..contract import (
     RUN_KIND_PROPERTY,
     verdict_word,
 )
+from ..model import load_document
 from ..policy.checks import status_of_summary
+from ..report.candidate import html_release
 from ..targets import FACTS as TARGET_FACTS
 from ..targets import os_release_tag
-from . import base_outcomes
+from . import base_outcomes, worker_files
+from .retrying_build import can_start_build
 from .workers import WorkerSpec
 
 OUT_DIR = "bsdkm-release"
@@ -44,6 +47,7 @@ LINUX_BUILDER = "release/linux"
 PROP_CANDIDATE = "candidate"
 PROP_PREVIOUS = "previous"
 OUTPUT_LIMIT = 64 * 1024
+TAG_SCHEDULER = "release-tags"
 
 
 def tag_of(branch: str | None) -> str | None:
@@ -76,8 +80,10 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
 
     def __init__(self, *, candidate: Any, previous: Any, config_path: Any = None,
                  targets: tuple[str, ...] = (), freebsd_release: str | None = None,
-                 bsdkm_ci: str = "bsdkm-ci", out_dir: str = OUT_DIR, **kwargs: Any) -> None:
+                 bsdkm_ci: str = "bsdkm-ci", out_dir: str = OUT_DIR, repository: str | None = None,
+                 **kwargs: Any) -> None:
         self.candidate, self.previous, self.config_path = candidate, previous, config_path
+        self.repository = repository  # the configured source's repository: its candidates are the base's
         self.targets, self.freebsd_release = tuple(targets), freebsd_release
         self.bsdkm_ci, self.out_dir = bsdkm_ci, out_dir
         self.summary_text: str | None = None
@@ -106,15 +112,17 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
         cmd = await self.makeRemoteShellCommand(command=self.release_command(), collectStdout=True,
                                                 collectStderr=True)
         await self.runCommand(cmd)
-        for name, add in (("release.html", self.addHTMLLog), ("release.md", self.addCompleteLog)):
-            content = await self.getFileContentFromWorker(f"{self.out_dir}/{name}")
-            if content is not None:
-                text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
-                await add("release report" if name == "release.html" else name, text)
         output = ((cmd.stdout or "") + (cmd.stderr or ""))[-OUTPUT_LIMIT:]
         lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-        await self.keep_baseline(lines)
-        await self.keep_outcomes()
+        try:
+            await self.keep_reports()
+            await self.keep_baseline(lines)
+            await self.keep_outcomes()
+        except worker_files.WorkerFileTooLarge as e:  # the worker's files, next to the candidate's code
+            self.summary_text = f"release: integrity: {e}"
+            self.setProperty(RELEASE_VERDICT_PROPERTY, "error", PROPERTY_SOURCE)
+            await self.addCompleteLog("error", str(e))
+            return FAILURE
         # the core's summary line: PASS, FAIL or INCONCLUSIVE (policy Verdict.summary)
         verdict = next((ln for ln in reversed(lines) if ln.startswith(("PASS:", "FAIL:", "INCONCLUSIVE:"))),
                        None)
@@ -128,21 +136,38 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
         self.summary_text = f"release: {why}"
         return FAILURE
 
+    async def keep_reports(self) -> None:
+        """release.md as a text log, and the HTML report rendered here from release.json: HTML the
+        worker wrote would run in the master's web UI with the viewer's session."""
+        md = await worker_files.read_text(self, f"{self.out_dir}/release.md")
+        if md is not None:
+            await self.addCompleteLog("release.md", md)
+        text = await worker_files.read_text(self, f"{self.out_dir}/release.json")
+        if text is None:
+            return
+        try:
+            html = html_release(load_document(text, "release.json"))
+        except Exception as e:  # noqa: BLE001 - any shape the worker wrote: no report, said why
+            await self.addCompleteLog("error", f"release.json: not a release report: {type(e).__name__}: {e}")
+            return
+        await self.addHTMLLog("release report", html)
+
     async def keep_baseline(self, lines: list[str]) -> None:
         """The candidate's results, the new baseline of its release line, kept with the build as a log."""
         path = next((ln.split(None, 1)[1] for ln in lines if ln.startswith("baseline:") and " " in ln), None)
         if not path:
             return
-        content = await self.getFileContentFromWorker(path)
-        if content is not None:
-            text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
+        text = await worker_files.read_text(self, path)
+        if text is not None:
             await self.addCompleteLog(path.rsplit("/", 1)[-1], text)
 
     async def keep_outcomes(self) -> int:
         """A release run's candidate outcomes are base outcomes, recorded as a base-branch build's are."""
         if not base_outcomes.may_record(self) or not base_outcomes.enabled(self.master):
             return 0
-        content = await self.getFileContentFromWorker(f"{self.out_dir}/{RELEASE_OUTCOMES_FILE}")
+        if not self.candidate_is_the_base():
+            return 0
+        content = await worker_files.read_text(self, f"{self.out_dir}/{RELEASE_OUTCOMES_FILE}")
         if content is None:
             return 0
         try:
@@ -153,15 +178,39 @@ class ReleaseCandidate(CompositeStepMixin, buildstep.ShellMixin, buildstep.Build
             return 0
         return await base_outcomes.record_documents(self, records if isinstance(records, list) else [])
 
+    def candidate_is_the_base(self) -> bool:
+        """A pushed release tag (its scheduler), or a typed candidate of the configured repository:
+        only those record base outcomes. Another repository's would make later PR failures
+        "pre-existing" and start bisections."""
+        if self.getProperty("scheduler") == TAG_SCHEDULER and not self.getProperty(PROP_CANDIDATE):
+            return True
+        return bool(self.repository) and same_repository(repository_of(str(self.candidate)), self.repository)
+
     def getResultSummary(self) -> dict[str, str]:
         if self.summary_text is None:
             return super().getResultSummary()
         return {"step": self.summary_text, "build": self.summary_text}
 
 
+def repository_of(source: str) -> str | None:
+    """The repository of a ``git:URL@REF`` SOURCE (None for other kinds)."""
+    if not source.startswith("git:"):
+        return None
+    url = source.removeprefix("git:")
+    return url.rsplit("@", 1)[0] if "@" in url.split("://", 1)[-1] else url
+
+
+def same_repository(a: str | None, b: str | None) -> bool:
+    def norm(u: str) -> str:
+        return u.strip().rstrip("/").removesuffix(".git").lower()
+
+    return bool(a and b) and norm(str(a)) == norm(str(b))
+
+
 def release_builders(config: Config, specs: list[WorkerSpec], config_path: Any, bsdkm_ci: str) -> list[Any]:
     """``release/linux`` and one ``release/freebsd-X.Y`` per declared release a worker carries."""
     previous = util.Property(PROP_PREVIOUS, default=config.release.previous or "")
+    repository = config.source.url if isinstance(config.source, GitSource) else None
     out = []
     # Targets run once per FreeBSD release (freebsd-kmod), each on that release's workers; the rest here.
     per_release = tuple(t for t in config.targets if t in TARGET_FACTS and TARGET_FACTS[t].per_os_release)
@@ -170,9 +219,11 @@ def release_builders(config: Config, specs: list[WorkerSpec], config_path: Any, 
     if linux:
         factory = util.BuildFactory()
         factory.addStep(ReleaseCandidate(candidate=candidate_source, previous=previous,
-                                         config_path=config_path, targets=others, bsdkm_ci=bsdkm_ci))
+                                         config_path=config_path, targets=others, bsdkm_ci=bsdkm_ci,
+                                         repository=repository))
         out.append(util.BuilderConfig(name=LINUX_BUILDER, workernames=linux, factory=factory,
-                                      tags=["release"], collapseRequests=False))
+                                      tags=["release"], collapseRequests=False,
+                                      canStartBuild=can_start_build))  # trusted workers only
     if per_release:
         for rel in config.release.freebsd_releases:
             tag = os_release_tag(rel, config.release.arch)
@@ -182,9 +233,10 @@ def release_builders(config: Config, specs: list[WorkerSpec], config_path: Any, 
             factory = util.BuildFactory()
             factory.addStep(ReleaseCandidate(candidate=candidate_source, previous=previous,
                                              config_path=config_path, targets=per_release,
-                                             freebsd_release=rel, bsdkm_ci=bsdkm_ci))
+                                             freebsd_release=rel, bsdkm_ci=bsdkm_ci, repository=repository))
             out.append(util.BuilderConfig(name=f"release/freebsd-{rel}", workernames=names, factory=factory,
-                                          tags=["release", tag], collapseRequests=False))
+                                          tags=["release", tag], collapseRequests=False,
+                                          canStartBuild=can_start_build))
     return out
 
 
@@ -192,7 +244,7 @@ def release_schedulers(config: Config, builder_names: list[str]) -> list[Any]:
     pattern = config.release.tag_pattern
     return [
         schedulers.AnyBranchScheduler(
-            name="release-tags", builderNames=builder_names, treeStableTimer=None,
+            name=TAG_SCHEDULER, builderNames=builder_names, treeStableTimer=None,
             change_filter=util.ChangeFilter(branch_fn=lambda b: is_release_tag(b, pattern)),
             properties={RUN_KIND_PROPERTY: "release-candidate"},
         ),

@@ -50,7 +50,7 @@ from ..contract import run_dir as run_dir_of
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json, to_json
 from ..policy import Verdict
 from ..targets import measures_base  # the target's own property (its row)
-from . import base_outcomes, perf_history, summaries
+from . import base_outcomes, perf_history, summaries, worker_files
 from .classification import classify_stage, logs_lost, missing_results
 
 STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any error message
@@ -73,6 +73,11 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
     renderables = ("variant", "target", "out_dir", "config_path", "bsdkm_ci")
     haltOnFailure = True
     flunkOnFailure = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "run" in cls.__dict__:
+            cls.run = _files_bounded(cls.__dict__["run"])  # type: ignore[method-assign]
 
     def __init__(
         self,
@@ -257,10 +262,25 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
     # -- reading files back
 
     async def read_worker_text(self, path: str) -> str | None:
-        content = await self.getFileContentFromWorker(path)
-        if content is None:
-            return None
-        return content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
+        """A worker file, bounded by its kind's size limit (``worker_files``): past it the step fails
+        as a real integrity failure naming the file and the limit."""
+        return await worker_files.read_text(self, path)
+
+
+def _files_bounded(run: Any) -> Any:
+    """``run`` of a stage step, where a worker file over its limit fails the step as ``real``."""
+
+    async def bounded(self: BsdkmStageStep) -> int:
+        try:
+            return await run(self)
+        except worker_files.WorkerFileTooLarge as e:
+            return await self.fail_with(e.failure(self.stage))
+
+    bounded.__name__, bounded.__doc__ = run.__name__, run.__doc__
+    return bounded
+
+
+BsdkmStageStep.run = _files_bounded(BsdkmStageStep.run)  # type: ignore[method-assign]
 
 
 class FetchSource(BsdkmStageStep):

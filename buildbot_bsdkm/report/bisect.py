@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..bisection.search import BisectResult
+from ..bisection.search import BisectResult, Commit, Outcome, Probe, Purpose, Step
 from .blocks import md_code, md_text
 
 
@@ -96,6 +96,33 @@ def html_page(result: BisectResult, about: Mapping[str, Any]) -> str:
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>bsdkm-ci bisect</title></head><body>"
             f"<h1>bsdkm-ci bisect</h1>{top}<table>{facts}</table><h2>Steps</h2>"
             f"<table><tr>{head}</tr>{rows}</table></body></html>\n")
+
+
+ABOUT_KEYS = ("repository", "good", "bad", "target", "variant", "failure", "regression", "pct", "flaky")
+
+
+def result_from_json(doc: Mapping[str, Any]) -> tuple[BisectResult, dict[str, Any]]:
+    """``bisect.json`` back as the result and its ``about``: how the master renders the report itself
+    from the data, never showing HTML a worker wrote. ValueError for a document that is not one."""
+    try:
+        def commit(d: Any) -> Commit | None:
+            return Commit.from_dict(d) if isinstance(d, Mapping) else None
+
+        steps = [Step(Commit.from_dict(s["commit"]), int(s.get("index") or 0), Purpose(s["purpose"]),
+                      Probe(Outcome(s["outcome"]), str(s.get("reason") or ""), int(s.get("rounds") or 0),
+                            float(s.get("seconds") or 0), bool(s.get("built", True)),
+                            float(s.get("build_seconds") or 0), extra_builds=int(s.get("extra_builds") or 0)))
+                 for s in doc.get("steps") or []]
+        result = BisectResult(decided=bool(doc.get("decided")), culprit=commit(doc.get("culprit")),
+                              parent=commit(doc.get("parent")), why=str(doc.get("why") or ""),
+                              remaining=[c for c in map(commit, doc.get("remaining") or []) if c],
+                              confidence=str(doc.get("confidence") or "none"), steps=steps,
+                              commits=int(doc.get("commits") or 0),
+                              evidence=dict(doc.get("evidence") or {}))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ValueError(f"not a bisection result: {type(e).__name__}: {e}") from None
+    about = {k: doc[k] for k in ABOUT_KEYS if isinstance(doc.get(k), str | int | float)}
+    return result, about
 
 
 def write_reports(result: BisectResult, about: Mapping[str, Any], out: Path) -> dict[str, Path]:

@@ -398,7 +398,7 @@ def html_release(doc: Mapping[str, Any]) -> str:
         f"<h1>Release candidate: <span class='{cls}'>{_word(v)}</span></h1>",
         f"<p>candidate: {html.escape(_source_line(doc, 'candidate'))}<br>"
         f"previous: {html.escape(_source_line(doc, 'previous'))}<br>"
-        f"{doc['repeats']} interleaved repeat(s) per side; {html.escape(v['summary'])}</p>",
+        f"{html.escape(str(doc['repeats']))} interleaved repeat(s) per side; {html.escape(v['summary'])}</p>",
         "<h2>Matrix</h2>",
         _table(["item", "status", "candidate", "previous", "build s (prev → cand)",
                 ".ko text/data/bss (prev → cand)", "warnings (prev → cand)"], matrix),
