@@ -79,7 +79,9 @@ def boot(config: Config, variant: str, ko: Path, work: Path, *, count: bool = Tr
     source = wolfssl_source(config)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    program = afalg.program_for(config, TARGET, variant, source, cache_root(config), 2, work / "build.log")
+    flags = config.configure_flags(TARGET, variant)
+    program = str(afalg.build_bench(source, flags, cache_root(config), jobs=2,
+                                    cflags=" ".join(config.cflags(TARGET, variant)), log=work / "build.log"))
     vm = work / "vm"
     afalg.stage_overlay(program, ko, vm)
     started = time.monotonic()
