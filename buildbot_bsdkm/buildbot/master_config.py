@@ -209,7 +209,8 @@ def make_schedulers(builder_names: list[str], on_change: list[str]) -> list[Any]
 
 
 def apply_github(
-    c: dict[str, Any], config: Config, settings: MasterSettings, builder_names: list[str] | None = None
+    c: dict[str, Any], config: Config, settings: MasterSettings, builder_names: list[str] | None = None,
+    github: Any = None,
 ) -> None:
     """Reporters/change hook from ``github.services.github_services(config)``.
 
@@ -218,7 +219,7 @@ def apply_github(
     builders this master has are built and reported for a PR (a target no worker runs has none).
     """
     got = github_services(config, basedir=settings.basedir, secrets_dir=settings.secrets_dir,
-                          builder_names=builder_names)
+                          builder_names=builder_names, settings=github)
     if isinstance(got, Mapping):
         c["services"].extend(got.get("services", []))
         if got.get("change_hook_dialects"):
@@ -261,13 +262,13 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     if orphans:
         log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
     warn_without_levels([(s.name, tuple(s.tags)) for s in remote])  # worker_trust: trusted/untrusted
-    apply_github(c, config, settings, names)
+    github = _github_settings(config, settings)  # read once: the reporters and bisect share its tokens
+    apply_github(c, config, settings, names, github)
     apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel (issue 10)
     apply_perf_dashboard(c)  # the perf history page; it asks the authz just set who may read it
     config_path = util.Property(CONFIG_PROPERTY, default=settings.config_path or "")
     candidate.apply_release(c, config, specs, config_path, settings.bsdkm_ci)
-    bisect_builder.apply_bisect(c, config, specs, config_path, settings.bsdkm_ci,
-                                _github_settings(config, settings))
+    bisect_builder.apply_bisect(c, config, specs, config_path, settings.bsdkm_ci, github)
     return c
 
 

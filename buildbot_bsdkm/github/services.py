@@ -62,10 +62,12 @@ def github_services(
     basedir: str | None = None,
     secrets_dir: str | None = None,
     builder_names: Collection[str] | None = None,
+    settings: GitHubSettings | None = None,
 ) -> dict[str, Any]:
+    """``settings``: the ``github:`` section already read (one App token cache for the whole master)."""
     if not config.github:
         return {}
-    settings: GitHubSettings = parse_settings(
+    settings = settings or parse_settings(
         config.github,
         env=env if env is not None else dict(os.environ),
         variants=frozenset(config.variants),
