@@ -1,11 +1,17 @@
 """Webhook load on a real Buildbot master: N signed events/s for D seconds.
 
-    .venv/bin/python bench/webhook_load.py [--rate 50] [--duration 20] [--prs 50] [--json FILE]
+    .venv/bin/python bench/webhook_load.py [--rate 50] [--duration 60] [--prs 50] [--busy] [--json FILE]
 
 Starts the loopback GitHub (tests/github_fake) and a real master with the bsdkm GitHub hook
 (no worker: build requests stay queued, which is what is measured). The events are GitHub's
 example payloads: pushes to PRs (a new head each), redeliveries of a PR's last event and
-collaborators' ``retest this please``, scheduled at a fixed rate from 16 client threads.
+collaborators' ``retest this please``, each sent at its scheduled time by an asyncio client (one
+connection per request, as GitHub's deliveries come), so the offered rate does not depend on how
+fast the master answers: ``offered_rate`` is what was sent, ``achieved_rate`` what was answered.
+
+``--busy`` adds ``bench/master_probe.py`` to the master: PR reports rendered as the reporter
+renders them and worker file transfers going on during the load, and a 10 ms reactor tick whose
+gaps (``reactor``) say how long the reactor was busy with something else.
 
 Checked afterwards, from the master's REST API:
 * none lost: every delivery answered 2xx, and every PR's last head has a buildset;
@@ -17,26 +23,52 @@ build requests are in the database, so for a building event this is hook-to-buil
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import uuid
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import requests  # noqa: E402
 from github_fake import payloads  # noqa: E402
-from github_fake.master import Master, deliver, write_config  # noqa: E402
+from github_fake.master import Master, sign, write_config  # noqa: E402
+from github_fake.master import control as master_control  # noqa: E402
+
+PROBE_CFG = """# bench/webhook_load.py --busy: the real master.cfg, then bench/master_probe.py's service
+import sys
+exec(compile(open({real!r}).read(), {real!r}, "exec"))
+sys.path.insert(0, {bench!r})
+from master_probe import ReactorProbe
+BuildmasterConfig.setdefault("services", []).append(ReactorProbe(out={out!r}))
+"""
+
+
+def with_probe(out: Path) -> None:
+    """Make the next master ``control.create`` lays out load bench/master_probe.py too."""
+    plain = master_control.create
+
+    def create(layout: Any, **kwargs: Any) -> Any:
+        got = plain(layout, **kwargs)
+        cfg = layout.master / "master.cfg"
+        real = str(cfg.resolve())
+        cfg.unlink()
+        cfg.write_text(PROBE_CFG.format(real=real, bench=str(ROOT / "bench"), out=str(out)), encoding="utf-8")
+        return got
+
+    master_control.create = create
 from github_fake.server import FakeGitHub  # noqa: E402
 
 TARGET_P99_S = 1.0
@@ -101,6 +133,9 @@ class LoadResult:
     latency_max_s: float
     build_latency_p99_s: float
     achieved_rate: float
+    offered_rate: float = 0.0
+    send_lag_max_s: float = 0.0  # the client's own lateness against the schedule
+    reactor: dict[str, Any] | None = None  # bench/master_probe.py's figures (--busy)
     latencies: list[float] = field(default_factory=list, repr=False)
 
     @property
@@ -149,39 +184,82 @@ def schedule(rate: float, duration: float, prs: int) -> list[Event]:
     return events
 
 
+async def _post(url: str, body: bytes, headers: dict[str, str], timeout: float = 60.0) -> int:
+    """One HTTP/1.1 POST on a connection of its own; returns the status code."""
+    parts = urlsplit(url)
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(parts.hostname, parts.port or 80), timeout)
+    try:
+        head = [f"POST {parts.path or '/'}{'?' + parts.query if parts.query else ''} HTTP/1.1",
+                f"Host: {parts.netloc}", f"Content-Length: {len(body)}", "Connection: close",
+                *(f"{k}: {v}" for k, v in headers.items())]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), timeout)
+        await asyncio.wait_for(reader.read(), timeout)  # the rest, until the server closes
+        return int(status.split()[1])
+    finally:
+        writer.close()
+
+
+REQUEST_TIMEOUT_S = 600.0  # a late answer is a latency to report, not a lost event
+
+
+async def _deliver(hook_url: str, event: str, payload: dict[str, Any]) -> int:
+    body = json.dumps(payload).encode()
+    return await _post(hook_url, body, timeout=REQUEST_TIMEOUT_S, headers={
+        "Content-Type": "application/json", "X-GitHub-Event": event,
+        "X-GitHub-Delivery": str(uuid.uuid4()), "User-Agent": "GitHub-Hookshot/loopback",
+        "X-Hub-Signature-256": sign(body)})
+
+
 def run_load(
     master: Master, github: FakeGitHub | RemoteGitHub, rate: float, duration: float, prs: int
 ) -> LoadResult:
     events = schedule(rate, duration, prs)
     latencies: list[float] = [0.0] * len(events)
     statuses: list[int | str] = [0] * len(events)
-    local = threading.local()
-    start = time.monotonic() + 0.5
+    lags: list[float] = [0.0] * len(events)
+    sent_at: list[float] = [0.0] * len(events)
 
-    def send(index: int) -> None:
+    async def send(index: int, start: float) -> None:
         event = events[index]
-        delay = start + event.at - time.monotonic()
+        loop = asyncio.get_running_loop()
+        delay = start + event.at - loop.time()
         if delay > 0:
-            time.sleep(delay)
-        if event.kind == "push":
-            github.add_pull(event.payload)  # GitHub knows the new head before it sends the event
-        if not hasattr(local, "session"):
-            local.session = requests.Session()
+            await asyncio.sleep(delay)
+        lags[index] = loop.time() - (start + event.at)
         try:
-            response, seconds = deliver(local.session, master.hook_url, event.name, event.payload)
-            statuses[index], latencies[index] = response.status_code, seconds
-        except requests.RequestException as e:
+            if event.kind == "push":  # GitHub knows the new head before it sends the event
+                await _post(github.url + "/_fake/pulls", json.dumps(event.payload).encode(),
+                            {"Content-Type": "application/json"})
+            sent_at[index] = began = loop.time()
+            statuses[index] = await _deliver(master.hook_url, event.name, event.payload)
+            latencies[index] = loop.time() - began
+        except (TimeoutError, OSError, ValueError, IndexError) as e:
             statuses[index], latencies[index] = f"{type(e).__name__}", float("inf")
 
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(send, range(len(events))))
-    finished = time.monotonic()
+    async def all_of() -> tuple[float, float]:
+        start = asyncio.get_running_loop().time() + 0.5
+        await asyncio.gather(*(send(i, start) for i in range(len(events))))
+        return start, asyncio.get_running_loop().time()
+
+    start, finished = asyncio.run(all_of())
+    offered_over = max(sent_at) - min(x for x in sent_at if x) if any(sent_at) else 0.0
 
     failed = [
         f"{events[i].kind} #{events[i].number}: {s}" for i, s in enumerate(statuses) if s not in (200, 202)
     ]
     built: Counter[tuple[int, str]] = Counter()
-    for bs in master.rest.get("buildsets"):
+    for attempt in range(10):  # the master may still be busy with the tail of the load
+        try:
+            buildsets = master.rest.get("buildsets")
+            break
+        except requests.RequestException:
+            if attempt == 9:
+                raise
+            time.sleep(10)
+    for bs in buildsets:
         for stamp in bs.get("sourcestamps") or []:
             branch = stamp.get("branch") or ""
             if branch.startswith("refs/pull/"):
@@ -191,7 +269,7 @@ def run_load(
     for e in events:
         if e.kind == "push":
             last_head[e.number] = e.head
-    ok_latencies = sorted(x for x in latencies if x != float("inf"))
+    ok_latencies = sorted(x for x in latencies if x != float("inf")) or [float("inf")]
     building = sorted(latencies[i] for i, e in enumerate(events) if e.kind == "push")
     return LoadResult(
         rate=rate,
@@ -209,6 +287,8 @@ def run_load(
         latency_max_s=ok_latencies[-1],
         build_latency_p99_s=building[int(0.99 * (len(building) - 1))],
         achieved_rate=len(events) / (finished - start),
+        offered_rate=(len(events) - 1) / offered_over if offered_over > 0 else 0.0,
+        send_lag_max_s=max(lags),
         latencies=latencies,
     )
 
@@ -218,31 +298,47 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rate", type=float, default=50.0, help="events per second (default 50)")
-    parser.add_argument("--duration", type=float, default=20.0, help="seconds (default 20)")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds (default 60)")
     parser.add_argument("--prs", type=int, default=50, help="distinct pull requests (default 50)")
     parser.add_argument("--json", type=Path, help="write the result here")
     parser.add_argument("--master-log", type=Path, help="keep the master's twistd.log here")
+    parser.add_argument("--busy", action="store_true",
+                        help="reports rendering and worker file transfers during the load; reactor gaps")
     args = parser.parse_args(argv)
+    # Every delivery waits on a connection of its own: a slow master holds thousands open at once
+    # (here and in the master, which inherits the limit).
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
     github = RemoteGitHub()
     with tempfile.TemporaryDirectory(prefix="bsdkm-webhook-load-") as tmp:
         base = Path(tmp)
+        probe = base / "probe.json"
+        if args.busy:
+            with_probe(probe)
         master = Master(base, github)  # type: ignore[arg-type]
         try:
             master.start(write_config(base / "bsdkm.yml", github.url), with_worker=False)  # type: ignore[arg-type]
+            if args.busy:
+                time.sleep(5)  # the probe's first report renders (the renderer's child starts)
             result = run_load(master, github, args.rate, args.duration, args.prs)
             if args.master_log:
                 args.master_log.write_text(master.log(), encoding="utf-8")
         finally:
             master.stop()
             github.stop()
+        if args.busy:
+            result.reactor = json.loads(probe.read_text()) if probe.is_file() else {"error": "no figures"}
     summary = {k: v for k, v in asdict(result).items() if k != "latencies"}
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(
-        f"p99 hook latency {result.latency_p99_s * 1000:.0f} ms (target <= {TARGET_P99_S * 1000:.0f} ms): "
-        f"{'OK' if result.ok else 'FAILED'}"
+        f"offered {result.offered_rate:.1f} events/s; p99 hook latency {result.latency_p99_s * 1000:.0f} ms "
+        f"(target <= {TARGET_P99_S * 1000:.0f} ms): {'OK' if result.ok else 'FAILED'}"
     )
+    if result.reactor:
+        print(f"reactor: longest gap {result.reactor.get('lag_max_s', 0) * 1000:.0f} ms, "
+              f"{result.reactor.get('lag_over_100ms')} gap(s) over 100 ms")
     return 0 if result.ok else 1
 
 

@@ -1,0 +1,171 @@
+"""Inside a bench master: how long the reactor goes without a turn, while reports render and worker
+files arrive.
+
+``bench/webhook_load.py --busy`` loads this from the master's configuration. It adds one service:
+
+* a 10 ms tick on the reactor; every gap beyond the tick is time the reactor spent on something
+  else (a request handler, a report, a transfer) or waited for (the interpreter lock, the CPU):
+  its maximum and percentiles are the figures, and beside them the reactor thread's own CPU time
+  in each gap (``cpu_*``), which a CPU-starved machine does not inflate;
+* a PR report rendered every ``render_every_s`` exactly as the GitHub reporter renders one
+  (``render.Renderer`` in a thread, one at a time): the comment and the status of a build whose
+  FreeBSD panic line is 1500 dashes, the input that took the signature's patterns seconds;
+* a worker file read every ``read_every_s``: ``read_mib`` MiB of console text in 64 KiB chunks
+  through Buildbot's ``StringFileWriter`` (what ``getFileContentFromWorker`` writes into), one chunk
+  per reactor turn as the worker's messages would arrive; then a results document of
+  ``results_tests`` self-tests parsed on the reactor, as the Gate step does with ``results.json``.
+
+The figures go to ``out`` (JSON) every second and when the master stops.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from buildbot.process.remotetransfer import StringFileWriter
+from buildbot.util import service
+from twisted.internet import defer, task, threads
+
+TICK_S = 0.01
+
+
+def _panic_facts() -> Any:
+    from buildbot_bsdkm.contract import RESULTS_PROPERTY
+    from buildbot_bsdkm.github.aggregate import FAILURE, BuildFacts
+    from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure, to_json
+
+    run = RunResult(variant="noasm", target="userspace", failure=StageFailure(
+        stage="load", message="panic: " + "-" * 1500, category=FailureCategory.REAL, reason="kernel-panic"))
+    props = {RESULTS_PROPERTY: to_json([run]), "github_pr_number": 1}
+    return BuildFacts("userspace", "noasm", FAILURE, None, props)
+
+
+def _results_text(tests: int) -> str:
+    from buildbot_bsdkm.model import LogResult, RunResult, SelfTest, to_json
+
+    rows = [SelfTest(f"test {i} passed!", True) for i in range(tests)]
+    return to_json([RunResult("noasm", "userspace", logs=[LogResult("x.log", tests=rows, complete=True)])])
+
+
+class ReactorProbe(service.BuildbotService):
+    name = "bsdkm-bench-probe"
+
+    def checkConfig(self, out: str, render_every_s: float = 2.0, read_every_s: float = 5.0,
+                    read_mib: float = 8.0, results_tests: int = 100) -> None:
+        pass
+
+    def reconfigService(self, out: str, render_every_s: float = 2.0, read_every_s: float = 5.0,
+                        read_mib: float = 8.0, results_tests: int = 100) -> defer.Deferred[None]:
+        self.out = Path(out)
+        self.render_every_s, self.read_every_s, self.read_mib = render_every_s, read_every_s, read_mib
+        self.results_tests = results_tests
+        return defer.succeed(None)
+
+    @defer.inlineCallbacks
+    def startService(self) -> Any:
+        yield super().startService()
+        from buildbot_bsdkm.github.aggregate import PrReport
+        from buildbot_bsdkm.github.render import Renderer
+        from buildbot_bsdkm.policy import load_policy
+        from buildbot_bsdkm.support.resources import default_policy_path
+
+        reactor = self.master.reactor
+        self.gaps: list[float] = []
+        self.cpu_gaps: list[float] = []
+        self.last = time.monotonic()
+        self.last_cpu = time.thread_time()
+        self.stats: dict[str, Any] = {"renders": 0, "render_errors": [], "render_s": [], "reads": 0,
+                                      "read_bytes": 0, "read_s": []}
+        self.renderer = Renderer()
+        self.report = PrReport(load_policy(default_policy_path()))
+        self.facts = _panic_facts()
+        self.payload = (b"test passed!\n" * int(self.read_mib * 1024 * 1024 / 13))
+        self.results = _results_text(self.results_tests)
+        self.lock = defer.DeferredLock()
+        self.loops = []
+        for fn, every in ((self._tick, TICK_S), (self._render, self.render_every_s),
+                          (self._read, self.read_every_s), (self._dump, 1.0)):
+            loop = task.LoopingCall(fn)
+            loop.clock = reactor
+            loop.start(every, now=False)
+            self.loops.append(loop)
+
+    def _tick(self) -> None:
+        now, cpu = time.monotonic(), time.thread_time()
+        self.gaps.append(now - self.last - TICK_S)
+        self.cpu_gaps.append(cpu - self.last_cpu)
+        self.last, self.last_cpu = now, cpu
+
+    @defer.inlineCallbacks
+    def _render(self) -> Any:
+        if self.lock.locked:
+            return  # the previous one is still rendering: one at a time, as the reporter does
+        started = time.monotonic()
+        status = yield self.lock.run(threads.deferToThread, self.renderer.status, self.facts, self.report)
+        body = yield self.lock.run(threads.deferToThread, self.renderer.body, self.report, [self.facts])
+        self.stats["renders"] += 1
+        self.stats["render_s"].append(time.monotonic() - started)
+        for got in (status, body):
+            if got.error:
+                self.stats["render_errors"].append(got.error)
+
+    def _read(self) -> defer.Deferred[None]:
+        from twisted.internet import reactor as default_reactor
+
+        reactor = self.master.reactor or default_reactor
+        writer = StringFileWriter()
+        data, chunk = self.payload, 64 * 1024
+        done: defer.Deferred[None] = defer.Deferred()
+        started = time.monotonic()
+
+        def step(at: int) -> None:
+            if at < len(data):
+                writer.remote_write(data[at:at + chunk])
+                reactor.callLater(0, step, at + chunk)
+                return
+            writer.remote_close()
+            # the Gate step's next move: the results decoded and parsed
+            from buildbot_bsdkm.model import from_json
+
+            from_json(self.results, "results.json")
+            self.stats["reads"] += 1
+            self.stats["read_bytes"] += len(data)
+            self.stats["read_s"].append(time.monotonic() - started)
+            done.callback(None)
+
+        step(0)
+        return done
+
+    def figures(self) -> dict[str, Any]:
+        gaps = sorted(self.gaps)
+        n = len(gaps)
+
+        def pct(p: float) -> float:
+            return gaps[min(n - 1, int(p * (n - 1)))] if n else 0.0
+
+        over = [g for g in gaps if g > 0.1]
+        cpu = sorted(self.cpu_gaps)
+        return {"ticks": n, "lag_max_s": gaps[-1] if n else 0.0, "lag_p99_s": pct(0.99),
+                "lag_p999_s": pct(0.999), "lag_over_100ms": len(over),
+                "cpu_max_s": cpu[-1] if cpu else 0.0,
+                "cpu_p99_s": cpu[min(len(cpu) - 1, int(0.99 * len(cpu)))] if cpu else 0.0,
+                "cpu_over_100ms": sum(1 for c in cpu if c > 0.1),
+                **{k: v for k, v in self.stats.items() if not k.endswith("_s")},
+                "render_max_s": max(self.stats["render_s"], default=0.0),
+                "read_max_s": max(self.stats["read_s"], default=0.0),
+                "render_errors": sorted(set(self.stats["render_errors"]))}
+
+    def _dump(self) -> None:
+        self.out.write_text(json.dumps(self.figures(), indent=2) + "\n", encoding="utf-8")
+
+    @defer.inlineCallbacks
+    def stopService(self) -> Any:
+        for loop in self.loops:
+            if loop.running:
+                loop.stop()
+        self._dump()
+        yield threads.deferToThread(self.renderer.close)
+        yield super().stopService()
