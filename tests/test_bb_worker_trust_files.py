@@ -244,3 +244,24 @@ def test_only_a_release_of_the_configured_repository_records_base_outcomes() -> 
     assert ours.candidate_is_the_base()
     assert not _step("debian:sid/5.9.2", scheduler="release-force", candidate="debian:sid/5.9.2") \
         .candidate_is_the_base()
+
+
+def test_the_range_check_against_the_loopback_github() -> None:
+    from github_fake.server import FakeGitHub
+
+    from buildbot_bsdkm.github.client import GitHubClient
+
+    github = FakeGitHub().start()
+    try:
+        github.histories["wolfSSL/wolfssl"] = ["a" * 40, "b" * 40, "c" * 40]
+        client = GitHubClient(github.url, github.token)
+        assert run(lambda: checked_culprit(client, "wolfSSL/wolfssl", _doc("b" * 40), REQ)) == "b" * 40
+        try:
+            run(lambda: checked_culprit(client, "wolfSSL/wolfssl", _doc("e" * 40), REQ))
+        except Exception as e:  # noqa: BLE001 - GitHub's 404 for a commit it does not know
+            assert "404" in str(e) or "not in the range" in str(e), e
+        else:
+            raise AssertionError("a commit outside the history was taken")
+        assert github.invalid == [] and github.invalid_responses == []
+    finally:
+        github.stop()

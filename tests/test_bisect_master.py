@@ -66,6 +66,7 @@ def test_a_new_failure_on_the_base_branch_is_bisected_and_the_culprit_commented(
     repo, base = base_repo(tmp_path, wolfssl_source())
     hist = make_history(repo, base, "main", 8, failure_at=5)
     github = FakeGitHub().start()
+    github.histories[REPO] = hist.commits  # the commit comment checks the culprit is in the range
     master = Master(tmp_path / "master", github)
     try:
         master.start(config(tmp_path, repo, github.url), with_worker=True)

@@ -74,6 +74,8 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("PATCH", re.compile(r"/repos/([^/]+)/([^/]+)/issues/comments/(\d+)"), "update_comment"),
     ("GET", re.compile(r"/repos/([^/]+)/([^/]+)/pulls/(\d+)"), "get_pull"),
     ("POST", re.compile(r"/repos/([^/]+)/([^/]+)/commits/([0-9a-f]{40})/comments"), "create_commit_comment"),
+    ("GET", re.compile(r"/repos/([^/]+)/([^/]+)/compare/([0-9a-f]{40}\.\.\.[0-9a-f]{40})"),
+     "compare_commits"),
     ("GET", re.compile(r"/app"), "get_app"),
     ("POST", re.compile(r"/app/installations/(\d+)/access_tokens"), "create_installation_token"),
     ("GET", re.compile(r"/repos/([^/]+)/([^/]+)/installation"), "get_repo_installation"),
@@ -143,6 +145,8 @@ class FakeGitHub:
         self.statuses: list[dict[str, Any]] = []
         self.comments: dict[int, dict[str, Any]] = {}  # id -> comment
         self.pulls: dict[tuple[str, int], dict[str, Any]] = {}
+        # "owner/repo" -> its linear history, oldest first: what compare answers from
+        self.histories: dict[str, list[str]] = {}
         self.commit_comments: list[dict[str, Any]] = []  # POST .../commits/{sha}/comments, in order
         self.app: FakeApp | None = None
         self.installation_tokens: dict[str, float] = {}  # token -> expiry (epoch seconds)
@@ -424,6 +428,18 @@ class FakeGitHub:
         user["login"] = self.token_login
         user["user_view_type"] = "private"  # the discriminator the description asks for
         return 200, user
+
+    def compare_commits(self, owner: str, repo: str, basehead: str, payload: Any) -> tuple[int, Any]:
+        base, head = basehead.split("...")
+        with self.lock:
+            history = list(self.histories.get(f"{owner}/{repo}", []))
+        if base not in history or head not in history:
+            return 404, {"message": "Not Found", "documentation_url": _DOCS}
+        ahead = history.index(head) - history.index(base)
+        answer = response_example("/repos/{owner}/{repo}/compare/{basehead}", "get", "200")
+        answer.update(status="ahead" if ahead > 0 else "identical" if ahead == 0 else "behind",
+                      ahead_by=max(ahead, 0), behind_by=max(-ahead, 0), total_commits=max(ahead, 0))
+        return 200, answer
 
     def get_pull(self, owner: str, repo: str, number: str, payload: Any) -> tuple[int, Any]:
         with self.lock:

@@ -23,6 +23,7 @@ SERVED_OPERATIONS: tuple[tuple[str, str], ...] = (
     ("/repos/{owner}/{repo}/issues/comments/{comment_id}", "patch"),
     ("/repos/{owner}/{repo}/pulls/{pull_number}", "get"),
     ("/repos/{owner}/{repo}/commits/{commit_sha}/comments", "post"),  # a bisection's culprit
+    ("/repos/{owner}/{repo}/compare/{basehead}", "get"),  # ... checked inside its range first
     # A GitHub App: who it is, where it is installed, an installation token; a token's own user.
     ("/app", "get"),
     ("/app/installations/{installation_id}/access_tokens", "post"),
