@@ -63,6 +63,7 @@ def test_examples_cover_the_three_triggers() -> None:
     assert triggers == {
         "bsdkm-nightly.yml": {"schedule", "workflow_dispatch"},
         "bsdkm-pr.yml": {"pull_request"},
+        "bsdkm-pr-fork.yml": {"workflow_run"},
         "bsdkm-retest.yml": {"issue_comment"},
         "bsdkm-release.yml": {"push", "workflow_dispatch"},
         "bsdkm-bisect.yml": {"workflow_dispatch"},
@@ -77,7 +78,8 @@ def test_action_validator_accepts(node_tools: None, path: Path) -> None:
 
 def test_action_validator_rejects_a_broken_action(node_tools: None, tmp_path: Path) -> None:
     broken = yaml.safe_load(ACTION_YML.read_text())
-    del broken["runs"]["steps"][1]["shell"]  # a composite run step must name its shell
+    first_run = next(s for s in broken["runs"]["steps"] if "run" in s)
+    del first_run["shell"]  # a composite run step must name its shell
     bad = tmp_path / "action.yml"
     bad.write_text(yaml.safe_dump(broken))
     proc = action_validator(bad)

@@ -314,7 +314,7 @@ floors:
 
 
 def wolfssl_tarball() -> Path:
-    from buildbot_bsdkm.pipeline.source import cache_root
+    from buildbot_bsdkm.pipeline.runtime.source import cache_root
 
     tarball = cache_root() / "downloads" / "wolfssl_5.9.2.orig.tar.gz"
     if not tarball.is_file():
@@ -344,13 +344,17 @@ def test_steps_that_ran_and_those_left_to_github(action_run: tuple[LocalRunner, 
     runner, _ = action_run
     ran = [(r.name, r.outcome) for r in runner.results if r.outcome != "skipped"]
     assert ran == [
+        ("Build cache key", "success"),
+        ("Cache the wolfSSL build", "not-run-here"),
         ("Run bsdkm-ci", "success"),
         ("Outputs, job summary and annotations", "success"),
         ("Upload logs, JUnit and reports", "not-run-here"),
         ("Verdict", "failure"),  # the floor failed: the job fails, after the reports are out
     ], [(r.name, r.outcome, r.stderr[-2000:]) for r in runner.results]
     assert runner.step("Upload logs, JUnit and reports").uses == "actions/upload-artifact@v4"
-    assert runner.step("Update the PR comment").outcome == "skipped"  # comment: 'false' by default
+    assert runner.step("cache-key").outputs["key"].startswith(runner.step("cache-key").outputs["restore"])
+    assert runner.step("Update the PR comment").outcome == "skipped"  # comment-mode: off by default
+    assert runner.step("Commit statuses").outcome == "skipped"  # statuses: 'false' by default
     assert runner.step("Run bsdkm-ci in a FreeBSD VM").outcome == "skipped"
 
 
@@ -381,8 +385,9 @@ def test_annotations_and_summary(action_run: tuple[LocalRunner, dict[str, str]])
     errors = [a for a in runner.step("result").stdout.splitlines() if a.startswith("::error")]
     assert len(errors) == 1
     title, message = errors[0].removeprefix("::error title=").split("::", 1)
+    # The annotation points at the benchmark's line in its log.
     m = re.fullmatch(r"Below floor%3A AES-128-GCM-enc \(([\d.]+) GiB/s < floor 1000 GiB/s\) "
-                     r"\[userspace/intelasm\]", title)
+                     r"\[userspace/intelasm\],file=\S+,line=\d+", title)
     assert m, title
     assert float(m.group(1)) == pytest.approx(gib, rel=0.01, abs=0.01)
     assert message.startswith("userspace/intelasm: AES-128-GCM-enc ")
@@ -419,7 +424,10 @@ def test_install_true_installs_from_the_action_and_uses_the_packaged_policy(
     ran = [(r.name, r.outcome) for r in runner.results if r.outcome != "skipped"]
     assert ran == [
         ("Set up Python", "not-run-here"),
+        ("Cache pip downloads", "not-run-here"),
         ("Install bsdkm-ci", "success"),
+        ("Build cache key", "success"),
+        ("Cache the wolfSSL build", "not-run-here"),
         ("Run bsdkm-ci", "success"),
         ("Outputs, job summary and annotations", "success"),
         ("Upload logs, JUnit and reports", "not-run-here"),

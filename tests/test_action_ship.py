@@ -16,7 +16,8 @@ STEPS = yaml.safe_load(ACTION.read_text())["runs"]["steps"]
 
 
 def uses_lines() -> list[str]:
-    return [line.split("uses:", 1)[1].strip() for line in ACTION.read_text().splitlines() if "uses:" in line]
+    return [m.group(1).strip() for line in ACTION.read_text().splitlines()
+            if (m := re.match(r"\s*(?:-\s*)?uses:(.*)", line))]
 
 
 def test_third_party_actions_are_pinned_by_commit_with_the_version_in_a_comment() -> None:

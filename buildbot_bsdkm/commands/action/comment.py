@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ...github.outbox import Outbox
-from ...github.publisher import REPORT_MARKER
 from ..errors import EXIT_OK, UsageError
 from .github import ApiContext, pr_number_from_event, with_github
 from .io import read_text
@@ -85,6 +84,8 @@ def run_comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
 
 def is_ours(comment: Mapping[str, Any], logins: set[str]) -> bool:
     """A marked comment by one of ``logins`` or by a GitHub App's own bot user."""
+    from ...github.publisher import REPORT_MARKER  # Twisted's: see upsert_comment
+
     if not str(comment.get("body") or "").startswith(REPORT_MARKER):
         return False
     user = comment.get("user") if isinstance(comment.get("user"), Mapping) else {}
@@ -114,7 +115,7 @@ def upsert_comment(ctx: ApiContext, pr: int, body: str, *, mode: str = MODE_ALWA
     """Create the PR's report comment or edit it: the Buildbot reporter's publisher, marker and retries."""
     # Twisted's: imported when a comment is written, as in with_github (start-up of other commands).
     from ...github.client import GitHubError
-    from ...github.publisher import Publisher
+    from ...github.publisher import REPORT_MARKER, Publisher
 
     marked = body if body.startswith(REPORT_MARKER) else f"{REPORT_MARKER}\n{body}"
 
