@@ -82,7 +82,7 @@ print(f.category, f.reason, "|", f.message[:80])
     "freebsd-judge": """
 from pathlib import Path
 from buildbot_bsdkm.pipeline import freebsd_qemu as fq
-from buildbot_bsdkm.pipeline.proc import Watched
+from buildbot_bsdkm.pipeline.runtime.proc import Watched
 from buildbot_bsdkm.pipeline.target import parse_kernel_log
 console = Path(ARG)
 out = fq.outcome_from_boot(fq.Boot("release", "release-crypto", "kldload"), console,
@@ -95,7 +95,7 @@ print(f.category, f.reason, "|", f.message[:80])
 import sys, time
 from pathlib import Path
 from buildbot_bsdkm.pipeline import freebsd_qemu as fq
-from buildbot_bsdkm.pipeline.proc import run_watched
+from buildbot_bsdkm.pipeline.runtime.proc import run_watched
 src, log = ARG.split("|")
 copy = f"import shutil, sys, time\\nshutil.copyfileobj(open({src!r}, 'rb'), sys.stdout.buffer)\\n"
 guest = [sys.executable, "-c", copy + "sys.stdout.flush()\\ntime.sleep(600)\\n"]

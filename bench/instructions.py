@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.config.bsdkm_yml import load_config  # noqa: E402
 from buildbot_bsdkm.perf.instructions import InstructionCounts, compare_counts, fmt_change  # noqa: E402
-from buildbot_bsdkm.pipeline import instructions as pinstr  # noqa: E402
-from buildbot_bsdkm.pipeline.build import userspace_build  # noqa: E402
-from buildbot_bsdkm.pipeline.source import cache_root, fetch_source  # noqa: E402
+from buildbot_bsdkm.pipeline.runtime import instructions as pinstr  # noqa: E402
+from buildbot_bsdkm.pipeline.runtime.build import userspace_build  # noqa: E402
+from buildbot_bsdkm.pipeline.runtime.source import cache_root, fetch_source  # noqa: E402
 from buildbot_bsdkm.policy import load_policy  # noqa: E402
 
 ANCHOR = "        /* add length for final */\n        AddLength(sha256, len);\n"

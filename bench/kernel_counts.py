@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from buildbot_bsdkm.config.bsdkm_yml import Config, load_config  # noqa: E402
 from buildbot_bsdkm.perf.instructions import InstructionCounts, compare_counts, fmt_change  # noqa: E402
 from buildbot_bsdkm.pipeline import afalg, linux_target, linuxkm  # noqa: E402
-from buildbot_bsdkm.pipeline.source import cache_root, wolfssl_source  # noqa: E402
+from buildbot_bsdkm.pipeline.runtime.source import cache_root, wolfssl_source  # noqa: E402
 
 TARGET = "linux-kmod-qemu"
 LIMIT_PCT = 0.5

@@ -22,7 +22,7 @@ from github_fake.server import FakeGitHub
 
 from buildbot_bsdkm.buildbot.bisect import BUILDER
 from buildbot_bsdkm.contract import BISECT_RESULT_PROPERTY
-from buildbot_bsdkm.pipeline.source import wolfssl_source
+from buildbot_bsdkm.pipeline.runtime.source import wolfssl_source
 from buildbot_bsdkm.triage.outcome_store import OutcomeSqlStore
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from bisect_history import History, base_repo, lean_config, make_history
 
 from buildbot_bsdkm.bisection.search import build_limit
 from buildbot_bsdkm.cli import main
-from buildbot_bsdkm.pipeline.source import wolfssl_source
+from buildbot_bsdkm.pipeline.runtime.source import wolfssl_source
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,8 @@ from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline import freebsd_qemu as fq
 from buildbot_bsdkm.pipeline import kernel
-from buildbot_bsdkm.pipeline.loading import ModuleLoadOutcome
-from buildbot_bsdkm.pipeline.proc import Watched
+from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
+from buildbot_bsdkm.pipeline.runtime.proc import Watched
 
 LOGS = SHARED / "freebsd" / "logs"
 REAL = Path(__file__).parent / "freebsd_double" / "real"
@@ -205,7 +205,7 @@ def test_config_freebsd_kit(kit_dir: Path) -> None:
 def test_missing_kit_is_target_unavailable(tmp_path: Path) -> None:
     cfg = parse_config("targets: {freebsd-kmod-qemu: null}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
                        f"freebsd: {{kit: {tmp_path}}}\n", "c.yml")
-    from buildbot_bsdkm.pipeline.errors import StageError
+    from buildbot_bsdkm.pipeline.runtime.errors import StageError
 
     with pytest.raises(StageError) as err:
         fq.find_kit(cfg)
@@ -234,7 +234,7 @@ def test_build_commands_follow_the_kit_and_its_version(tmp_path: Path, kit_dir: 
 
 
 def test_a_linux_only_flag_is_a_configure_error_before_anything_runs(tmp_path: Path, kit_dir: Path) -> None:
-    from buildbot_bsdkm.pipeline.errors import StageError
+    from buildbot_bsdkm.pipeline.runtime.errors import StageError
 
     cfg = parse_config("targets: {freebsd-kmod-qemu: null}\nvariants: {p: {flags: [--enable-linuxkm-pie], "
                        f"targets: [freebsd-kmod-qemu]}}}}\nfreebsd: {{kit: {kit_dir}}}\n", "l.yml")

@@ -19,7 +19,7 @@ from github_fake.master import Master, deliver, write_config
 from github_fake.server import FakeGitHub
 
 from buildbot_bsdkm.github.publisher import REPORT_MARKER
-from buildbot_bsdkm.pipeline.source import wolfssl_source
+from buildbot_bsdkm.pipeline.runtime.source import wolfssl_source
 
 pytestmark = pytest.mark.slow
 PR = 9714

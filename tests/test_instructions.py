@@ -24,7 +24,7 @@ from buildbot_bsdkm.perf.instructions import (
     parse_callgrind,
     parse_driver_output,
 )
-from buildbot_bsdkm.pipeline import instructions as pinstr
+from buildbot_bsdkm.pipeline.runtime import instructions as pinstr
 from buildbot_bsdkm.policy import CheckKind, PolicyError, evaluate, load_policy, parse_policy
 from buildbot_bsdkm.report.instructions import instruction_blocks, summary_line
 from buildbot_bsdkm.report.junit import junit_xml
@@ -280,8 +280,8 @@ def e2e_config(tmp_path: Path) -> Config:
 
 def cached_userspace_build(variant: str, config: Config) -> Path:
     """The pipeline's own userspace build of the configured source (made once, then cached)."""
-    from buildbot_bsdkm.pipeline.build import userspace_build
-    from buildbot_bsdkm.pipeline.source import cache_root, fetch_source
+    from buildbot_bsdkm.pipeline.runtime.build import userspace_build
+    from buildbot_bsdkm.pipeline.runtime.source import cache_root, fetch_source
 
     tree = fetch_source(config.source, cache=cache_root(config), timeout_s=900)
     build = userspace_build(config, variant, tree.path, tree.sha256 or str(tree.path), cache_root(config), 2)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.perf.instructions import MISSING, InstructionsError, parse_callgrind, parse_driver_output
-from buildbot_bsdkm.pipeline.instructions import count_program
+from buildbot_bsdkm.pipeline.runtime.instructions import count_program
 
 
 @pytest.mark.parametrize("summary", ["abc", "9" * 5000, "-x"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.perf.instructions import MEASURED
-from buildbot_bsdkm.pipeline import instructions as pinstr
+from buildbot_bsdkm.pipeline.runtime import instructions as pinstr
 
 # The fake driver of tests/data/instructions/, whose measured function (the PR's code) prints
 # driver lines of its own: a hundredfold amount for the item it runs, a tiny one for the next one.

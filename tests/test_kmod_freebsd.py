@@ -22,10 +22,10 @@ from freebsd_double import BIN, SCENARIOS, FreeBSDDouble, load_scenario, make_sc
 
 from buildbot_bsdkm.model import LogFormat
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline.errors import StageError
 from buildbot_bsdkm.pipeline.freebsd import freebsd_configure_flags, run_freebsd_module
 from buildbot_bsdkm.pipeline.freebsd_common import FREEBSD_BASE_FLAGS, KMOD_DIR, FreeBSDFlagError
-from buildbot_bsdkm.pipeline.loading import read_status
+from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.loading import read_status
 
 SH = shutil.which("dash") or "/bin/sh"  # dash: the closest to FreeBSD's /bin/sh on Debian
 MARKER_TAG = "bsdkm-ci-marker:"
@@ -459,7 +459,7 @@ def test_build_rejects_a_directory_that_is_not_a_wolfssl_tree(tmp_path: Path) ->
 @pytest.mark.slow
 def test_real_wolfssl_configure_accepts_the_freebsd_flags(tmp_path: Path) -> None:
     """wolfSSL 5.9.2's own configure, with this target's flags (make is skipped: no FreeBSD)."""
-    from buildbot_bsdkm.pipeline.source import wolfssl_source
+    from buildbot_bsdkm.pipeline.runtime.source import wolfssl_source
 
     src = tmp_path / "wolfssl"
     shutil.copytree(wolfssl_source(), src, symlinks=True)

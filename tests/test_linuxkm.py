@@ -14,7 +14,7 @@ from conftest import FIXTURES
 
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline import linux_target, linuxkm
-from buildbot_bsdkm.pipeline.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.errors import StageError
 
 KMOD = linuxkm.KMOD_DIR
 
@@ -318,7 +318,7 @@ def test_without_the_nonce_markers_must_start_their_line_and_the_first_result_co
 
 
 def test_a_zero_status_needs_the_loader_and_the_module_list(tmp_path: Path) -> None:
-    from buildbot_bsdkm.pipeline.loading import ModuleLoadOutcome
+    from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
     from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
 
     console = tmp_path / "console.log"

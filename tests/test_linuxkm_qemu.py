@@ -15,8 +15,8 @@ import pytest
 
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.pipeline import linux_target, linuxkm
-from buildbot_bsdkm.pipeline.loading import ModuleLoadOutcome
-from buildbot_bsdkm.pipeline.source import cache_root
+from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
+from buildbot_bsdkm.pipeline.runtime.source import cache_root
 
 pytestmark = pytest.mark.slow
 
@@ -180,7 +180,7 @@ class WolfsslRun:
 
 @pytest.fixture(scope="module")
 def wolfssl_tree() -> Path:
-    from buildbot_bsdkm.pipeline.source import wolfssl_source
+    from buildbot_bsdkm.pipeline.runtime.source import wolfssl_source
 
     return wolfssl_source()
 

@@ -16,8 +16,8 @@ import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource, GitSource, LocalSource, TarballSource
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.errors import StageError
-from buildbot_bsdkm.pipeline.source import (
+from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.source import (
     cache_root,
     download,
     fetch_source,

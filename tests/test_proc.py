@@ -13,8 +13,8 @@ import pytest
 
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline import linuxkm
-from buildbot_bsdkm.pipeline.errors import StageError
-from buildbot_bsdkm.pipeline.proc import run_captured, run_logged, run_watched
+from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.proc import run_captured, run_logged, run_watched
 from buildbot_bsdkm.retry.classify import Patterns
 
 

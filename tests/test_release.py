@@ -14,7 +14,7 @@ from freebsd_double import FreeBSDDouble, load_scenario
 from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource, GitSource, LocalSource, TarballSource, parse_config
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult, SelfTest, StageFailure, from_json
-from buildbot_bsdkm.pipeline import fips, kernel
+from buildbot_bsdkm.pipeline import kernel
 from buildbot_bsdkm.pipeline.candidate import (
     ELSEWHERE,
     NOT_COVERED,
@@ -27,6 +27,7 @@ from buildbot_bsdkm.pipeline.candidate import (
     run_release,
 )
 from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module
+from buildbot_bsdkm.pipeline.runtime import fips
 from buildbot_bsdkm.policy import parse_policy
 from buildbot_bsdkm.report.candidate import compiler_warnings, parse_size
 
@@ -315,7 +316,7 @@ def test_unknown_git_tag_exits_2_naming_it_before_anything_is_built(
 
 def test_previous_release_that_fails_to_build_is_reported_and_the_candidate_judged_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from buildbot_bsdkm.pipeline.errors import real_error
+    from buildbot_bsdkm.pipeline.runtime.errors import real_error
 
     cand = _tree(tmp_path / "cand", "5.9.2", bsdkm=True)
     prev = _tree(tmp_path / "prev", "5.8.4", bsdkm=True)

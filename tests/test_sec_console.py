@@ -18,7 +18,7 @@ from buildbot_bsdkm.config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, ConfigError
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline import freebsd_qemu as fq
 from buildbot_bsdkm.pipeline import kernel, linux_target, linuxkm
-from buildbot_bsdkm.pipeline.proc import CONSOLE_FLOOD, READ_CHUNK, Watched, run_watched
+from buildbot_bsdkm.pipeline.runtime.proc import CONSOLE_FLOOD, READ_CHUNK, Watched, run_watched
 from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
 
 REAL = Path(__file__).parent / "freebsd_double" / "real"

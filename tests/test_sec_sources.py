@@ -12,8 +12,8 @@ import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import GitSource, TarballSource
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.errors import StageError
-from buildbot_bsdkm.pipeline.source import fetch_source, git_tree
+from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.source import fetch_source, git_tree
 from buildbot_bsdkm.retry.classify import classify
 
 

@@ -21,7 +21,7 @@ from buildbot_bsdkm.config.bsdkm_yml import DebianSource
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_text
 from buildbot_bsdkm.pipeline.bisect_runner import FailureSpec, failure_outcome
-from buildbot_bsdkm.pipeline.source import cache_root, debian_tarball
+from buildbot_bsdkm.pipeline.runtime.source import cache_root, debian_tarball
 from buildbot_bsdkm.policy import evaluate, load_policy
 from buildbot_bsdkm.report.junit import junit_xml
 from buildbot_bsdkm.report.verdict import markdown_report

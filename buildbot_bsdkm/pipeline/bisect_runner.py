@@ -33,12 +33,12 @@ from ..policy import CheckKind, Verdict
 from ..retry.rules import RetrySettings
 from ..triage.signature import signature
 from . import extend as perf_extend
-from .errors import StageError
 from .job import Job, Progress, stderr_progress
 from .phases import build_phase, measure_phase
 from .report_out import GateInputs, gate_runs
 from .run import extend_while_undecided, measure_pairs
-from .source import cache_root
+from .runtime.errors import StageError
+from .runtime.source import cache_root
 from .stages import run_stage
 
 BUILD_STAGES = frozenset({"fetch", "configure", "build"})
@@ -395,7 +395,7 @@ class PipelineRunner:
         assert self.regression is not None and self.good is not None
         from ..perf.instructions import compare_counts, geomean_change
         from ..policy import load_policy
-        from .instructions import count_instructions
+        from .runtime.instructions import count_instructions
 
         settings = load_policy(self.config.policy).instructions
         wanted = self.regression.item

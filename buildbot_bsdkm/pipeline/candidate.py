@@ -45,13 +45,13 @@ from ..policy import Policy, Verdict, evaluate, load_policy
 from ..report.candidate import comparison, compiler_warnings, html_release, markdown_release, parse_size
 from ..targets import os_release_tag
 from ..triage.outcomes import outcomes_of
-from . import fips as fipsmod
 from . import kernel, registry
-from .errors import StageError
 from .job import MEASURE_LOCK, OUTCOME, SOURCE, STAGE_TIMES, Job, Progress, stderr_progress
-from .loading import outcome_record
 from .phases import build_phase, concurrency, measure_phase, record_failure, timed
-from .source import SourceTree, cache_root, fetch_source
+from .runtime import fips as fipsmod
+from .runtime.errors import StageError
+from .runtime.loading import outcome_record
+from .runtime.source import SourceTree, cache_root, fetch_source
 from .stages import collect, stage_fetch, target_of
 
 SIDES = ("candidate", "previous")

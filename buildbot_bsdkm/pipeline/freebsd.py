@@ -23,11 +23,11 @@ from .. import targets
 from ..config.bsdkm_yml import Config
 from ..model import LogFormat, LogResult
 from ..retry.classify import Patterns, classify
-from .errors import StageError, infra_error
 from .freebsd_common import FREEBSD_BASE_FLAGS, FreeBSDFlagError, check_flag, freebsd_kmod_dir
 from .freebsd_offload import offload_logs, registered_crid
-from .loading import ModuleLoadOutcome, read_status
-from .proc import run_captured, run_logged
+from .runtime.errors import StageError, infra_error
+from .runtime.loading import ModuleLoadOutcome, read_status
+from .runtime.proc import run_captured, run_logged
 from .target import KernelTarget
 
 SCRIPTS = ("load.sh", "unload.sh", "collect.sh", "_common.sh")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..model import LogFormat, LogResult, Problem
 from ..parsers import parse_file
-from .loading import read_status
+from .runtime.loading import read_status
 
 OUTPUTS = {"devcrypto": "openssl.devcrypto.txt", "software": "openssl.software.txt"}
 _CRID = re.compile(r"libwolf\d*: info: driver loaded: (\d+)")

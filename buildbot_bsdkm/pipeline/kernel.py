@@ -11,9 +11,9 @@ from pathlib import Path
 from ..config.bsdkm_yml import Config
 from ..model import LogResult
 from ..retry.classify import Patterns
-from .errors import infra_error
-from .loading import ModuleLoadOutcome, outcome_from_record, outcome_record
 from .registry import KERNEL_TARGETS
+from .runtime.errors import infra_error
+from .runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
 from .target import KernelTarget, judge_outcome, module_flags
 from .target import parse_kernel_log as parse_kernel_file
 

@@ -27,8 +27,8 @@ from .linuxkm import (
     read_module_counts,
     run_linux_module,
 )
-from .loading import ModuleLoadOutcome
-from .source import cache_root
+from .runtime.loading import ModuleLoadOutcome
+from .runtime.source import cache_root
 from .target import KernelTarget, append_log, module_flags
 
 # The lkcapi variant's AF_ALG benchmark program, built beside the module (None: not this variant).

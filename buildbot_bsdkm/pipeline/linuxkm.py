@@ -27,12 +27,12 @@ from ..perf.instructions import InstructionCounts
 from ..perf.kernel_counts import CountPlan, module_counts
 from ..retry.classify import Patterns, classify, first_compile_error
 from ..support.resources import kmod_dir
-from .build import source_fingerprint
-from .console import console_lines
-from .errors import StageError, infra_error, real_error
-from .loading import ModuleLoadOutcome
-from .locks import exclusive
-from .proc import run_logged
+from .runtime.build import source_fingerprint
+from .runtime.console import console_lines
+from .runtime.errors import StageError, infra_error, real_error
+from .runtime.loading import ModuleLoadOutcome
+from .runtime.locks import exclusive
+from .runtime.proc import run_logged
 
 BOOT_DIR = Path("/boot")
 HEADER_DIRS = (Path("/usr/src"),)
@@ -624,7 +624,7 @@ def prepare_count(config: Config, ko: Path, work: Path) -> CountRequest | None:
     built or loaded leaves its reason in ``COUNT_UNAVAILABLE`` and the boot runs without it."""
     from ..policy import load_policy
     from ..support.qemu_plugin import PluginUnavailable, module_layout, plugin_for
-    from .source import cache_root
+    from .runtime.source import cache_root
 
     for stale in (COUNT_FILE, COUNT_PLAN, COUNT_UNAVAILABLE, COUNT_SYMBOLS):
         (work / stale).unlink(missing_ok=True)
@@ -723,7 +723,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu", default="max", help='QEMU -cpu model, e.g. "max,-adx,-bmi2"')
     parser.add_argument("--kernel", default=None, help="kernel version (default: the module's vermagic)")
     args = parser.parse_args(argv)
-    from .errors import StageError
+    from .runtime.errors import StageError
 
     try:
         outcome = run_linux_module(args.ko, args.work_dir, timeout_s=args.timeout,

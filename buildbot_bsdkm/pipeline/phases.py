@@ -11,8 +11,8 @@ import time
 
 from ..config.bsdkm_yml import Config
 from ..model import FailureCategory, RunResult, StageFailure
-from .errors import StageError
 from .job import Job, Progress
+from .runtime.errors import StageError
 from .stages import collect, run_stage
 
 

@@ -25,12 +25,12 @@ from ..policy import Verdict
 from . import base_triage, registry
 from . import extend as perf_extend
 from .confirm import Remeasure, confirm, to_confirm
-from .errors import StageError
 from .job import EXTENDED_KEY, Job, Progress, stderr_progress
 from .phases import build_phase, concurrency, finish, measure_phase, record_failure, timed
 from .report_out import BASE_RUNS_JSON, GateInputs, gate_runs, write_combined, write_run_outputs
 from .rounds import describe, round_plan
-from .source import SourceTree, cache_root, fetch_source
+from .runtime.errors import StageError
+from .runtime.source import SourceTree, cache_root, fetch_source
 from .stages import measure_again, read_run, repeat, run_stage, stage_fetch
 
 

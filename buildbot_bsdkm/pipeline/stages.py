@@ -21,7 +21,6 @@ from ..perf.fingerprint import machine_fingerprint
 from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
 from . import base_triage, registry
 from .confirm import confirm
-from .errors import StageError, infra_error, real_error
 from .job import (
     ATTEMPTS,
     CONFIGURE_ARGS,
@@ -36,7 +35,8 @@ from .job import (
     StageSkipped,
 )
 from .report_out import GateInputs, gate_runs, write_run_outputs
-from .source import SourceTree, cache_root, fetch_source
+from .runtime.errors import StageError, infra_error, real_error
+from .runtime.source import SourceTree, cache_root, fetch_source
 from .target import Target
 
 STAGES = ("fetch", "configure", "build", "load", "collect", "unload", "gate")

@@ -19,13 +19,13 @@ from ..parsers import ParseError, parse_file
 from ..perf.instructions import METADATA_KEY
 from ..retry.classify import DEFAULT_PATTERNS, Patterns, classify
 from ..targets import TargetFacts
-from .console import pattern_lines
-from .errors import StageError
-from .fips import is_fips
-from .instructions import proxy_counts
 from .job import CONFIGURE_ARGS, KO, MEASURE_LOCK, OUTCOME, REPEATS, SOURCE, Job
-from .loading import ModuleLoadOutcome, outcome_from_record, outcome_record
-from .source import cache_root
+from .runtime.console import pattern_lines
+from .runtime.errors import StageError
+from .runtime.fips import is_fips
+from .runtime.instructions import proxy_counts
+from .runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
+from .runtime.source import cache_root
 
 
 def source_of(job: Job) -> tuple[Path, str]:

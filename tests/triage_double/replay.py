@@ -24,8 +24,8 @@ from typing import Any
 from buildbot_bsdkm import cli
 from buildbot_bsdkm.config.bsdkm_yml import GitSource
 from buildbot_bsdkm.pipeline import freebsd_qemu, stages
-from buildbot_bsdkm.pipeline.proc import Watched
-from buildbot_bsdkm.pipeline.source import SourceTree
+from buildbot_bsdkm.pipeline.runtime.proc import Watched
+from buildbot_bsdkm.pipeline.runtime.source import SourceTree
 
 
 def install(scenario: dict[str, Any]) -> None:

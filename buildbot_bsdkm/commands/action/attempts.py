@@ -17,7 +17,7 @@ from typing import Any
 
 from ...config.bsdkm_yml import ConfigError, load_config
 from ...model import FailureCategory, StageFailure
-from ...pipeline.proc import run_streamed
+from ...pipeline.runtime.proc import run_streamed
 from ...retry.classify import Patterns, classify
 from ...retry.rules import Attempt, RetryConfigError, RetrySettings, decide, worker_lost_failure
 from ..errors import EXIT_OK, UsageError

@@ -30,9 +30,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import targets
-from ..config.bsdkm_yml import Config
-from ..perf.instructions import (
+from ... import targets
+from ...config.bsdkm_yml import Config
+from ...perf.instructions import (
     MEASURED,
     MISSING,
     UNMEASURABLE,
@@ -44,7 +44,7 @@ from ..perf.instructions import (
     parse_callgrind,
     parse_driver_output,
 )
-from ..support.resources import data_path
+from ...support.resources import data_path
 from .errors import real_error
 from .locks import exclusive
 from .proc import run_logged
@@ -324,7 +324,7 @@ def counts_for(config: Config, build_dir: Path, log: Path | None = None,
     A driver that does not build is no stage failure (the wall-clock benchmark still ran): every
     item is then recorded as not counted, with the reason.
     """
-    from ..policy import load_policy
+    from ...policy import load_policy
     from .errors import StageError
     from .source import cache_root
 
@@ -484,7 +484,7 @@ def proxy_counts(config: Config, target: str, variant: str, source: Path, cache:
     The notes say what the proxy is: the flags it carried and those it could not (kernel-only
     switches), and that the module's kernel-only code is not in it.
     """
-    from ..policy import load_policy
+    from ...policy import load_policy
     from .errors import StageError
 
     settings = load_policy(config.policy).instructions

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model import LogResult
+from ...model import LogResult
 from .loading import ModuleLoadOutcome
 
 HASH_DEFINE = "WOLFCRYPT_FIPS_CORE_HASH_VALUE"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..model import FailureCategory, StageFailure
+from ...model import FailureCategory, StageFailure
 
 
 class StageError(Exception):

@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import targets
-from ..config.bsdkm_yml import Config
-from ..retry.classify import Patterns, classify
+from ... import targets
+from ...config.bsdkm_yml import Config
+from ...retry.classify import Patterns, classify
 from .errors import StageError
 from .locks import exclusive
 from .proc import CommandResult, run_logged

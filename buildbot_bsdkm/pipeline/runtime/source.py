@@ -27,8 +27,8 @@ from pathlib import Path
 
 from debian.debian_support import Version as DebianVersion
 
-from ..config.bsdkm_yml import Config, DebianSource, GitSource, LocalSource, SourceSpec, TarballSource
-from ..support.redact import redact_text, redact_url
+from ...config.bsdkm_yml import Config, DebianSource, GitSource, LocalSource, SourceSpec, TarballSource
+from ...support.redact import redact_text, redact_url
 from .errors import infra_error, real_error
 from .locks import exclusive
 
