@@ -71,7 +71,7 @@ def test_not_run_is_in_the_headline_report_summary_and_junit(tmp_path: Path) -> 
     back = from_json(to_json(runs))
     assert [r.not_run for r in back][-2:] == [REASON, REASON]
     md = markdown_report(runs, verdict)
-    assert "### Not run" in md and "freebsd-kmod-qemu/noasm" in md
+    assert "### Not run" in md and md.count("freebsd-kmod-qemu/noasm") == 1  # not in the self-test table
     path = tmp_path / "junit.xml"
     path.write_text(junit_xml(runs, verdict))
     skipped = [(suite.name, case.result[0].message) for suite in junitparser.JUnitXml.fromfile(str(path))

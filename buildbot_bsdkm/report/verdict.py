@@ -186,6 +186,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
                   retries: Sequence[Mapping[str, Any]] | None = None,
                   links: Mapping[str, str] | None = None) -> list[Block]:
     """The report's content, shared by the Markdown and HTML renderers."""
+    runs = [r for r in runs if not r.not_run]  # said once, in the verdict line and "Not run"
     blocks = [Block("h2", "bsdkm-ci results"), Block("p", _verdict_line(verdict))]
     blocks += instruction_summary(runs, verdict)  # "instructions: +0.80 % (SHA-256) ...", one line
     if links:
