@@ -23,9 +23,10 @@ from typing import Any
 
 from buildbot_bsdkm import cli
 from buildbot_bsdkm.config.bsdkm_yml import GitSource
-from buildbot_bsdkm.pipeline import freebsd_qemu, stages
+from buildbot_bsdkm.pipeline import stages
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
 from buildbot_bsdkm.pipeline.runtime.source import SourceTree
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as freebsd_qemu
 
 
 def install(scenario: dict[str, Any]) -> None:
@@ -77,13 +78,31 @@ def install(scenario: dict[str, Any]) -> None:
         # (pipeline/stages.collect), applied here until it has it; naming twice changes nothing.
         from buildbot_bsdkm.triage.selftest_source import name_failures
 
-        logs_of = stages._logs
-
-        def named_logs(job: Any) -> Any:
-            logs, failure = logs_of(job)
+        def named(job: Any, parsed: Any) -> Any:
+            logs, failure = parsed
             return logs, name_failures(logs, failure, job.state.get("source"))
 
-        stages._logs = named_logs  # type: ignore[assignment]
+        if hasattr(stages, "_logs"):  # collect parses through stages._logs
+            logs_of = stages._logs
+            stages._logs = lambda job: named(job, logs_of(job))  # type: ignore[assignment]
+        else:  # collect parses through its target's collect(job)
+            target_of = stages.target_of
+
+            class Named:
+                def __init__(self, target: Any) -> None:
+                    self._target = target
+
+                def __getattr__(self, name: str) -> Any:
+                    return getattr(self._target, name)
+
+                def collect(self, job: Any) -> Any:
+                    return named(job, self._target.collect(job))
+
+            def named_target_of(job: Any, stage: str = "build") -> Any:
+                target = target_of(job, stage)
+                return Named(target) if stage == "collect" else target
+
+            stages.target_of = named_target_of  # type: ignore[assignment]
     freebsd_qemu.check_worker = lambda config: None  # type: ignore[assignment]
     freebsd_qemu.build_module = build_module  # type: ignore[assignment]
     freebsd_qemu.run_boot = run_boot  # type: ignore[assignment]
