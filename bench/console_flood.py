@@ -72,7 +72,7 @@ CHILD = {
     "linux-judge": """
 from pathlib import Path
 from buildbot_bsdkm.pipeline import linux_target, linuxkm
-from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
+from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
 console = Path(ARG)
 out = linuxkm.outcome_from_console(console, qemu_rc=124, wall_s=60.0)
 log = parse_kernel_log(linux_target.TARGET.log_format, console)
@@ -83,7 +83,7 @@ print(f.category, f.reason, "|", f.message[:80])
 from pathlib import Path
 from buildbot_bsdkm.pipeline import freebsd_qemu as fq
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
-from buildbot_bsdkm.pipeline.target import parse_kernel_log
+from buildbot_bsdkm.pipeline.targets.base import parse_kernel_log
 console = Path(ARG)
 out = fq.outcome_from_boot(fq.Boot("release", "release-crypto", "kldload"), console,
                            Watched(None, 60.0, True, None), set(), {})

@@ -40,8 +40,10 @@ sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, load_config  # noqa: E402
 from buildbot_bsdkm.perf.instructions import InstructionCounts, compare_counts, fmt_change  # noqa: E402
-from buildbot_bsdkm.pipeline import afalg, linux_target, linuxkm  # noqa: E402
 from buildbot_bsdkm.pipeline.runtime.source import cache_root, wolfssl_source  # noqa: E402
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import afalg  # noqa: E402
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm  # noqa: E402
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target  # noqa: E402
 
 TARGET = "linux-kmod-qemu"
 LIMIT_PCT = 0.5

@@ -15,10 +15,10 @@ from freebsd_sets import make_kit
 
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline import freebsd_qemu as fq
-from buildbot_bsdkm.pipeline import kernel
 from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
+from buildbot_bsdkm.pipeline.targets import kernel
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 
 LOGS = SHARED / "freebsd" / "logs"
 REAL = Path(__file__).parent / "freebsd_double" / "real"

@@ -32,9 +32,13 @@ from freebsd_sets import (
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.contract import TARGET_UNAVAILABLE
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline import freebsd_qemu as fq
-from buildbot_bsdkm.pipeline.freebsd_release_set import ReleaseSpec, parse_manifest, release_kit
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.release_set import (
+    ReleaseSpec,
+    parse_manifest,
+    release_kit,
+)
 
 BASE = "targets: {freebsd-kmod-qemu: null}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
 

@@ -16,7 +16,7 @@ from freebsd_double import FreeBSDDouble, load_scenario, make_scenarios
 
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod.target import run_freebsd_module
 from buildbot_bsdkm.policy import Policy, evaluate
 
 KERNEL_SCENARIOS = {

@@ -25,7 +25,7 @@ from buildbot_bsdkm.perf.kernel_counts import (
     parse_plugin_output,
     text_layout,
 )
-from buildbot_bsdkm.pipeline import linuxkm
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.policy import Policy, evaluate
 from buildbot_bsdkm.policy.instruction_settings import InstructionSettings
 from buildbot_bsdkm.policy.rules import RegressionRule, Scope

@@ -22,10 +22,10 @@ from freebsd_double import BIN, SCENARIOS, FreeBSDDouble, load_scenario, make_sc
 
 from buildbot_bsdkm.model import LogFormat
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline.freebsd import freebsd_configure_flags, run_freebsd_module
-from buildbot_bsdkm.pipeline.freebsd_common import FREEBSD_BASE_FLAGS, KMOD_DIR, FreeBSDFlagError
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.loading import read_status
+from buildbot_bsdkm.pipeline.targets._freebsd import FREEBSD_BASE_FLAGS, KMOD_DIR, FreeBSDFlagError
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod.target import freebsd_configure_flags, run_freebsd_module
 
 SH = shutil.which("dash") or "/bin/sh"  # dash: the closest to FreeBSD's /bin/sh on Debian
 MARKER_TAG = "bsdkm-ci-marker:"
@@ -561,7 +561,7 @@ def test_module_outcome_notes_a_wrapped_buffer(tmp_path: Path) -> None:
 def test_module_script_that_never_returns_is_killed_with_its_process_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import buildbot_bsdkm.pipeline.freebsd as freebsd
+    import buildbot_bsdkm.pipeline.targets.freebsd_kmod.target as freebsd
 
     stuck = tmp_path / "kmod"
     shutil.copytree(KMOD_DIR, stuck)

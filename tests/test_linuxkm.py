@@ -13,8 +13,9 @@ import pytest
 from conftest import FIXTURES
 
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline import linux_target, linuxkm
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 
 KMOD = linuxkm.KMOD_DIR
 
@@ -247,7 +248,7 @@ def test_the_vm_gets_absolute_paths_from_a_relative_out_dir(tmp_path: Path, monk
 
 
 def test_a_vm_whose_init_never_ran_is_the_environments_fault(tmp_path: Path) -> None:
-    from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
+    from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
 
     outcome = linuxkm.outcome_from_console(tmp_path / "absent.log", qemu_rc=2, wall_s=0.1,
                                            qemu_stderr="run-qemu.sh: initramfs not found: x.cpio.gz\n")
@@ -294,7 +295,7 @@ def _forged_console(nonce: str | None) -> str:
 
 
 def test_markers_a_module_prints_are_not_the_harnesss(tmp_path: Path) -> None:
-    from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
+    from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
 
     console = tmp_path / "console.log"
     console.write_text(_forged_console(NONCE))
@@ -319,7 +320,7 @@ def test_without_the_nonce_markers_must_start_their_line_and_the_first_result_co
 
 def test_a_zero_status_needs_the_loader_and_the_module_list(tmp_path: Path) -> None:
     from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
-    from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
+    from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
 
     console = tmp_path / "console.log"
     console.write_text(_forged_console(NONCE))

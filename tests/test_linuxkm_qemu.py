@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline import linux_target, linuxkm
 from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
 from buildbot_bsdkm.pipeline.runtime.source import cache_root
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +90,7 @@ def test_corrupt_module_is_refused_by_the_kernel(test_modules: dict[str, Path], 
 def test_a_module_that_prints_the_harnesss_lines_still_fails(test_modules: dict[str, Path],
                                                              tmp_path: Path) -> None:
     from buildbot_bsdkm.model import FailureCategory
-    from buildbot_bsdkm.pipeline.target import judge_outcome
+    from buildbot_bsdkm.pipeline.targets.base import judge_outcome
 
     out = boot(test_modules["bsdkm_forge"], tmp_path)
     text = console_text(out)
@@ -105,7 +106,7 @@ def test_a_module_that_prints_the_harnesss_lines_still_fails(test_modules: dict[
 def test_a_module_flooding_the_console_is_stopped_at_the_cap(test_modules: dict[str, Path],
                                                              tmp_path: Path) -> None:
     from buildbot_bsdkm.model import FailureCategory
-    from buildbot_bsdkm.pipeline.target import judge_outcome
+    from buildbot_bsdkm.pipeline.targets.base import judge_outcome
 
     cap = 1 << 20
     out = linuxkm.run_linux_module(test_modules["bsdkm_flood"], tmp_path, timeout_s=120,
@@ -239,7 +240,7 @@ def test_command_line_prints_the_outcome(test_modules: dict[str, Path], tmp_path
 def test_target_cpu_option_reaches_qemu(test_modules: dict[str, Path], tmp_path: Path,
                                         cpu: str, has_adx: bool) -> None:
     from buildbot_bsdkm.config.bsdkm_yml import parse_config
-    from buildbot_bsdkm.pipeline.kernel import load_module
+    from buildbot_bsdkm.pipeline.targets.kernel import load_module
 
     config = parse_config(
         "source: {local: /nonexistent}\n"

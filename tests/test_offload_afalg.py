@@ -14,7 +14,7 @@ import pytest
 from buildbot_bsdkm.model import LogFormat, RunResult
 from buildbot_bsdkm.parsers import detect_format, parse_file, parse_text
 from buildbot_bsdkm.parsers.afalg import split_name
-from buildbot_bsdkm.pipeline import afalg, afalg_console
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import afalg, afalg_console
 from buildbot_bsdkm.policy import KIND_CROSSOVER, PolicyError, evaluate, parse_policy
 from buildbot_bsdkm.report.offload import KIND_OFFLOAD, offload_blocks, offload_svg, path_series
 from buildbot_bsdkm.report.verdict import html_report, markdown_report

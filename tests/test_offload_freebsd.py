@@ -16,7 +16,7 @@ from freebsd_double import FreeBSDDouble, make_offload_scenario
 from freebsd_double.make_offload_scenario import OFFLOAD_SCENARIO
 
 from buildbot_bsdkm.model import RunResult
-from buildbot_bsdkm.pipeline.freebsd_offload import offload_logs, registered_crid
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod.offload import offload_logs, registered_crid
 from buildbot_bsdkm.policy import KIND_CROSSOVER, evaluate, parse_policy
 from buildbot_bsdkm.report.offload import KIND_OFFLOAD
 
@@ -135,8 +135,8 @@ def test_engine_needs_the_module(tmp_path: Path) -> None:
 
 def test_the_load_stage_measures_offload_when_the_driver_attached(tmp_path: Path) -> None:
     """run_freebsd_module runs offload.sh while a crypto-register module is loaded; collect reads it."""
-    from buildbot_bsdkm.pipeline import kernel
-    from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module
+    from buildbot_bsdkm.pipeline.targets import kernel
+    from buildbot_bsdkm.pipeline.targets.freebsd_kmod.target import run_freebsd_module
 
     double, ko, _ = _boot(tmp_path, "crypto-register-offload")
     work = tmp_path / "run"
@@ -151,8 +151,8 @@ def test_the_load_stage_measures_offload_when_the_driver_attached(tmp_path: Path
 
 
 def test_a_module_without_a_driver_is_not_measured(tmp_path: Path) -> None:
-    from buildbot_bsdkm.pipeline import kernel
-    from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module
+    from buildbot_bsdkm.pipeline.targets import kernel
+    from buildbot_bsdkm.pipeline.targets.freebsd_kmod.target import run_freebsd_module
 
     double = FreeBSDDouble.boot("success", tmp_path / "kernel")
     ko = tmp_path / "libwolfssl.ko"

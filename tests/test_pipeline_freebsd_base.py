@@ -20,11 +20,13 @@ from freebsd_double import FreeBSDDouble, load_scenario
 from buildbot_bsdkm.config.bsdkm_yml import LocalSource, parse_config
 from buildbot_bsdkm.model import RunResult, from_json
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline import freebsd, linuxkm, registry
+from buildbot_bsdkm.pipeline import targets as registry
 from buildbot_bsdkm.pipeline.job import Job
 from buildbot_bsdkm.pipeline.run import load_interleaved, measured_interleaved, run_matrix
 from buildbot_bsdkm.pipeline.runtime.errors import real_error
 from buildbot_bsdkm.pipeline.stages import read_run, run_stage
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod import target as freebsd
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.policy import evaluate, load_policy, perf_inputs
 
 CONFIG = """\

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline import linuxkm
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.proc import run_captured, run_logged, run_watched
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.retry.classify import Patterns
 
 

@@ -14,7 +14,6 @@ from freebsd_double import FreeBSDDouble, load_scenario
 from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource, GitSource, LocalSource, TarballSource, parse_config
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult, SelfTest, StageFailure, from_json
-from buildbot_bsdkm.pipeline import kernel
 from buildbot_bsdkm.pipeline.candidate import (
     ELSEWHERE,
     NOT_COVERED,
@@ -26,8 +25,9 @@ from buildbot_bsdkm.pipeline.candidate import (
     plan_matrix,
     run_release,
 )
-from buildbot_bsdkm.pipeline.freebsd import run_freebsd_module
 from buildbot_bsdkm.pipeline.runtime import fips
+from buildbot_bsdkm.pipeline.targets import kernel
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod.target import run_freebsd_module
 from buildbot_bsdkm.policy import parse_policy
 from buildbot_bsdkm.report.candidate import compiler_warnings, parse_size
 

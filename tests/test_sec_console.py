@@ -16,10 +16,12 @@ from conftest import SHARED
 
 from buildbot_bsdkm.config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline import freebsd_qemu as fq
-from buildbot_bsdkm.pipeline import kernel, linux_target, linuxkm
 from buildbot_bsdkm.pipeline.runtime.proc import CONSOLE_FLOOD, READ_CHUNK, Watched, run_watched
-from buildbot_bsdkm.pipeline.target import judge_outcome, parse_kernel_log
+from buildbot_bsdkm.pipeline.targets import kernel
+from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 
 REAL = Path(__file__).parent / "freebsd_double" / "real"
 KLDLOAD_RUN = REAL / "kldload-release-crypto_aesni.console.log"

@@ -12,9 +12,9 @@ import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline import freebsd_qemu as fq
-from buildbot_bsdkm.pipeline.freebsd_release_set import ReleaseSpec, release_kit
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.release_set import ReleaseSpec, release_kit
 
 RELEASE = "15.0-RELEASE"
 KERNEL = b"\x7fELF the GENERIC kernel"

@@ -18,8 +18,8 @@ from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.config.workers import PasswordRef, WorkerSpec
 from buildbot_bsdkm.github.aggregate import PrReport
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult, SelfTest, to_json
-from buildbot_bsdkm.pipeline import registry
-from buildbot_bsdkm.pipeline.target import KernelTarget
+from buildbot_bsdkm.pipeline import targets as registry
+from buildbot_bsdkm.pipeline.targets.base import KernelTarget
 from buildbot_bsdkm.policy import kernel_health, parse_policy
 
 FIXED = "regressions:\n  - {pattern: '*', max_pct: 15}\n"

@@ -22,8 +22,9 @@ from ..contract import BASE_DIR, TARGET_UNAVAILABLE
 from ..model import FailureCategory, LogResult, RunResult, StageFailure, to_json
 from ..perf.gate import Settings
 from ..policy import Verdict
-from . import base_triage, registry
+from . import base_triage
 from . import extend as perf_extend
+from . import targets as registry
 from .confirm import Remeasure, confirm, to_confirm
 from .job import EXTENDED_KEY, Job, Progress, stderr_progress
 from .phases import build_phase, concurrency, finish, measure_phase, record_failure, timed

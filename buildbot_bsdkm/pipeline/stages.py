@@ -19,7 +19,8 @@ from ..contract import HISTORY_FILE, RUNS_AFTER_FAILURE, TARGET_UNAVAILABLE, Und
 from ..model import FailureCategory, RunResult, StageFailure, from_json, to_json
 from ..perf.fingerprint import machine_fingerprint
 from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
-from . import base_triage, registry
+from . import base_triage
+from . import targets as registry
 from .confirm import confirm
 from .job import (
     ATTEMPTS,
@@ -37,7 +38,7 @@ from .job import (
 from .report_out import GateInputs, gate_runs, write_run_outputs
 from .runtime.errors import StageError, infra_error, real_error
 from .runtime.source import SourceTree, cache_root, fetch_source
-from .target import Target
+from .targets.base import Target
 
 STAGES = ("fetch", "configure", "build", "load", "collect", "unload", "gate")
 

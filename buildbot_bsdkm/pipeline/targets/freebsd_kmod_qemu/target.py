@@ -42,21 +42,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import targets
-from ..config.bsdkm_yml import Config
-from ..contract import TARGET_UNAVAILABLE
-from ..model import FailureCategory, LogFormat, LogResult, StageFailure
-from ..retry.classify import Patterns, classify
-from .freebsd_common import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
-from .freebsd_release_set import CLANG_HEADERS, DEFAULT_MIRROR, STAMP, ReleaseSpec, release_kit
-from .runtime.build import source_fingerprint
-from .runtime.console import console_lines
-from .runtime.errors import StageError, infra_error
-from .runtime.loading import ModuleLoadOutcome, outcome_from_record
-from .runtime.locks import exclusive
-from .runtime.proc import CONSOLE_FLOOD, Watched, run_logged, run_watched
-from .runtime.source import cache_root
-from .target import KernelTarget, judge_outcome, parse_kernel_log
+from .... import targets
+from ....config.bsdkm_yml import Config
+from ....contract import TARGET_UNAVAILABLE
+from ....model import FailureCategory, LogFormat, LogResult, StageFailure
+from ....retry.classify import Patterns, classify
+from ...runtime.build import source_fingerprint
+from ...runtime.console import console_lines
+from ...runtime.errors import StageError, infra_error
+from ...runtime.loading import ModuleLoadOutcome, outcome_from_record
+from ...runtime.locks import exclusive
+from ...runtime.proc import CONSOLE_FLOOD, Watched, run_logged, run_watched
+from ...runtime.source import cache_root
+from .._freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
+from ..base import KernelTarget, judge_outcome, parse_kernel_log
+from .release_set import CLANG_HEADERS, DEFAULT_MIRROR, STAMP, ReleaseSpec, release_kit
 
 TARGET_NAME = targets.FREEBSD_KMOD_QEMU.name
 DEFAULT_VERSION = "15.0"  # a kit whose sources do not say their version

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model import LogFormat, LogResult, Problem
-from ..parsers import parse_file
+from ....model import LogFormat, LogResult, Problem
+from ....parsers import parse_file
 
 LOG_NAME = "afalg.log"
 LINE_PREFIXES = ("afalg-bench:", "afalg-proc:", "afalg-bound:", "afalg-result:", "afalg-error:",

@@ -27,10 +27,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from .linuxkm import LINUXKM_INPUTS, default_kernel_version, linux_kmod_dir, module_vermagic_version
-from .runtime.build import source_fingerprint
-from .runtime.errors import real_error
-from .runtime.locks import exclusive
+from ...runtime.build import source_fingerprint
+from ...runtime.errors import real_error
+from ...runtime.locks import exclusive
+from .harness import LINUXKM_INPUTS, default_kernel_version, linux_kmod_dir, module_vermagic_version
 
 LKCAPI_FLAG = "--enable-linuxkm-lkcapi-register"
 PROGRAM = "bsdkm-afalg"

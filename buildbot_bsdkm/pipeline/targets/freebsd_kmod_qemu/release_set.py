@@ -27,10 +27,10 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..config.bsdkm_yml import release_mirror_problem as mirror_problem
-from ..contract import TARGET_UNAVAILABLE
-from .runtime.errors import StageError, infra_error, real_error
-from .runtime.locks import exclusive
+from ....config.bsdkm_yml import release_mirror_problem as mirror_problem
+from ....contract import TARGET_UNAVAILABLE
+from ...runtime.errors import StageError, infra_error, real_error
+from ...runtime.locks import exclusive
 
 DEFAULT_MIRROR = "https://download.freebsd.org"
 SETS = ("kernel.txz", "base.txz", "src.txz")

@@ -6,17 +6,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import targets
-from ..model import LogFormat, LogResult, Problem, StageFailure
-from ..parsers import ParseError, parse_file
-from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
-from ..retry.classify import Patterns, classify
-from .job import BUILD_DIR, CONFIGURE_ARGS, MEASURE_LOCK, PROGRAMS, PROGRAMS_RUN, Job
-from .runtime.build import UserspaceBuild, userspace_build
-from .runtime.instructions import counts_for
-from .runtime.proc import CommandResult, run_logged
-from .runtime.source import cache_root
-from .target import Target, source_of
+from ... import targets
+from ...model import LogFormat, LogResult, Problem, StageFailure
+from ...parsers import ParseError, parse_file
+from ...perf.instructions import BASE_METADATA_KEY, METADATA_KEY
+from ...retry.classify import Patterns, classify
+from ..job import BUILD_DIR, CONFIGURE_ARGS, MEASURE_LOCK, PROGRAMS, PROGRAMS_RUN, Job
+from ..runtime.build import UserspaceBuild, userspace_build
+from ..runtime.instructions import counts_for
+from ..runtime.proc import CommandResult, run_logged
+from ..runtime.source import cache_root
+from .base import Target, source_of
 
 
 class UserspaceTarget(Target):

@@ -13,19 +13,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..config.bsdkm_yml import Config
-from ..model import FailureCategory, LogFormat, LogResult, Problem, StageFailure
-from ..parsers import ParseError, parse_file
-from ..perf.instructions import METADATA_KEY
-from ..retry.classify import DEFAULT_PATTERNS, Patterns, classify
-from ..targets import TargetFacts
-from .job import CONFIGURE_ARGS, KO, MEASURE_LOCK, OUTCOME, REPEATS, SOURCE, Job
-from .runtime.console import pattern_lines
-from .runtime.errors import StageError
-from .runtime.fips import is_fips
-from .runtime.instructions import proxy_counts
-from .runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
-from .runtime.source import cache_root
+from ...config.bsdkm_yml import Config
+from ...model import FailureCategory, LogFormat, LogResult, Problem, StageFailure
+from ...parsers import ParseError, parse_file
+from ...perf.instructions import METADATA_KEY
+from ...retry.classify import DEFAULT_PATTERNS, Patterns, classify
+from ...targets import TargetFacts
+from ..job import CONFIGURE_ARGS, KO, MEASURE_LOCK, OUTCOME, REPEATS, SOURCE, Job
+from ..runtime.console import pattern_lines
+from ..runtime.errors import StageError
+from ..runtime.fips import is_fips
+from ..runtime.instructions import proxy_counts
+from ..runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
+from ..runtime.source import cache_root
 
 
 def source_of(job: Job) -> tuple[Path, str]:

@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import targets
-from ..config.bsdkm_yml import Config
-from ..model import LogFormat, LogResult
-from ..retry.classify import Patterns, classify
-from .freebsd_common import FREEBSD_BASE_FLAGS, FreeBSDFlagError, check_flag, freebsd_kmod_dir
-from .freebsd_offload import offload_logs, registered_crid
-from .runtime.errors import StageError, infra_error
-from .runtime.loading import ModuleLoadOutcome, read_status
-from .runtime.proc import run_captured, run_logged
-from .target import KernelTarget
+from .... import targets
+from ....config.bsdkm_yml import Config
+from ....model import LogFormat, LogResult
+from ....retry.classify import Patterns, classify
+from ...runtime.errors import StageError, infra_error
+from ...runtime.loading import ModuleLoadOutcome, read_status
+from ...runtime.proc import run_captured, run_logged
+from .._freebsd import FREEBSD_BASE_FLAGS, FreeBSDFlagError, check_flag, freebsd_kmod_dir
+from ..base import KernelTarget
+from .offload import offload_logs, registered_crid
 
 SCRIPTS = ("load.sh", "unload.sh", "collect.sh", "_common.sh")
 

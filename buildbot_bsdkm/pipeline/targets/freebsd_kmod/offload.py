@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..model import LogFormat, LogResult, Problem
-from ..parsers import parse_file
-from .runtime.loading import read_status
+from ....model import LogFormat, LogResult, Problem
+from ....parsers import parse_file
+from ...runtime.loading import read_status
 
 OUTPUTS = {"devcrypto": "openssl.devcrypto.txt", "software": "openssl.software.txt"}
 _CRID = re.compile(r"libwolf\d*: info: driver loaded: (\d+)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..support.resources import kmod_dir
+from ...support.resources import kmod_dir
 
 KMOD_DIR = kmod_dir("freebsd")  # package data
 

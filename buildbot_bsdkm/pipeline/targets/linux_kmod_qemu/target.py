@@ -10,14 +10,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import targets
-from ..config.bsdkm_yml import Config
-from ..model import LogFormat, LogResult
-from ..retry.classify import Patterns
+from .... import targets
+from ....config.bsdkm_yml import Config
+from ....model import LogFormat, LogResult
+from ....retry.classify import Patterns
+from ...job import KO, Job, StateKey
+from ...runtime.loading import ModuleLoadOutcome
+from ...runtime.source import cache_root
+from ..base import KernelTarget, append_log, module_flags
 from .afalg import build_bench, stage_overlay, wants_afalg
 from .afalg_console import console_logs
-from .job import KO, Job, StateKey
-from .linuxkm import (
+from .harness import (
     LinuxModuleSpec,
     VmOptions,
     cached_linux_module,
@@ -27,9 +30,6 @@ from .linuxkm import (
     read_module_counts,
     run_linux_module,
 )
-from .runtime.loading import ModuleLoadOutcome
-from .runtime.source import cache_root
-from .target import KernelTarget, append_log, module_flags
 
 # The lkcapi variant's AF_ALG benchmark program, built beside the module (None: not this variant).
 AFALG_PROGRAM: StateKey[str | None] = StateKey("afalg_program")

@@ -8,8 +8,11 @@ its row there and a line here (``tests/test_targets.py``: the rows and this regi
 
 from __future__ import annotations
 
-from . import freebsd, freebsd_qemu, linux_target, userspace
-from .target import KernelTarget, Target
+from . import userspace
+from .base import KernelTarget, Target
+from .freebsd_kmod import target as freebsd
+from .freebsd_kmod_qemu import target as freebsd_qemu
+from .linux_kmod_qemu import target as linux_target
 
 TARGETS: dict[str, Target] = {
     t.name: t for t in (userspace.TARGET, linux_target.TARGET, freebsd.TARGET, freebsd_qemu.TARGET)

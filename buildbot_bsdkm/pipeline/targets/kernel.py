@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config.bsdkm_yml import Config
-from ..model import LogResult
-from ..retry.classify import Patterns
-from .registry import KERNEL_TARGETS
-from .runtime.errors import infra_error
-from .runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
-from .target import KernelTarget, judge_outcome, module_flags
-from .target import parse_kernel_log as parse_kernel_file
+from ...config.bsdkm_yml import Config
+from ...model import LogResult
+from ...retry.classify import Patterns
+from ..runtime.errors import infra_error
+from ..runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
+from . import KERNEL_TARGETS
+from .base import KernelTarget, judge_outcome, module_flags
+from .base import parse_kernel_log as parse_kernel_file
 
 __all__ = ["build_module", "judge_outcome", "load_module", "module_flags",
            "outcome_from_record", "outcome_record", "parse_kernel_log", "target"]

@@ -1,0 +1,1 @@
+"""``freebsd-kmod``: the target on a FreeBSD worker, and its cryptodev offload check."""
