@@ -35,7 +35,7 @@ from bisect_history import base_repo, lean_config, make_history  # noqa: E402
 
 from buildbot_bsdkm.bisection.search import Commit, Outcome, Probe, Purpose, bisect, build_limit  # noqa: E402
 from buildbot_bsdkm.config.bsdkm_yml import load_config  # noqa: E402
-from buildbot_bsdkm.pipeline.bisect_runner import FailureSpec, RegressionSpec, bisect_range  # noqa: E402
+from buildbot_bsdkm.pipeline.jobs.bisect import FailureSpec, RegressionSpec, bisect_range  # noqa: E402
 from buildbot_bsdkm.pipeline.runtime.source import wolfssl_source  # noqa: E402
 
 

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, load_config  # noqa: E402
-from buildbot_bsdkm.pipeline.run import run_matrix  # noqa: E402
+from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix  # noqa: E402
 from buildbot_bsdkm.pipeline.runtime.build import compiler_env, userspace_build  # noqa: E402
 from buildbot_bsdkm.pipeline.runtime.source import cache_root, fetch_source  # noqa: E402
 

@@ -15,7 +15,7 @@ from test_action_local import ACTION_DIR, LocalRunner
 from buildbot_bsdkm.commands.action import results as action_cmd
 from buildbot_bsdkm.model import RunResult, from_json, to_json
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline.report_out import BASE_RUNS_JSON
+from buildbot_bsdkm.pipeline.gating import BASE_RUNS_JSON
 
 BASE = "e" * 40
 

@@ -21,7 +21,7 @@ from buildbot_bsdkm.bisection.search import (
 )
 from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure
-from buildbot_bsdkm.pipeline.bisect_runner import (
+from buildbot_bsdkm.pipeline.jobs.bisect import (
     FailureSpec,
     RegressionSpec,
     failure_outcome,

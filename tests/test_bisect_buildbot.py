@@ -15,11 +15,11 @@ from twisted.internet import defer
 from twisted.trial import unittest
 
 from buildbot_bsdkm import contract
+from buildbot_bsdkm.bisection.trigger import BisectRequest
 from buildbot_bsdkm.buildbot import bisect as bb
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
 from buildbot_bsdkm.buildbot.worker_files import limit_for
 from buildbot_bsdkm.config.bsdkm_yml import load_config
-from buildbot_bsdkm.pipeline.bisect_trigger import BisectRequest
 
 LOCAL = MasterSettings(www_port=8010, pb_port=9989, local_workers={"local": "pw"}, config_path="/x/bsdkm.yml")
 SIG = "selftest: SHA-256 (-1)"

@@ -13,8 +13,8 @@ import pytest
 from buildbot_bsdkm.commands.action import results
 from buildbot_bsdkm.config.bsdkm_yml import default_config_path, parse_config
 from buildbot_bsdkm.model import to_json
-from buildbot_bsdkm.pipeline import report_out
-from buildbot_bsdkm.pipeline.run import run_matrix
+from buildbot_bsdkm.pipeline import gating as report_out
+from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix
 from buildbot_bsdkm.pipeline.runtime.proc import run_streamed
 
 PACKAGE = Path(__file__).resolve().parent.parent / "buildbot_bsdkm"

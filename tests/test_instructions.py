@@ -315,7 +315,7 @@ def test_planted_one_percent_fails_at_1v1_with_the_function_named_on_real_builds
 
 
 def test_release_judges_the_candidates_counts_once_and_lists_them_with_the_changes() -> None:
-    from buildbot_bsdkm.pipeline.candidate import judge_candidate
+    from buildbot_bsdkm.pipeline.jobs.release import judge_candidate
     from buildbot_bsdkm.report.candidate import comparison
 
     # with a learned timed rule the release judges every repeat: three runs of one binary
@@ -400,7 +400,7 @@ def test_run_counts_each_item_and_function_and_gates_on_them(tmp_path: Path) -> 
     import json
 
     from buildbot_bsdkm.model import to_json
-    from buildbot_bsdkm.pipeline.run import run_matrix
+    from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix
 
     config = e2e_config(tmp_path)
     build = cached_userspace_build("intelasm", config)

@@ -15,7 +15,7 @@ from conftest import FIXTURES, ROOT
 from buildbot_bsdkm.contract import TARGET_UNAVAILABLE
 from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure, from_json, to_json
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline.run import as_not_run
+from buildbot_bsdkm.pipeline.jobs.matrix import as_not_run
 from buildbot_bsdkm.policy import Verdict, evaluate, load_policy
 from buildbot_bsdkm.report.junit import junit_xml
 from buildbot_bsdkm.report.verdict import markdown_report

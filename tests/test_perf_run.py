@@ -19,7 +19,7 @@ from test_pipeline_e2e import CONFIG
 from buildbot_bsdkm.cli import UsageError
 from buildbot_bsdkm.commands.run_cmd import base_override
 from buildbot_bsdkm.config.bsdkm_yml import LocalSource, parse_config
-from buildbot_bsdkm.pipeline.run import MatrixResult, run_matrix
+from buildbot_bsdkm.pipeline.jobs.matrix import MatrixResult, run_matrix
 
 
 def run_with_base(tmp_path: Path, text: str, repeats: int,

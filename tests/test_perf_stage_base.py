@@ -122,7 +122,8 @@ def test_base_options_apply_to_load_and_gate_only() -> None:
 def test_confirm_re_measures_base_and_head_interleaved_as_new_runs(tmp_path: Path) -> None:
     from buildbot_bsdkm.config.bsdkm_yml import load_config
     from buildbot_bsdkm.pipeline.job import Job
-    from buildbot_bsdkm.pipeline.run import _remeasurer, load_interleaved
+    from buildbot_bsdkm.pipeline.rounds import load_interleaved
+    from buildbot_bsdkm.pipeline.rounds import remeasurer as _remeasurer
     from buildbot_bsdkm.pipeline.stages import collect
 
     out, order = tmp_path / "bsdkm-out", tmp_path / "order"
@@ -173,7 +174,7 @@ def test_the_base_of_the_same_repository_gets_a_work_tree_of_its_own(repo, tmp_p
 
 def test_release_sides_of_one_repository_get_trees_of_their_own(repo, tmp_path: Path) -> None:  # noqa: F811
     from buildbot_bsdkm.config.bsdkm_yml import GitSource, load_config
-    from buildbot_bsdkm.pipeline import candidate as release
+    from buildbot_bsdkm.pipeline.jobs import release as release
 
     url, main, pr = repo
     config = dataclasses.replace(load_config(ROOT / "bsdkm.yml"), cache_dir=tmp_path / "cache")

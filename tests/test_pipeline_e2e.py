@@ -20,7 +20,7 @@ from junitparser import JUnitXml
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, parse_config
 from buildbot_bsdkm.model import FailureCategory, from_json
-from buildbot_bsdkm.pipeline.run import MatrixResult, run_matrix
+from buildbot_bsdkm.pipeline.jobs.matrix import MatrixResult, run_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCEL = "--enable-aesni, --enable-intelasm, --enable-sp-asm, --disable-ecc"

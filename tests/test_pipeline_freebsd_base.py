@@ -22,7 +22,8 @@ from buildbot_bsdkm.model import RunResult, from_json
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.pipeline import targets as registry
 from buildbot_bsdkm.pipeline.job import Job
-from buildbot_bsdkm.pipeline.run import load_interleaved, measured_interleaved, run_matrix
+from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix
+from buildbot_bsdkm.pipeline.rounds import load_interleaved, measured_interleaved
 from buildbot_bsdkm.pipeline.runtime.errors import real_error
 from buildbot_bsdkm.pipeline.stages import read_run, run_stage
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod import target as freebsd

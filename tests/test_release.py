@@ -14,7 +14,7 @@ from freebsd_double import FreeBSDDouble, load_scenario
 from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource, GitSource, LocalSource, TarballSource, parse_config
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult, SelfTest, StageFailure, from_json
-from buildbot_bsdkm.pipeline.candidate import (
+from buildbot_bsdkm.pipeline.jobs.release import (
     ELSEWHERE,
     NOT_COVERED,
     RUN,
@@ -352,7 +352,7 @@ def test_previous_release_that_fails_to_build_is_reported_and_the_candidate_judg
 
 
 def test_a_release_runs_outcomes_are_the_candidates_own_not_against_the_previous_one() -> None:
-    from buildbot_bsdkm.pipeline.candidate import candidate_outcomes
+    from buildbot_bsdkm.pipeline.jobs.release import candidate_outcomes
     from buildbot_bsdkm.policy import load_policy
     from buildbot_bsdkm.support.resources import default_policy_path
 

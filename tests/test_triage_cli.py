@@ -14,7 +14,7 @@ from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.model import RunResult, to_json
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline.report_out import GateInputs
+from buildbot_bsdkm.pipeline.gating import GateInputs
 from buildbot_bsdkm.support.resources import default_config_path
 
 LOGS = SHARED / "freebsd" / "logs"

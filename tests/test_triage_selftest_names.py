@@ -20,7 +20,7 @@ from buildbot_bsdkm.bisection.search import Commit, Outcome, Purpose, bisect
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_text
-from buildbot_bsdkm.pipeline.bisect_runner import FailureSpec, failure_outcome
+from buildbot_bsdkm.pipeline.jobs.bisect import FailureSpec, failure_outcome
 from buildbot_bsdkm.pipeline.runtime.source import cache_root, debian_tarball
 from buildbot_bsdkm.policy import evaluate, load_policy
 from buildbot_bsdkm.report.junit import junit_xml

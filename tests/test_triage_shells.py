@@ -176,7 +176,7 @@ def _last_verdict(output: Path) -> str:
 def test_run_with_a_base_triages_the_heads_failure_against_the_base_built_next_to_it(tmp_path: Path) -> None:
     """``bsdkm-ci run --base-*`` (the Action's run): a build failure the base has too is pre-existing."""
     from buildbot_bsdkm.config.bsdkm_yml import LocalSource
-    from buildbot_bsdkm.pipeline.run import run_matrix
+    from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix
 
     config = _config(tmp_path, 2)
     (config.source.path / "BROKEN").write_text("")  # the head's build fails ...

@@ -28,6 +28,7 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
+from ..bisection.trigger import BisectRequest, regression_requests, requests_for
 from ..config.bsdkm_yml import Config, GitSource
 from ..contract import (
     BISECT_REQUEST_PROPERTY,
@@ -41,7 +42,6 @@ from ..contract import (
 )
 from ..model import load_document
 from ..perf.store import best_series
-from ..pipeline.bisect_trigger import BisectRequest, regression_requests, requests_for
 from ..report.bisect import html_page, result_from_json
 from ..targets import measures_base
 from . import base_outcomes, perf_history, worker_files

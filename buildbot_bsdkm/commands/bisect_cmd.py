@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..bisection.search import BisectSettings
 from ..config.bsdkm_yml import ConfigError, GitSource, LocalSource, usable_git_ref
-from ..pipeline.bisect_runner import FailureSpec, HistoryError, RegressionSpec, bisect_range
+from ..pipeline.jobs.bisect import FailureSpec, HistoryError, RegressionSpec, bisect_range
 from ..pipeline.runtime.errors import StageError
 from ..policy import load_policy
 from ..targets import measures_base

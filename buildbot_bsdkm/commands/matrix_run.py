@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..config.bsdkm_yml import Config, GitSource, LocalSource, SourceSpec, usable_git_ref
 from ..model import RunResult
-from ..pipeline.run import MatrixResult, run_matrix
+from ..pipeline.jobs.matrix import MatrixResult, run_matrix
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 
 NOT_RUN = "not-run"

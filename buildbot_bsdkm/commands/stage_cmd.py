@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ..config.bsdkm_yml import ConfigError
 from ..contract import BASE_DIR
+from ..pipeline.gating import BaselineError
 from ..pipeline.job import Job, StageSkipped
-from ..pipeline.report_out import BaselineError
-from ..pipeline.run import gate_against_base, load_interleaved
+from ..pipeline.rounds import gate_against_base, load_interleaved
 from ..pipeline.stages import STAGES, run_stage
 from ..policy import PolicyError
 from ..triage.known import KnownIssueError

@@ -12,8 +12,21 @@ order gives neither side a fixed phase (benchmark ``round_order: shuffled``, the
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ..config.bsdkm_yml import ROUND_ORDERS
+from ..model import LogResult, RunResult, StageFailure
+from ..perf.gate import Settings
+from ..policy import Verdict
+from . import extend as perf_extend
+from . import targets as registry
+from .confirm import Remeasure
+from .gating import GateInputs, gate_runs
+from .job import EXTENDED_KEY, Job, Progress
+from .phases import finish, measure_phase, record_failure
+from .runtime.errors import StageError
+from .stages import measure_again, read_run, repeat, run_stage
 
 BASE_FIRST = ("base", "head")
 HEAD_FIRST = ("head", "base")
@@ -34,3 +47,219 @@ def round_plan(rounds: int, order: str, rng: random.Random | None = None) -> lis
 def describe(plan: list[tuple[str, str]]) -> str:
     """``B H, H B, ...``: the plan as the progress lines and state.json show it."""
     return ", ".join(" ".join(side[0].upper() for side in sides) for sides in plan)
+
+
+def measured_interleaved(target: str) -> bool:
+    """Whether a base build of ``target`` is measured in rounds with the head: the target says so."""
+    return registry.measures_base(target)
+
+
+def remeasurer(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[RunResult],
+                base_runs: list[RunResult], repeats: int, say: Progress) -> Remeasure:
+    """``confirm: true``'s re-measurement: the named pairs' base and head again, A B A B, as new runs.
+
+    The confirmation logs (``bench.confirm.<i>.log``) are kept beside the others but are not part
+    of the run's results: the first measurement is reported as it was, the re-run next to it.
+    """
+    first = {(r.target, r.variant, side): r for side, group in (("head", runs), ("base", base_runs))
+             for r in group}
+
+    def remeasure(pairs: list[tuple[str, str]]) -> tuple[list[RunResult], list[RunResult]]:
+        heads_again: list[RunResult] = []
+        bases_again: list[RunResult] = []
+        for head in heads:
+            pair = (head.target, head.variant)
+            base = bases.get(pair)
+            if pair not in pairs or base is None or not measured_interleaved(head.target):
+                continue
+            logs: dict[str, list[LogResult]] = {"base": [], "head": []}
+            jobs = {"base": base, "head": head}
+            plan = _plan(head, repeats, "confirm_round_order")
+            for index, sides in enumerate(plan, start=1):
+                say(f"{head.label}: confirm round {index} of {repeats} ({', '.join(sides)})")
+                for side in sides:
+                    log = measure_again(jobs[side], f"confirm.{index}")
+                    if log is not None:
+                        logs[side].append(log)
+            for side, out in (("base", bases_again), ("head", heads_again)):
+                was = first.get((head.target, head.variant, side))
+                out.append(RunResult(head.variant, head.target, logs=logs[side],
+                                     metadata=dict(was.metadata) if was else {}))
+        return heads_again, bases_again
+
+    return remeasure
+
+
+def measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats: int,
+                   say: Progress) -> tuple[list[RunResult], list[RunResult]]:
+    """Base and head of each (target, variant) in alternating rounds: A B A B ..."""
+    head_runs, base_runs = [], []
+    for head in heads:
+        base = bases.get((head.target, head.variant))
+        order = [head]
+        if base is not None:
+            plan = _plan(head, repeats)
+            order = [base, head] if plan[0][0] == "base" else [head, base]
+        for job in order:
+            measure_phase(job)
+        if base is not None:
+            _more_rounds(head, base, plan, say)
+        for job in order:
+            run = finish(job)
+            (base_runs if job is base else head_runs).append(run)
+    return head_runs, base_runs
+
+
+def _plan(head: Job, rounds: int, key: str = "round_order") -> list[tuple[str, str]]:
+    """This pair's round orders (``benchmark.round_order``), kept in the head's state.json."""
+    plan = round_plan(rounds, head.config.benchmark.round_order)
+    head.state[key] = describe(plan)
+    head.save()
+    return plan
+
+
+def _more_rounds(head: Job, base: Job, plan: list[tuple[str, str]], say: Progress) -> None:
+    """Rounds 2..N after the first measurement of each side, each in its planned order (kernel:
+    kldload one side, kldunload, kldload the other, kldunload, ...). A side that has failed sits
+    its rounds out."""
+    if measured_interleaved(head.target):
+        _measure_rounds(head, base, plan[1:], 2, len(plan), say)
+
+
+def _measure_rounds(head: Job, base: Job, plan: list[tuple[str, str]], first: int, total: int,
+                    say: Progress, why: str = "") -> None:
+    """Rounds ``first``.. of ``total``, one per entry of ``plan``, each side in the entry's order."""
+    jobs = {"base": base, "head": head}
+    for index, sides in enumerate(plan, start=first):
+        say(f"{head.label}: round {index} of {total} ({', '.join(sides)}){why}")
+        for side in sides:
+            try:
+                repeat(jobs[side], index)
+            except StageError as e:  # e.g. the module still loaded after a hung round: this side stops
+                record_failure(jobs[side], e)
+
+
+def _extra_rounds(head: Job, base: Job, done: int, more: int, say: Progress) -> None:
+    """Rounds ``done+1``..``more`` of a pair (pipeline/extend.py), each round's order drawn like the first
+    ones'; the plan and the growth (``EXTENDED_KEY``: first and last round count) go in the head's
+    state.json."""
+    plan = round_plan(more - done, head.config.benchmark.round_order)
+    head.state["round_order"] = ", ".join(p for p in (head.state.get("round_order"), describe(plan)) if p)
+    head.state[EXTENDED_KEY] = [head.state.get(EXTENDED_KEY, [done])[0], more]
+    head.save()
+    _measure_rounds(head, base, plan, done + 1, more, say, ": too noisy to decide yet")
+
+
+Judge = Callable[[list[RunResult], list[RunResult]], Verdict]  # (head runs, base runs) -> verdict
+
+
+@dataclass
+class Extended:
+    """The last look of ``extend_while_undecided``: its verdict, the runs it judged, what grew."""
+
+    verdict: Verdict
+    runs: list[RunResult]
+    base_runs: list[RunResult]
+    rounds: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # pair: (before, after)
+
+
+def extend_while_undecided(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[RunResult],
+                           base_runs: list[RunResult], repeats: int, settings: Settings, judge: Judge,
+                           say: Progress) -> Extended:
+    """While a pair measured against its base has an item too noisy to resolve the policy's
+    ``perf.resolve_pct``, measure as many rounds again (up to ``benchmark.max_repeats`` a side) and
+    judge all of them.
+
+    ``runs`` are the heads' runs (in ``heads`` order), ``base_runs`` the bases'; an extended pair's
+    runs are collected again with every round. A note in the last verdict says what grew.
+    """
+    last = Extended(judge(runs, base_runs), list(runs), list(base_runs))
+    done = repeats
+    max_repeats = heads[0].config.benchmark.max_repeats if heads else done
+    while (more := perf_extend.next_rounds(done, max_repeats)) > done:
+        wanted = set(perf_extend.undecided(last.verdict, settings))
+        live = [h for h in heads if (h.target, h.variant) in wanted and _can_repeat(h, bases)]
+        if not live:
+            break
+        for head in live:
+            pair = (head.target, head.variant)
+            _extra_rounds(head, bases[pair], done, more, say)
+            first, _ = head.state[EXTENDED_KEY]
+            last.rounds[pair] = (first, more)
+        grown = {(h.target, h.variant) for h in live}
+        last.runs = [finish(job) if (job.target, job.variant) in grown else run
+                     for job, run in zip(heads, last.runs, strict=True)]
+        last.base_runs = [finish(bases[(r.target, r.variant)]) if (r.target, r.variant) in grown else r
+                          for r in last.base_runs]
+        done = more
+        last.verdict = judge(last.runs, last.base_runs)
+    text = perf_extend.note(last.rounds)
+    if text:
+        last.verdict.notes.insert(0, text)
+    return last
+
+
+def _can_repeat(head: Job, bases: dict[tuple[str, str], Job]) -> bool:
+    base = bases.get((head.target, head.variant))
+    return (base is not None and head.failure is None and base.failure is None
+            and measured_interleaved(head.target))
+
+
+def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
+    """``bsdkm-ci stage load --base-out``: the same rounds as ``run --base-*``, for one pair.
+
+    The base (built by the same stages into a sibling output directory) and the head's load stage
+    are round 1, in the order the plan drew; then rounds 2..N of both. Returns the head's failure.
+    A base that failed to build leaves the head measured once, as without a base; the gate then
+    uses history and says why.
+    """
+    if base.failure is not None:
+        return run_stage(head, "load")
+    plan = _plan(head, repeats)
+    if plan[0][0] == "base":
+        measure_phase(base)
+        failure = run_stage(head, "load")
+    else:
+        failure = run_stage(head, "load")
+        measure_phase(base)
+    if failure is None and base.failure is None:
+        _more_rounds(head, base, plan, head.say)
+        _extend_at_load(head, base, repeats)
+    finish(base)
+    if failure is None:
+        finish(head)  # every round's log in results.json; a failed repeat fails the run
+    return head.failure
+
+
+def _extend_at_load(head: Job, base: Job, repeats: int) -> None:
+    """More rounds while too noisy (``benchmark.max_repeats``), decided where the rounds are measured.
+
+    The load stage has no history yet (the master hands it to the gate), so the noise is learned
+    from the rounds alone; the gate stage then judges every round once, with history.
+    """
+    if head.config.benchmark.max_repeats <= repeats:
+        return
+    gate = GateInputs.load(head.config, read_baseline=False)
+    extend_while_undecided([head], {(head.target, head.variant): base}, [finish(head)], [finish(base)],
+                           repeats, gate.policy.perf, lambda heads, bases: gate_runs(gate, heads, bases),
+                           head.say)
+
+
+def gate_against_base(head: Job, base: Job) -> StageFailure | None:
+    """``bsdkm-ci stage gate --base-out``: the gate, able to confirm (``perf: {confirm: true}``).
+
+    The gate runs where ``stage load --base-out`` measured (the Buildbot build's worker), so a learned
+    regression is measured again as ``run`` does it (``remeasurer``): the pair's already built base
+    and head, A B A B, as many rounds as the load measured. Only asked for when there is a
+    regression to confirm; a side that cannot run again leaves the regression standing.
+    """
+    def remeasure(pairs: list[tuple[str, str]]) -> tuple[list[RunResult], list[RunResult]]:
+        head_run, base_run = read_run(head), read_run(base)
+        rounds = max(1, sum(1 for log in base_run.logs if log.benchmarks))
+        head.say(f"confirm: measuring {head.label} base and head again, {rounds} round(s)")
+        again = remeasurer([head], {(head.target, head.variant): base}, [head_run], [base_run], rounds,
+                            head.say)
+        return again(pairs)
+
+    head.remeasure = remeasure
+    return run_stage(head, "gate")

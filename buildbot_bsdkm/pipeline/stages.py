@@ -22,6 +22,7 @@ from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
 from . import base_triage
 from . import targets as registry
 from .confirm import confirm
+from .gating import GateInputs, gate_runs, write_run_outputs
 from .job import (
     ATTEMPTS,
     CONFIGURE_ARGS,
@@ -35,7 +36,6 @@ from .job import (
     Job,
     StageSkipped,
 )
-from .report_out import GateInputs, gate_runs, write_run_outputs
 from .runtime.errors import StageError, infra_error, real_error
 from .runtime.source import SourceTree, cache_root, fetch_source
 from .targets.base import Target

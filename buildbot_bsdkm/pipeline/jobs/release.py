@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config.bsdkm_yml import (
+from ...config.bsdkm_yml import (
     Config,
     DebianSource,
     GitSource,
@@ -39,21 +39,21 @@ from ..config.bsdkm_yml import (
     TarballSource,
     usable_git_ref,
 )
-from ..contract import RELEASE_OUTCOMES_FILE
-from ..model import Benchmark, FailureCategory, RunResult, StageFailure, to_json
-from ..policy import Policy, Verdict, evaluate, load_policy
-from ..report.candidate import comparison, compiler_warnings, html_release, markdown_release, parse_size
-from ..targets import os_release_tag
-from ..triage.outcomes import outcomes_of
-from . import targets as registry
-from .job import MEASURE_LOCK, OUTCOME, SOURCE, STAGE_TIMES, Job, Progress, stderr_progress
-from .phases import build_phase, concurrency, measure_phase, record_failure, timed
-from .runtime import fips as fipsmod
-from .runtime.errors import StageError
-from .runtime.loading import outcome_record
-from .runtime.source import SourceTree, cache_root, fetch_source
-from .stages import collect, stage_fetch, target_of
-from .targets import kernel
+from ...contract import RELEASE_OUTCOMES_FILE
+from ...model import Benchmark, FailureCategory, RunResult, StageFailure, to_json
+from ...policy import Policy, Verdict, evaluate, load_policy
+from ...report.candidate import comparison, compiler_warnings, html_release, markdown_release, parse_size
+from ...targets import os_release_tag
+from ...triage.outcomes import outcomes_of
+from .. import targets as registry
+from ..job import MEASURE_LOCK, OUTCOME, SOURCE, STAGE_TIMES, Job, Progress, stderr_progress
+from ..phases import build_phase, concurrency, measure_phase, record_failure, timed
+from ..runtime import fips as fipsmod
+from ..runtime.errors import StageError
+from ..runtime.loading import outcome_record
+from ..runtime.source import SourceTree, cache_root, fetch_source
+from ..stages import collect, stage_fetch, target_of
+from ..targets import kernel
 
 SIDES = ("candidate", "previous")
 
