@@ -7,9 +7,9 @@ job on the default configuration printed ``PASS: 223 of 225 checks passed, 2 fai
 
 from __future__ import annotations
 
+from buildbot_bsdkm.checks import Check, CheckKind, Verdict
 from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure
 from buildbot_bsdkm.pipeline.jobs.matrix import MatrixResult
-from buildbot_bsdkm.policy.checks import Check, CheckKind, Verdict
 
 PANIC = StageFailure("load", "debug kernel: kernel panic", FailureCategory.REAL, "panic")
 

@@ -25,6 +25,7 @@ from buildbot.process.results import FAILURE, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.python import log
 
+from ..checks import status_of_summary
 from ..config.bsdkm_yml import Config, GitSource
 from ..contract import (
     PROPERTY_SOURCE,
@@ -34,7 +35,6 @@ from ..contract import (
     verdict_word,
 )
 from ..model import load_document
-from ..policy.checks import status_of_summary
 from ..report.candidate import html_release
 from ..targets import FACTS as TARGET_FACTS
 from ..targets import os_release_tag

@@ -12,6 +12,8 @@ from ..config.bsdkm_yml import Config
 from ..model import RunResult, from_json, run_to_dict
 from ..policy import Policy, Verdict, evaluate, load_policy
 from ..policy.pairing import baseline_for
+from ..report.junit import write_junit
+from ..report.verdict import html_report, markdown_report, speedup_svg
 from ..triage.classify import TriageInputs
 from ..triage.known import KnownIssues
 from ..triage.outcomes import BaseOutcome
@@ -74,7 +76,6 @@ def gate_runs(inputs: GateInputs, runs: list[RunResult], baseline: list[RunResul
 
 
 def write_run_outputs(run_dir: Path, run: RunResult, verdict: Verdict) -> Path:
-    from ..report.junit import write_junit
 
     path = run_dir / "junit.xml"
     write_junit([run], verdict, path)
@@ -90,8 +91,6 @@ def write_combined(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
     """summary.json, report.md, report.html, speedup.svg and a combined junit.xml."""
-    from ..report.junit import write_junit
-    from ..report.verdict import html_report, markdown_report, speedup_svg
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {

@@ -48,7 +48,7 @@ whose pattern and scope match a benchmark applies, so list specific patterns bef
 
 from __future__ import annotations
 
-from .checks import (
+from ..checks import (
     COMPLETE_PREFIX,
     GEOMEAN_PREFIX,
     KIND_BENCHMARK,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..checks import CheckKind
 from ..model import Benchmark, RunResult
-from .checks import CheckKind
 from .context import Evaluation
 from .measure import (
     PER_SECOND,

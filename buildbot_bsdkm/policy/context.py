@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..checks import Check, CheckKind, Verdict
 from ..model import RunResult
-from .checks import Check, CheckKind, Verdict
 from .rules import Policy
 
 

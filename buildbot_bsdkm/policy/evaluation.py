@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ..checks import Check, CheckKind, Verdict
 from ..model import RunResult
 from ..targets import FACTS as TARGET_FACTS
 from ..targets import perf_ungated
 from ..triage.classify import TriageInputs, classify
-from .checks import Check, CheckKind, Verdict
 from .comparisons import crossover, speedup
 from .context import Evaluation
 from .pairing import pair_baseline

@@ -15,6 +15,7 @@ two disagree (a memory or microarchitecture effect the count cannot see).
 
 from __future__ import annotations
 
+from ..checks import GEOMEAN_PREFIX, CheckKind, Verdict
 from ..model import RunResult
 from ..perf.instructions import (
     BASE_METADATA_KEY,
@@ -27,7 +28,6 @@ from ..perf.instructions import (
 )
 from ..perf.kernel_counts import SCOPE_MODULE, SCOPE_PROXY, scope_words
 from ..targets import KERNEL_NAMES
-from .checks import GEOMEAN_PREFIX, CheckKind, Verdict
 from .context import Evaluation
 from .instruction_settings import INSTRUCTIONS
 from .measure import matches

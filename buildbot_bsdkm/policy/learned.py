@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..checks import GEOMEAN_PREFIX, CheckKind
 from ..model import LogResult, RunResult
 from ..perf import clock as perf_clock
 from ..perf import drift as perf_drift
 from ..perf import fingerprint as perf_fingerprint
 from ..perf import gate as perf_gate
 from ..targets import perf_ungated
-from .checks import GEOMEAN_PREFIX, CheckKind
 from .context import Evaluation
 from .measure import (
     CYCLES,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..checks import CheckKind
 from ..model import RunResult
-from .checks import CheckKind
 from .context import Evaluation
 from .measure import crossover_block, matches
 from .rules import CrossoverRule

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ..checks import GEOMEAN_PREFIX, CheckKind
 from ..model import RunResult
-from .checks import GEOMEAN_PREFIX, CheckKind
 from .context import Evaluation
 from .instruction_settings import INSTRUCTIONS
 from .instructions import instruction_regressions, instruction_rules

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..checks import COMPLETE_PREFIX, CheckKind
 from ..model import RATE_UNITS, Benchmark, LogFormat, RunResult
 from . import kernel_health
-from .checks import COMPLETE_PREFIX, CheckKind
 from .context import Evaluation
 from .measure import CYCLES, PER_SECOND, display_unit, fmt_num, matches, measure, metric_note
 from .rules import FloorRule

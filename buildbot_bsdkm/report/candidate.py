@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..checks import STATUS_MARKS
 from ..model import RunResult
 from ..policy import GEOMEAN_PREFIX, PER_SECOND, CheckKind, Verdict, display_unit, measure, shown
-from ..policy.checks import STATUS_MARKS
 from .blocks import md_inline
 
 # gcc/clang: "path/file.c:123:45: warning: text [-Wflag]", and the driver's "cc1: warning: text"

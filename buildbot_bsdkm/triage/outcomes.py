@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..checks import Verdict
 from ..model import RunResult, from_json
 from ..perf.fingerprint import of_run
 from .signature import signature
@@ -190,9 +191,6 @@ def outcomes_from_document(doc: Mapping[str, Any], where: str,
     runs = from_json(json.dumps({k: v for k, v in doc.items() if k in ("schema", "runs")}), where)
     verdict_doc = doc.get("verdict")
     if isinstance(verdict_doc, Mapping) and isinstance(verdict_doc.get("checks"), list):
-        # imported here: the policy package imports triage's rules, so not at import time
-        from ..policy.checks import Verdict
-
         try:
             verdict = Verdict.from_dict(verdict_doc)
         except ValueError as e:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import LifecycleEvent, LogResult, SelfTest, StageFailure
+from ..retry.classify import _selftest_failure
 
 TEST_C = Path("wolfcrypt") / "test" / "test.c"
 TEST_H = Path("wolfcrypt") / "test" / "test.h"
@@ -517,7 +518,6 @@ def _note_decoded(log: LogResult, decoded: Decoded) -> None:
 
 
 def _restated(failure: StageFailure, logs: Sequence[LogResult]) -> StageFailure:
-    from ..retry.classify import _selftest_failure
 
     again = _selftest_failure(failure.stage, logs, list(failure.evidence))
     if again is None:

@@ -29,7 +29,8 @@ from ...bisection.search import BisectResult, BisectSettings, Commit, Outcome, P
 from ...config.bsdkm_yml import Config, GitSource
 from ...model import FailureCategory, RunResult
 from ...perf import gate as perf_gate
-from ...policy import CheckKind, Verdict
+from ...perf.instructions import compare_counts, geomean_change
+from ...policy import CheckKind, Verdict, load_policy
 from ...retry.rules import RetrySettings
 from ...triage.signature import signature
 from .. import extend as perf_extend
@@ -38,6 +39,7 @@ from ..job import Job, Progress, stderr_progress
 from ..phases import build_phase, measure_phase
 from ..rounds import extend_while_undecided, measure_pairs
 from ..runtime.errors import StageError
+from ..runtime.instructions import count_instructions
 from ..runtime.source import cache_root
 from ..stages import run_stage
 
@@ -393,9 +395,6 @@ class PipelineRunner:
     def _count(self, job: Job, commit: Commit) -> Probe:
         """The item's instructions in this commit's build against the good end's (1 vs 1: deterministic)."""
         assert self.regression is not None and self.good is not None
-        from ...perf.instructions import compare_counts, geomean_change
-        from ...policy import load_policy
-        from ..runtime.instructions import count_instructions
 
         settings = load_policy(self.config.policy).instructions
         wanted = self.regression.item

@@ -44,10 +44,13 @@ from ...perf.instructions import (
     parse_callgrind,
     parse_driver_output,
 )
+from ...policy import load_policy
 from ...support.resources import data_path
-from .errors import real_error
+from .build import UserspaceBuild, build_key, compiler_env
+from .errors import StageError, real_error
 from .locks import exclusive
 from .proc import run_logged
+from .source import cache_root
 
 PROGRAM = "bsdkm-instr"
 MEASURED_FUNCTION = "bsdkm_measure"
@@ -188,7 +191,6 @@ def count_instructions(build: Path, items: Mapping[str, int], *, block: int = DE
     named comes back, measured or with the reason it was not (Valgrind missing: every item).
     StageError when the driver cannot be built.
     """
-    from .source import cache_root
 
     started = time.monotonic()
     version = valgrind_version()
@@ -324,9 +326,6 @@ def counts_for(config: Config, build_dir: Path, log: Path | None = None,
     A driver that does not build is no stage failure (the wall-clock benchmark still ran): every
     item is then recorded as not counted, with the reason.
     """
-    from ...policy import load_policy
-    from .errors import StageError
-    from .source import cache_root
 
     settings = load_policy(config.policy).instructions
     if not settings.enabled:
@@ -458,7 +457,6 @@ def proxy_build(config: Config, target: str, variant: str, source: Path, cache: 
                 log: Path) -> tuple[Path, list[str], list[str]]:
     """A user-space static library built with a kernel variant's crypto flags: (build dir, carried,
     dropped). Cached by source and flags like the userspace builds (``pipeline/build.py``)."""
-    from .build import UserspaceBuild, build_key, compiler_env
 
     carried, dropped = proxy_flags(config.configure_flags(target, variant))
     args = [*PROXY_BASE_FLAGS, *carried]
@@ -484,8 +482,6 @@ def proxy_counts(config: Config, target: str, variant: str, source: Path, cache:
     The notes say what the proxy is: the flags it carried and those it could not (kernel-only
     switches), and that the module's kernel-only code is not in it.
     """
-    from ...policy import load_policy
-    from .errors import StageError
 
     settings = load_policy(config.policy).instructions
     if not (settings.enabled and settings.kernel_proxy):

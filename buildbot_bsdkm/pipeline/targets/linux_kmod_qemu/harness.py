@@ -23,9 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from ....config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, Config
-from ....perf.instructions import InstructionCounts
-from ....perf.kernel_counts import CountPlan, module_counts
+from ....perf.instructions import METADATA_KEY, InstructionCounts, counts_of
+from ....perf.kernel_counts import (
+    SCOPE_PROXY,
+    CountPlan,
+    KernelCountError,
+    module_counts,
+    parse_harness_lines,
+    parse_plugin_output,
+)
+from ....policy import load_policy
 from ....retry.classify import Patterns, classify, first_compile_error
+from ....support.qemu_plugin import PluginUnavailable, module_layout, plugin_for, plugin_source
 from ....support.resources import kmod_dir
 from ...runtime.build import source_fingerprint
 from ...runtime.console import console_lines
@@ -33,6 +42,7 @@ from ...runtime.errors import StageError, infra_error, real_error
 from ...runtime.loading import ModuleLoadOutcome
 from ...runtime.locks import exclusive
 from ...runtime.proc import run_logged
+from ...runtime.source import cache_root
 
 BOOT_DIR = Path("/boot")
 HEADER_DIRS = (Path("/usr/src"),)
@@ -622,9 +632,6 @@ def prepare_count(config: Config, ko: Path, work: Path) -> CountRequest | None:
     """The count of this boot, when the policy asks for it and the guest drives the module's
     entry points (an lkcapi variant's AF_ALG overlay); None otherwise. A plugin that cannot be
     built or loaded leaves its reason in ``COUNT_UNAVAILABLE`` and the boot runs without it."""
-    from ....policy import load_policy
-    from ....support.qemu_plugin import PluginUnavailable, module_layout, plugin_for
-    from ...runtime.source import cache_root
 
     for stale in (COUNT_FILE, COUNT_PLAN, COUNT_UNAVAILABLE, COUNT_SYMBOLS):
         (work / stale).unlink(missing_ok=True)
@@ -650,8 +657,6 @@ def prepare_count(config: Config, ko: Path, work: Path) -> CountRequest | None:
 
 def read_module_counts(work: Path, console: Path) -> InstructionCounts | None:
     """What the boot in ``work`` counted in the module; None when no count was asked."""
-    from ....perf.kernel_counts import KernelCountError, parse_harness_lines, parse_plugin_output
-    from ....support.qemu_plugin import plugin_source
 
     plan_file = work / COUNT_PLAN
     if not plan_file.is_file():
@@ -679,8 +684,6 @@ _NOT_COUNTED = "the module itself was not counted"
 def merge_module_counts(state: dict[str, Any], counts: InstructionCounts) -> None:
     """The module's counts become the run's; when none could be made (the plugin unavailable, the
     run void) and the build has proxy counts, the proxy's stand, with a note saying why."""
-    from ....perf.instructions import METADATA_KEY, counts_of
-    from ....perf.kernel_counts import SCOPE_PROXY
 
     current = counts_of(state)
     # The proxy as the build made it (collect runs more than once: not the one this added a note to).
@@ -723,7 +726,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu", default="max", help='QEMU -cpu model, e.g. "max,-adx,-bmi2"')
     parser.add_argument("--kernel", default=None, help="kernel version (default: the module's vermagic)")
     args = parser.parse_args(argv)
-    from ...runtime.errors import StageError
 
     try:
         outcome = run_linux_module(args.ko, args.work_dir, timeout_s=args.timeout,

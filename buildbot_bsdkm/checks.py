@@ -1,7 +1,8 @@
 """The gate's output: one ``Check`` per gate applied to one run, and the ``Verdict`` over them.
 
-Pure records: no YAML, no measurement; every other part of the policy package builds these, and the
-shells read them (or their JSON, ``to_dict``/``from_dict``).
+Pure records beside ``model.py``: no YAML, no measurement, no import of the package. The policy
+builds them, the triage and the pipeline read them, and the shells read them or their JSON
+(``to_dict``/``from_dict``).
 """
 
 from __future__ import annotations
