@@ -6,12 +6,18 @@ health, the policy's regression gates, worker matching and the shells read the r
 are the pipeline's callers or the pipeline's own imports, so they could not import its registry
 without a cycle (and need none of its weight). This module imports nothing of the package.
 
-A new target: its file under ``pipeline/`` (a ``Target`` subclass with ``facts = <its row>``), its
-row here, its line in ``pipeline/registry.py`` (``tests/test_targets.py`` checks the two agree).
+A new target: its file under ``pipeline/targets/`` (a ``Target`` subclass with ``facts = <its row>``),
+its row here, its line in ``pipeline/targets/__init__.py`` (``tests/test_targets.py`` checks the two
+agree). A target that lives outside this repository is a package named in ``BSDKM_TARGETS``: its
+``__init__`` holds the row (``FACTS``, importing nothing of this package but this module) and its
+``target`` module the class (``TARGET``); rows and registry read it the same way.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
+import re
 from dataclasses import dataclass
 
 # The wolfSSL tree's directories a kernel module is built from.
@@ -95,8 +101,27 @@ FREEBSD_KMOD_QEMU = TargetFacts(
     "freebsd-kmod-qemu", BSDKM, perf_measurement=False, bench_repeats=False, perf_note=TCG_NOTE,
     emulated=True, worker_tag=QEMU_WORKER_TAG)
 
+# Packages of targets kept outside this repository, comma- or space-separated (``my_ci.targets.toy``).
+PLUGINS_ENV = "BSDKM_TARGETS"
+
+
+def plugin_packages() -> tuple[str, ...]:
+    return tuple(p for p in re.split(r"[\s,]+", os.environ.get(PLUGINS_ENV, "")) if p)
+
+
+def _plugin_row(package: str) -> TargetFacts:
+    try:
+        row = importlib.import_module(package).FACTS
+    except (ImportError, AttributeError) as e:
+        raise RuntimeError(f"{PLUGINS_ENV}: {package}: no target row ({type(e).__name__}: {e})") from None
+    if not isinstance(row, TargetFacts):
+        raise RuntimeError(f"{PLUGINS_ENV}: {package}.FACTS is no TargetFacts")
+    return row
+
+
 FACTS: dict[str, TargetFacts] = {
-    t.name: t for t in (USERSPACE, LINUX_KMOD_QEMU, FREEBSD_KMOD, FREEBSD_KMOD_QEMU)
+    t.name: t for t in (USERSPACE, LINUX_KMOD_QEMU, FREEBSD_KMOD, FREEBSD_KMOD_QEMU,
+                        *map(_plugin_row, plugin_packages()))
 }
 NAMES: tuple[str, ...] = tuple(FACTS)
 KERNEL_NAMES: tuple[str, ...] = tuple(n for n, t in FACTS.items() if t.kernel)

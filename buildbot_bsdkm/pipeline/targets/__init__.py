@@ -1,31 +1,48 @@
-"""Every target the pipeline knows, one entry per target file: the one place a name becomes a target.
+"""Every target the pipeline knows: the one list, and the one place a name becomes a target.
 
-Stages ask this registry what a target is (a kernel target, a perf target, one whose benchmark
-repeats) instead of comparing names; each answer is the target's row in ``buildbot_bsdkm/targets.py``
-(``Target.facts``), which the layers below the pipeline read directly. A new target is its own file,
-its row there and a line here (``tests/test_targets.py``: the rows and this registry agree).
+A target is its module's ``TARGET`` (a ``base.Target``); what it is (a kernel target, a perf target,
+one whose benchmark repeats) is its row in ``buildbot_bsdkm/targets.py``, which the layers below the
+pipeline read directly. A new target is its own file, its row there and a line here
+(``tests/test_targets.py``: the rows and this list agree). A package named in ``BSDKM_TARGETS``
+brings its own row and its ``target`` module, read here after the list.
 """
 
 from __future__ import annotations
 
+import importlib
+
+from ... import targets as rows
 from . import userspace
 from .base import KernelTarget, Target
-from .freebsd_kmod import target as freebsd
-from .freebsd_kmod_qemu import target as freebsd_qemu
-from .linux_kmod_qemu import target as linux_target
+from .freebsd_kmod import target as freebsd_kmod
+from .freebsd_kmod_qemu import target as freebsd_kmod_qemu
+from .linux_kmod_qemu import target as linux_kmod_qemu
 
-TARGETS: dict[str, Target] = {
-    t.name: t for t in (userspace.TARGET, linux_target.TARGET, freebsd.TARGET, freebsd_qemu.TARGET)
-}
+BUILT_IN: tuple[Target, ...] = (
+    userspace.TARGET,
+    linux_kmod_qemu.TARGET,
+    freebsd_kmod.TARGET,
+    freebsd_kmod_qemu.TARGET,
+)
+
+
+def _plugin(package: str) -> Target:
+    try:
+        target = importlib.import_module(f"{package}.target").TARGET
+    except (ImportError, AttributeError) as e:
+        why = f"{type(e).__name__}: {e}"
+        raise RuntimeError(f"{rows.PLUGINS_ENV}: {package}.target: no TARGET ({why})") from None
+    if not isinstance(target, Target):
+        raise RuntimeError(f"{rows.PLUGINS_ENV}: {package}.target.TARGET is no Target")
+    return target
+
+
+TARGETS: dict[str, Target] = {t.name: t for t in (*BUILT_IN, *map(_plugin, rows.plugin_packages()))}
 KERNEL_TARGETS: dict[str, KernelTarget] = {n: t for n, t in TARGETS.items() if isinstance(t, KernelTarget)}
 
 
 def get(name: str) -> Target | None:
     return TARGETS.get(name)
-
-
-def is_kernel(name: str) -> bool:
-    return name in KERNEL_TARGETS
 
 
 def perf_measurement(name: str) -> bool:
