@@ -97,7 +97,7 @@ PR_URL_PROPERTY = "github_pr_url"
 PR_TRIGGER_PROPERTY = "github_trigger"
 PR_BASE_REF_PROPERTY = "github_base_ref"
 # The PR's base commit (the webhook's pull_request.base.sha): a PR build with it builds that commit
-# too and measures both interleaved (issue 9).
+# too and measures both interleaved.
 PR_BASE_SHA_PROPERTY = "github_base_sha"
 # True when the PR's author (and whoever pushed its head) is trusted; False for a build a maintainer
 # approved with `ok to test`: such a build runs only where worker_trust.may_run lets it.

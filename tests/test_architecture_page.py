@@ -5,6 +5,8 @@ names in backticks is gone (a module moved without its page following)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,3 +68,16 @@ def test_every_path_the_page_names_exists() -> None:
         if not ((PACKAGE / path).exists() or (ROOT / path).exists()):
             gone.append(token)
     assert gone == []
+
+
+def test_the_folder_map_is_the_generated_one() -> None:
+    """The map between its markers is what ``scripts/architecture_map.py`` prints (``--write`` writes it)."""
+    script = ROOT / "scripts" / "architecture_map.py"
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() in PAGE.read_text(encoding="utf-8")
+
+
+def test_the_page_restates_no_api() -> None:
+    """The page is the map and the reasoning: no per-module API sections to drift from the code."""
+    text = PAGE.read_text(encoding="utf-8")
+    assert "Public API" not in text and "## Modules and who calls what" not in text

@@ -264,7 +264,7 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     warn_without_levels([(s.name, tuple(s.tags)) for s in remote])  # worker_trust: trusted/untrusted
     github = _github_settings(config, settings)  # read once: the reporters and bisect share its tokens
     apply_github(c, config, settings, names, github)
-    apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel (issue 10)
+    apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel
     apply_perf_dashboard(c)  # the perf history page; it asks the authz just set who may read it
     config_path = util.Property(CONFIG_PROPERTY, default=settings.config_path or "")
     candidate.apply_release(c, config, specs, config_path, settings.bsdkm_ci)

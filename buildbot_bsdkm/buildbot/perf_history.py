@@ -1,4 +1,4 @@
-"""Base-branch results into the perf history table of the master's own database (issue 9).
+"""Base-branch results into the perf history table of the master's own database.
 
 CollectResults calls ``provide`` and ``record`` with the runs it read back. ``provide`` writes the
 newest window of this run's (fingerprint, target, variant) history to the worker as

@@ -55,7 +55,7 @@ from .classification import classify_stage, logs_lost, missing_results
 
 STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any error message
 # A PR build (github_pr set) with the PR's base commit builds that commit too, into BASE_DIR beside
-# the head, and measures both interleaved (issue 9); without it the gate judges the head against
+# the head, and measures both interleaved; without it the gate judges the head against
 # history. The PR's clone URL is the build's "repository" property.
 RESULTS_DIR = "bsdkm-results"  # under the master's basedir: the results documents (RESULTS_PATH_PROPERTY)
 EXIT_FAILED = 1  # ``bsdkm-ci stage``: the stage failed (state.json says why) or was skipped
@@ -420,7 +420,7 @@ class CollectResults(BsdkmStageStep):
             if selftest:
                 self.setProperty(SELFTEST_PROPERTY, selftest, PROPERTY_SOURCE)
             self.setProperty(BENCHMARKS_PROPERTY, len(run.benchmarks), PROPERTY_SOURCE)
-        # The whole results document, for the GitHub reporter's per-PR comment (issue 5): a file on
+        # The whole results document, for the GitHub reporter's per-PR comment: a file on
         # the master, its path the property, so the build's properties stay small.
         path = self.store_results(to_json(runs))
         if path:

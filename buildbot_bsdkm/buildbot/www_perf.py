@@ -1,4 +1,4 @@
-"""The perf history page of the master's web UI (issue 9): a ``wsgi_dashboards`` dashboard.
+"""The perf history page of the master's web UI: a ``wsgi_dashboards`` dashboard.
 
 ``buildbot-wsgi-dashboards`` mounts a WSGI app under ``/plugins/wsgi_dashboards/<name>/`` and the
 UI shows its ``index.html`` as a page of its own (a "Perf history" entry in the side menu). The

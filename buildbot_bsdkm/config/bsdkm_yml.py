@@ -130,7 +130,7 @@ class BenchmarkConfig:
     agreetimes: int | None = 1  # BENCH_AGREETIMES
     userspace_args: tuple[str, ...] = ("-aes-gcm", "-aes-cbc", "-sha256", "-rsa")
     extra_cflags: tuple[str, ...] = ()
-    # Rounds of base, head benchmark runs when a base is built next to the head (issue 9).
+    # Rounds of base, head benchmark runs when a base is built next to the head.
     repeats: int = 5
     # Each round's order: a coin flip (shuffled) or always base first (alternate): pipeline/rounds.py.
     round_order: str = "shuffled"

@@ -1,4 +1,4 @@
-"""``github_services(config)``: what ``master.cfg`` adds for GitHub (issue 5).
+"""``github_services(config)``: what ``master.cfg`` adds for GitHub.
 
 Returns ``{"change_hook_dialects": {...}, "services": [...], "secretsProviders": []}``:
 the ``github`` change hook (strict HMAC-SHA256, PR/comment rules), the service that turns

@@ -1,4 +1,4 @@
-"""The AF_ALG benchmark's output (``kmod/linux/afalg_bench.c``, the lkcapi variant, issue 15).
+"""The AF_ALG benchmark's output (``kmod/linux/afalg_bench.c``, the lkcapi variant).
 
 One fact a line::
 

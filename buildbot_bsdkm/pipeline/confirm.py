@@ -1,4 +1,4 @@
-"""Confirm before failing (``perf: {confirm: true}``, issue 9 item 4).
+"""Confirm before failing (``perf: {confirm: true}``).
 
 A learned-limit regression is a statistical claim at the run's false-alarm budget; one disturbed
 stretch of the machine can still make it. With ``confirm: true`` and a way to measure again (the

@@ -1,4 +1,4 @@
-"""Offload vs software inside one run (issue 15): the gate of a ``crossovers`` rule with ``paths: true``.
+"""Offload vs software inside one run: the gate of a ``crossovers`` rule with ``paths: true``.
 
 An lkcapi run measures one algorithm along several *paths* in one boot (``parsers/afalg.py``:
 ``afalg:<path>:<ALG>@<bytes>``); FreeBSD's offload run ``openssl:<devcrypto|software>:...``.

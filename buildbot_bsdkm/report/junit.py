@@ -479,7 +479,7 @@ def _kernel_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
     return cases
 
 
-register_suite("kernel", _kernel_cases, kinds=[CheckKind.KERNEL])  # issue 12
+register_suite("kernel", _kernel_cases, kinds=[CheckKind.KERNEL])
 @dataclass
 class _SkippedCase(JUnitCase):
     """A testcase that could not run: skipped with the reason, never a pass."""

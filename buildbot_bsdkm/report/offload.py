@@ -1,4 +1,4 @@
-"""Offload vs software inside one run (issue 15): the paths of the AF_ALG benchmark.
+"""Offload vs software inside one run: the paths of the AF_ALG benchmark.
 
 An lkcapi run measures one algorithm along several *paths* in one boot (``parsers/afalg.py``:
 ``afalg:<path>:<ALG>@<bytes>``). A ``crossovers`` rule with ``paths: true`` compares two

@@ -428,7 +428,7 @@ def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
 
 
 # ---------------------------------------------------------------------------
-# Kernel health (issue 12): what the kernel said while the module ran
+# Kernel health: what the kernel said while the module ran
 
 
 _KERNEL_EVIDENCE_RECORDS = 4  # records whose log lines are shown

@@ -3,7 +3,7 @@
 With a base source (``bsdkm-ci run --base-git/--base-dir``) the base is built next to the head on
 the same worker and both are measured in alternating rounds (base, head, base, head, ...:
 ``repeats`` rounds), so drift of the machine hits both sides alike; the gate then judges the
-head's repeats against the base's (issue 9). Which targets do so is their own property
+head's repeats against the base's. Which targets do so is their own property
 (their row in ``targets.py``, ``Target.measures_base``): ``userspace`` re-runs its benchmark program,
 ``freebsd-kmod`` kldloads and kldunloads base and head in turn. The QEMU targets' numbers are
 emulator speeds: they build no base and are not regression-gated (the policy's ``perf_inputs``).

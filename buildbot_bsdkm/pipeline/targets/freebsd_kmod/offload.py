@@ -1,4 +1,4 @@
-"""The FreeBSD side of issue 15: ``kmod/freebsd/offload.sh``'s files turned into results.
+"""The FreeBSD side of the offload paths: ``kmod/freebsd/offload.sh``'s files turned into results.
 
 ``offload.sh LOGDIR`` (after ``load.sh`` of a ``--enable-freebsdkm-crypto-register``
 module) leaves ``offload.status`` (``crid``, ``engine``, ``result``, ...),

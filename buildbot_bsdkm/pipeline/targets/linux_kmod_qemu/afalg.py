@@ -1,4 +1,4 @@
-"""The lkcapi variant's AF_ALG benchmark (issue 15): what goes into the guest, what comes out.
+"""The lkcapi variant's AF_ALG benchmark: what goes into the guest, what comes out.
 
 A ``linux-kmod-qemu`` variant whose flags include ``--enable-linuxkm-lkcapi-register``
 registers wolfCrypt with the Linux kernel crypto API. For such a variant this module
