@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -167,6 +168,11 @@ class ActWorld:
     next_run: int = 100
 
     @property
+    def ccache(self) -> Path:
+        """Kept between test sessions (the bsdkm-ci cache's), as the action's cache keeps it."""
+        return bsdkm_cache() / "act-ccache"
+
+    @property
     def store(self) -> Path:
         return self.root / "store"
 
@@ -180,10 +186,10 @@ class ActWorld:
                 "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "false", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                 "BSDKM_CACHE": str(self.root / "bsdkm-cache"),
                 # One ccache for every job's build directories (their paths differ).
-                "CCACHE_DIR": str(self.root / "home" / ".cache" / "ccache"), "CCACHE_BASEDIR": str(self.root)}
+                "CCACHE_DIR": str(self.ccache), "CCACHE_BASEDIR": str(self.root)}
 
     def act(self, workflow: str, event_name: str, event: dict[str, Any], *, matrix: tuple[str, ...] = (),
-            timeout: float = 900) -> ActRun:
+            timeout: float = 2400) -> ActRun:
         """One workflow run of an example; its run id is new (artifacts are kept per run)."""
         run_id = self.next_run
         self.next_run += 1
@@ -204,9 +210,16 @@ class ActWorld:
             cmd += ["--matrix", m]
         started = time.monotonic()
         with log.open("w") as out:
-            proc = subprocess.run(cmd, cwd=self.workdir, env=self.env(), stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=timeout, check=False)
-        run = ActRun(run_id, proc.returncode, log.read_text(errors="replace"), time.monotonic() - started)
+            # A session of its own: a timeout ends act and every step it started.
+            proc = subprocess.Popen(cmd, cwd=self.workdir, env=self.env(), stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                rc = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise
+        run = ActRun(run_id, rc, log.read_text(errors="replace"), time.monotonic() - started)
         self.runs.append({"workflow": workflow, "event": event_name, "run_id": run_id, "rc": run.rc,
                           "seconds": round(run.seconds, 1)})
         return run
@@ -233,6 +246,14 @@ class ActRun:
     def job_ran(self, job: str) -> bool:
         """The job (its name as act prints it) ran to its end, passed or failed."""
         return re.search(rf"/{re.escape(job)}\s*\] 🏁  Job (succeeded|failed)", self.log) is not None
+
+
+def bsdkm_cache() -> Path:
+    """bsdkm-ci's cache directory (pipeline/source.cache_root's default)."""
+    if os.environ.get("BSDKM_CACHE"):
+        return Path(os.environ["BSDKM_CACHE"])
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "bsdkm-ci"
 
 
 def runner_python(venv: Path) -> Path:
