@@ -35,7 +35,8 @@ fi
 args=(--out "$out" --unavailable fail)
 [ -n "$config" ] && args+=(--config "$config")
 for v in ${BSDKM_VARIANTS//,/ }; do args+=(--variant "$v"); done
-for t in ${BSDKM_TARGETS//,/ }; do args+=(--target "$t"); done
+# BSDKM_RUN_TARGETS, not BSDKM_TARGETS: that one names target plug-in packages to bsdkm-ci itself.
+for t in ${BSDKM_RUN_TARGETS//,/ }; do args+=(--target "$t"); done
 # The base, built next to the head and measured interleaved with it (the perf gate's base).
 if [ -n "${BSDKM_BASE_DIR:-}" ]; then
   args+=(--base-dir "$BSDKM_BASE_DIR")

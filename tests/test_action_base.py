@@ -13,9 +13,9 @@ from conftest import FIXTURES
 from test_action_local import ACTION_DIR, LocalRunner
 
 from buildbot_bsdkm.commands.action import results as action_cmd
+from buildbot_bsdkm.contract import BASE_RUNS_JSON
 from buildbot_bsdkm.model import RunResult, from_json, to_json
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline.gating import BASE_RUNS_JSON
 
 BASE = "e" * 40
 
@@ -28,7 +28,7 @@ def run_script(tmp_path: Path, **env: str) -> tuple[list[str], str]:
     fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/argv\n')
     fake.chmod(0o755)
     full = {**{k: v for k, v in os.environ.items() if not k.startswith("BSDKM_")},
-            "PATH": f"{bin_dir}:{os.environ['PATH']}", "BSDKM_OUT": str(out), "BSDKM_TARGETS": "userspace",
+            "PATH": f"{bin_dir}:{os.environ['PATH']}", "BSDKM_OUT": str(out), "BSDKM_RUN_TARGETS": "userspace",
             "BSDKM_VARIANTS": "", **env}
     subprocess.run(["bash", str(ACTION_DIR / "run-bsdkm-ci.sh")], env=full, check=True, timeout=60,
                    capture_output=True)
