@@ -48,5 +48,6 @@ def test_pr_controlled_names_in_signatures_stay_text() -> None:
     v = evaluate([run], POLICY)
     text = markdown_report([run], v)
     new = text[text.index("### Failures: New"):text.index("### Kernel health")]
-    assert "selftest: \\[x\\](https://evil) @\u200borg/team (-1)" in new  # no link, no mention
+    # no link, no autolink, no mention
+    assert "selftest: \\[x\\](https:\u200b//evil) @\u200borg/team (-1)" in new
     assert "@org/team" not in text  # GitHub links even \\@org/team: a zero-width space stops it
