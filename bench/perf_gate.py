@@ -43,9 +43,9 @@ sys.path.insert(0, str(ROOT))
 from buildbot_bsdkm.config.bsdkm_yml import load_config  # noqa: E402
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult  # noqa: E402
 from buildbot_bsdkm.parsers import parse_text  # noqa: E402
+from buildbot_bsdkm.perf import extend as perf_extend  # noqa: E402
 from buildbot_bsdkm.perf.gate import Settings  # noqa: E402
-from buildbot_bsdkm.pipeline import confirm as perf_confirm  # noqa: E402
-from buildbot_bsdkm.pipeline import extend as perf_extend  # noqa: E402
+from buildbot_bsdkm.pipeline import gating as perf_confirm  # noqa: E402
 from buildbot_bsdkm.policy import Policy, evaluate, load_policy, parse_policy  # noqa: E402
 
 OLD_POLICY = """

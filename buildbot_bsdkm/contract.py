@@ -25,12 +25,20 @@ from .model import StageFailure
 # Buildbot and the Action treat it as the infrastructure failure it is (retried, then an error).
 TARGET_UNAVAILABLE = "target-unavailable"
 
+# A configured baseline file that cannot be read: every shell exits 2 naming the file.
+class BaselineError(ValueError):
+    """The configured baseline cannot be read; the message names the file."""
+
+
 # --------------------------------------------------------------------------- the run's directory
 
 # The perf gate's base, built by the same stages beside the head: ``<out>/base/<target>/<variant>``.
 BASE_DIR = "base"
 # Perf history the Buildbot master puts next to the run before the gate stage reads it.
 HISTORY_FILE = "history.json"
+# The base runs a ``run --base-*`` measured next to the head, beside its summary.json: the Action's
+# report job merges them and judges the merged heads against them.
+BASE_RUNS_JSON = "base-runs.json"
 
 # --------------------------------------------------------------------------- build properties
 

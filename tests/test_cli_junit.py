@@ -148,7 +148,8 @@ def test_cut_off_log_is_an_error_case(tmp_path: Path) -> None:
 
 def test_every_reader_of_a_results_document_refuses_a_value_of_the_wrong_type(tmp_path: Path) -> None:
     """The type check lives in the model, so a pipeline baseline is refused like a `compare` input."""
-    from buildbot_bsdkm.pipeline.gating import BaselineError, load_baseline
+    from buildbot_bsdkm.contract import BaselineError
+    from buildbot_bsdkm.pipeline.gating import load_baseline
 
     doc = results_json(tmp_path, "doc.json", "noasm", "noise/noasm_r01.txt")
     assert load_baseline(doc)  # the untouched document reads back

@@ -205,3 +205,18 @@ def test_no_subcommand_imports_another() -> None:
 def test_few_modules_lie_loose_at_the_package_top() -> None:
     loose = sorted(f.name for f in PACKAGE.glob("*.py"))
     assert len(loose) <= MAX_LOOSE_MODULES, loose
+
+
+# What a shell may import of the pipeline: the drivers, the stage entry point (and the packages
+# above them, whose ``__init__`` they run). The Action's attempt runner streams a child's output
+# through the pipeline's process helper, the one tool a shell shares.
+SHELL_PIPELINE_ENTRY = ("buildbot_bsdkm.pipeline.jobs.", "buildbot_bsdkm.pipeline.stages")
+SHELL_PIPELINE_ALLOWED = {("buildbot_bsdkm.commands.action.attempts", "buildbot_bsdkm.pipeline.runtime.proc")}
+
+
+def test_the_shells_import_only_the_drivers_and_the_stage_entry_point() -> None:
+    above = {"buildbot_bsdkm.pipeline", "buildbot_bsdkm.pipeline.jobs", "buildbot_bsdkm.pipeline.runtime"}
+    stray = sorted((m, d) for m, deps in _graph().items() if _group(m) in SHELLS for d in deps
+                   if _group(d) == "pipeline" and not d.startswith(SHELL_PIPELINE_ENTRY) and d not in above
+                   and (m, d) not in SHELL_PIPELINE_ALLOWED)
+    assert stray == []

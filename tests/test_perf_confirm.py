@@ -13,7 +13,8 @@ from conftest import FIXTURES
 
 from buildbot_bsdkm.model import LogResult, RunResult
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline.confirm import confirm, to_confirm
+from buildbot_bsdkm.perf.confirm import to_confirm
+from buildbot_bsdkm.pipeline.gating import confirm
 from buildbot_bsdkm.policy import PolicyError, evaluate, parse_policy
 
 ITEM = "AES-128-GCM-enc"

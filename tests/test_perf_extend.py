@@ -19,10 +19,10 @@ from test_perf_stage_base import scripted, slowed_text
 
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, load_config
 from buildbot_bsdkm.model import from_json
+from buildbot_bsdkm.perf import extend
 from buildbot_bsdkm.perf.gate import Settings
-from buildbot_bsdkm.pipeline import extend
 from buildbot_bsdkm.pipeline.job import EXTENDED_KEY, Job
-from buildbot_bsdkm.pipeline.rounds import load_interleaved
+from buildbot_bsdkm.pipeline.jobs.pair import load_interleaved
 from buildbot_bsdkm.pipeline.stages import run_stage
 from buildbot_bsdkm.policy import PolicyError, Verdict, load_policy, parse_policy
 
@@ -110,7 +110,7 @@ def noisy_pair(tmp_path: Path, max_repeats: int, slow: float) -> tuple[Job, Job,
 
 
 def gate_item(head: Job, base: Job) -> dict:
-    from buildbot_bsdkm.pipeline.rounds import gate_against_base
+    from buildbot_bsdkm.pipeline.jobs.pair import gate_against_base
     gate_against_base(head, base)
     verdict = json.loads(head.state_path.read_text())["verdict"]
     (check,) = [c for c in verdict["checks"] if c["kind"] == "regression" and c["name"] == ITEM]

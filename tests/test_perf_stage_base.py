@@ -122,7 +122,7 @@ def test_base_options_apply_to_load_and_gate_only() -> None:
 def test_confirm_re_measures_base_and_head_interleaved_as_new_runs(tmp_path: Path) -> None:
     from buildbot_bsdkm.config.bsdkm_yml import load_config
     from buildbot_bsdkm.pipeline.job import Job
-    from buildbot_bsdkm.pipeline.rounds import load_interleaved
+    from buildbot_bsdkm.pipeline.jobs.pair import load_interleaved
     from buildbot_bsdkm.pipeline.rounds import remeasurer as _remeasurer
     from buildbot_bsdkm.pipeline.stages import collect
 

@@ -23,7 +23,8 @@ from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.pipeline import targets as registry
 from buildbot_bsdkm.pipeline.job import Job
 from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix
-from buildbot_bsdkm.pipeline.rounds import load_interleaved, measured_interleaved
+from buildbot_bsdkm.pipeline.jobs.pair import load_interleaved
+from buildbot_bsdkm.pipeline.rounds import measured_interleaved
 from buildbot_bsdkm.pipeline.runtime.errors import real_error
 from buildbot_bsdkm.pipeline.stages import read_run, run_stage
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod import target as freebsd

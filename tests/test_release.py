@@ -27,7 +27,7 @@ from buildbot_bsdkm.pipeline.jobs.release import (
 )
 from buildbot_bsdkm.pipeline.runtime import fips
 from buildbot_bsdkm.pipeline.targets import kernel
-from buildbot_bsdkm.pipeline.targets.freebsd_kmod.target import run_freebsd_module
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod.target import FreeBSDWorkerTarget, run_freebsd_module
 from buildbot_bsdkm.policy import parse_policy
 from buildbot_bsdkm.report.candidate import compiler_warnings, parse_size
 
@@ -269,6 +269,11 @@ def test_release_through_the_freebsd_double(tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(kernel, "build_module", build_module)
     monkeypatch.setattr(kernel, "load_module", load_module)
+    # The stages build and load through the target itself: the same stand-ins there.
+    monkeypatch.setattr(FreeBSDWorkerTarget, "build", lambda self, config, variant, *a: build_module(
+        config, self.name, variant, *a))
+    monkeypatch.setattr(FreeBSDWorkerTarget, "load", lambda self, config, ko, work: load_module(
+        config, self.name, ko, work))
     config = parse_config(MATRIX.replace("  userspace: {flags: [--enable-cryptonly]}\n", "").replace(
         "targets: [userspace, freebsd-kmod]", "targets: [freebsd-kmod]")
         + f"cache_dir: {tmp_path / 'cache'}\n")
@@ -336,6 +341,11 @@ def test_previous_release_that_fails_to_build_is_reported_and_the_candidate_judg
 
     monkeypatch.setattr(kernel, "build_module", build_module)
     monkeypatch.setattr(kernel, "load_module", load_module)
+    # The stages build and load through the target itself: the same stand-ins there.
+    monkeypatch.setattr(FreeBSDWorkerTarget, "build", lambda self, config, variant, *a: build_module(
+        config, self.name, variant, *a))
+    monkeypatch.setattr(FreeBSDWorkerTarget, "load", lambda self, config, ko, work: load_module(
+        config, self.name, ko, work))
     config = parse_config(MATRIX.replace("  userspace: {flags: [--enable-cryptonly]}\n", "").replace(
         "targets: [userspace, freebsd-kmod]", "targets: [freebsd-kmod]")
         + f"cache_dir: {tmp_path / 'cache'}\n")

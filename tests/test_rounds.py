@@ -17,7 +17,7 @@ from test_perf_stage_base import built
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, load_config, parse_config
 from buildbot_bsdkm.pipeline import rounds
 from buildbot_bsdkm.pipeline.job import Job
-from buildbot_bsdkm.pipeline.rounds import load_interleaved
+from buildbot_bsdkm.pipeline.jobs.pair import load_interleaved
 
 
 def test_alternate_is_always_base_first() -> None:

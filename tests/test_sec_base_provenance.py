@@ -115,7 +115,7 @@ def test_the_actions_report_takes_no_outcome_or_count_from_the_base_the_test_job
     PR's failure pre-existing, and its counts (and those the head carried) were the ones compared."""
     from buildbot_bsdkm.commands.action import results as action_cmd
     from buildbot_bsdkm.commands.action.triage_inputs import NIGHTLY_COUNTS_NOTE
-    from buildbot_bsdkm.pipeline.gating import BASE_RUNS_JSON
+    from buildbot_bsdkm.contract import BASE_RUNS_JSON
 
     merged = tmp_path / "merged"
     merged.mkdir()

@@ -1,2 +1,2 @@
 """Bisection as a pure search: commits in, the first bad commit and its evidence out (``search``). Who
-builds and measures each probed commit is the pipeline's (``pipeline/bisect_runner.py``)."""
+builds and measures each probed commit is the pipeline's (``pipeline/jobs/bisect.py``)."""

@@ -3,7 +3,7 @@
 Pure search logic, apart from any build: a ``Runner`` builds and runs (or measures) one commit and
 says ``good``, ``bad`` or ``skip`` (``Probe``); ``bisect`` decides which commit to ask about next
 and what the answers prove. ``commands/bisect_cmd.py`` gives it the real runner (the pipeline's
-stages on a git source, ``pipeline/bisect_runner.py``); tests give it a fake one.
+stages on a git source, ``pipeline/jobs/bisect.py``); tests give it a fake one.
 
 The rules, as ``git bisect`` and the CI systems that name culprits apply them:
 

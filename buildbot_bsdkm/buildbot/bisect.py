@@ -3,7 +3,7 @@
 - ``BisectOnNewSignatures`` (a master service) looks at every finished base-branch build of a
   ``target/variant`` builder: the base outcomes its Gate step recorded (``base_outcomes``) say
   whether its newest build shows a failure signature the build before it did not
-  (``pipeline.bisect_trigger.requests_for``), and the perf history of a perf target whether an
+  (``bisection.trigger.requests_for``), and the perf history of a perf target whether an
   item's level dropped (the drift detector's change point, ``regression_requests``). Each is
   bisected once (the keys asked for are kept in the master's state table), through the ``bisect``
   Triggerable scheduler.

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..bisection.search import BisectSettings
 from ..config.bsdkm_yml import ConfigError, GitSource, LocalSource, usable_git_ref
 from ..pipeline.jobs.bisect import FailureSpec, HistoryError, RegressionSpec, bisect_range
-from ..pipeline.runtime.errors import StageError
+from ..pipeline.stages import StageError
 from ..policy import load_policy
 from ..targets import measures_base
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..config.bsdkm_yml import ConfigError
-from ..pipeline.gating import BaselineError
+from ..contract import BaselineError
 from ..policy import PolicyError
 from ..triage.known import KnownIssueError
 

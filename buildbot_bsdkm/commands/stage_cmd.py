@@ -14,11 +14,9 @@ import sys
 from pathlib import Path
 
 from ..config.bsdkm_yml import ConfigError
-from ..contract import BASE_DIR
-from ..pipeline.gating import BaselineError
-from ..pipeline.job import Job, StageSkipped
-from ..pipeline.rounds import gate_against_base, load_interleaved
-from ..pipeline.stages import STAGES, run_stage
+from ..contract import BASE_DIR, BaselineError
+from ..pipeline.jobs.pair import gate_against_base, load_interleaved
+from ..pipeline.stages import STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
 from ..triage.known import KnownIssueError
 from .errors import EXIT_FAILED, EXIT_OK, UsageError

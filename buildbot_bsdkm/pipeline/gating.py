@@ -9,18 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from ..config.bsdkm_yml import Config
+from ..contract import BASE_OUTCOMES_FILE, BASE_OUTCOMES_USED_FILE, BaselineError
 from ..model import RunResult, from_json, run_to_dict
+from ..perf.confirm import Remeasure, settle, to_confirm
 from ..policy import Policy, Verdict, evaluate, load_policy
 from ..policy.pairing import baseline_for
 from ..report.junit import write_junit
 from ..report.verdict import html_report, markdown_report, speedup_svg
 from ..triage.classify import TriageInputs
 from ..triage.known import KnownIssues
-from ..triage.outcomes import BaseOutcome
-
-
-class BaselineError(ValueError):
-    """The configured baseline cannot be read; the message names the file."""
+from ..triage.outcomes import BaseOutcome, outcomes_from_document, outcomes_of
 
 
 def load_baseline(path: Path | None) -> list[RunResult] | None:
@@ -55,10 +53,6 @@ class GateInputs:
         return cls(load_policy(config.policy), load_baseline(config.baseline) if read_baseline else None,
                    config.known_issues)
 
-
-# The base runs a ``run --base-*`` measured next to the head, beside its summary.json: the Action's
-# report job merges them and judges the merged heads against them (commands/action/results.py).
-BASE_RUNS_JSON = "base-runs.json"
 
 
 def gate_runs(inputs: GateInputs, runs: list[RunResult], baseline: list[RunResult] | None = None,
@@ -110,3 +104,81 @@ def write_combined(
     paths["speedup.svg"].write_text(speedup_svg(verdict.checks))
     write_junit(runs, verdict, paths["junit.xml"])
     return paths
+
+
+def confirm(verdict: Verdict, policy: Policy, remeasure: Remeasure | None,
+            history: Sequence[RunResult] | None = None) -> Verdict:
+    """``verdict`` with every learned regression confirmed (still failed) or withdrawn (passed).
+
+    Changes ``verdict`` in place and returns it; does nothing unless the policy asks to confirm.
+    """
+    regressed = to_confirm(verdict)
+    if not policy.perf.confirm or not regressed:
+        return verdict
+    if remeasure is None:
+        verdict.notes.append(f"confirm: {len(regressed)} regression(s) not re-measured (nothing can "
+                             "measure base and head again here): they stand unconfirmed")
+        return verdict
+    pairs = sorted({(c.target, c.variant) for c in regressed})
+    heads, bases = remeasure(pairs)
+    measured = {(r.target, r.variant) for r in heads} & {(r.target, r.variant) for r in bases}
+    heads = [r for r in heads if (r.target, r.variant) in measured]
+    bases = [r for r in bases if (r.target, r.variant) in measured]
+    rerun = evaluate(heads, policy, bases, list(history or [])) if measured else Verdict()
+    return settle(verdict, regressed, rerun, pairs, measured)
+
+
+# --------------------------------------------------------------------------- base outcomes
+# What ``stage gate`` triages a PR build's failures against: the base branch's outcomes, from two
+# sources, both optional: ``base-outcomes.json`` beside the run (``contract.BASE_OUTCOMES_FILE``),
+# the outcomes the Buildbot master recorded for earlier base-branch builds of this (target,
+# variant), oldest first; and the base built and loaded next to the head (``stage gate --base-out
+# DIR``), judged by the same policy, its outcome the newest. A file that cannot be read is a note,
+# never a failure: the gate then triages without it.
+
+
+def recorded_base_outcomes(run_dir: Path) -> tuple[list[BaseOutcome], str | None]:
+    """The master's recorded base outcomes next to the run, with a note when unusable."""
+    path = run_dir / BASE_OUTCOMES_FILE
+    if not path.is_file():
+        return [], None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        return outcomes_from_document(doc, str(path)), None
+    except (OSError, ValueError) as e:
+        return [], f"base outcomes {path} unusable, not used for triage: {e}"
+
+
+def base_run_outcomes(base: RunResult | None, policy: Policy) -> list[BaseOutcome]:
+    """The outcome of the base built next to the head, judged by the head's policy."""
+    if base is None:
+        return []
+    return outcomes_of([base], evaluate([base], policy))
+
+
+def base_outcomes_of(bases: list[RunResult], policy: Policy) -> list[BaseOutcome]:
+    """The outcomes of base runs measured next to their heads (``bsdkm-ci run --base-*``)."""
+    return outcomes_of(bases, evaluate(bases, policy)) if bases else []
+
+
+def gather_base_outcomes(run_dir: Path, base: RunResult | None,
+                         policy: Policy) -> tuple[list[BaseOutcome], list[str]]:
+    """Every base outcome the gate has for this run, oldest first, and notes on where they came from."""
+    outcomes, note = recorded_base_outcomes(run_dir)
+    notes = [note] if note else []
+    built = base_run_outcomes(base, policy)
+    if built:
+        what = "; ".join(f"{o.label}: {o.verdict}" for o in built)
+        notes.append(f"base built and loaded next to the head, its failures are the base's ({what})")
+    return outcomes + built, notes
+
+
+def keep_used_base_outcomes(run_dir: Path, outcomes: list[BaseOutcome]) -> None:
+    """What the gate triaged against, for the Buildbot master's PR comment (none: no file)."""
+    path = run_dir / BASE_OUTCOMES_USED_FILE
+    if outcomes:
+        path.write_text(json.dumps({"base_outcomes": [o.to_dict() for o in outcomes]}), encoding="utf-8")
+    else:
+        path.unlink(missing_ok=True)

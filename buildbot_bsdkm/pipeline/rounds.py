@@ -1,12 +1,15 @@
-"""In which order each round of an interleaved measurement runs its base and its head.
+"""Base and head measured in interleaved rounds: the rounds' order, more rounds while the noise is too
+large to decide, and measuring a regressed pair again to confirm it.
 
-Strict alternation (base, head, base, head, ...) can line up with a periodic disturbance of the
-machine: on the recorded runs most stalls fall in one slice of the wall-clock second (the RT
-bandwidth limit throttling a SCHED_FIFO benchmark, bench/perf_phase.py), and when one side's runs
-start a whole number of seconds apart that side is hit in every round and the other never -- a
-consistent "regression" no statistic can tell from a real one. Flipping a coin for each round's
-order gives neither side a fixed phase (benchmark ``round_order: shuffled``, the default);
-``alternate`` keeps the fixed order for whoever needs it reproducible.
+With a base built next to the head on the same worker, both are measured in rounds (``repeats`` of
+them, each one base and one head), so drift of the machine hits both sides alike. Strict alternation
+(base, head, base, head, ...) can line up with a periodic disturbance of the machine: on the
+recorded runs most stalls fall in one slice of the wall-clock second (the RT bandwidth limit
+throttling a SCHED_FIFO benchmark, bench/perf_phase.py), and when one side's runs start a whole
+number of seconds apart that side is hit in every round and the other never -- a consistent
+"regression" no statistic can tell from a real one. Flipping a coin for each round's order gives
+neither side a fixed phase (benchmark ``round_order: shuffled``, the default); ``alternate`` keeps
+the fixed order for whoever needs it reproducible.
 """
 
 from __future__ import annotations
@@ -16,17 +19,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..config.bsdkm_yml import ROUND_ORDERS
-from ..model import LogResult, RunResult, StageFailure
+from ..model import LogResult, RunResult
+from ..perf import extend as perf_extend
+from ..perf.confirm import Remeasure
 from ..perf.gate import Settings
 from ..policy import Verdict
-from . import extend as perf_extend
 from . import targets as registry
-from .confirm import Remeasure
-from .gating import GateInputs, gate_runs
 from .job import EXTENDED_KEY, Job, Progress
 from .phases import finish, measure_phase, record_failure
 from .runtime.errors import StageError
-from .stages import measure_again, read_run, repeat, run_stage
+from .stages import measure_again, repeat
 
 BASE_FIRST = ("base", "head")
 HEAD_FIRST = ("head", "base")
@@ -74,7 +76,7 @@ def remeasurer(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[R
                 continue
             logs: dict[str, list[LogResult]] = {"base": [], "head": []}
             jobs = {"base": base, "head": head}
-            plan = _plan(head, repeats, "confirm_round_order")
+            plan = plan_rounds(head, repeats, "confirm_round_order")
             for index, sides in enumerate(plan, start=1):
                 say(f"{head.label}: confirm round {index} of {repeats} ({', '.join(sides)})")
                 for side in sides:
@@ -98,19 +100,19 @@ def measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats: 
         base = bases.get((head.target, head.variant))
         order = [head]
         if base is not None:
-            plan = _plan(head, repeats)
+            plan = plan_rounds(head, repeats)
             order = [base, head] if plan[0][0] == "base" else [head, base]
         for job in order:
             measure_phase(job)
         if base is not None:
-            _more_rounds(head, base, plan, say)
+            more_rounds(head, base, plan, say)
         for job in order:
             run = finish(job)
             (base_runs if job is base else head_runs).append(run)
     return head_runs, base_runs
 
 
-def _plan(head: Job, rounds: int, key: str = "round_order") -> list[tuple[str, str]]:
+def plan_rounds(head: Job, rounds: int, key: str = "round_order") -> list[tuple[str, str]]:
     """This pair's round orders (``benchmark.round_order``), kept in the head's state.json."""
     plan = round_plan(rounds, head.config.benchmark.round_order)
     head.state[key] = describe(plan)
@@ -118,7 +120,7 @@ def _plan(head: Job, rounds: int, key: str = "round_order") -> list[tuple[str, s
     return plan
 
 
-def _more_rounds(head: Job, base: Job, plan: list[tuple[str, str]], say: Progress) -> None:
+def more_rounds(head: Job, base: Job, plan: list[tuple[str, str]], say: Progress) -> None:
     """Rounds 2..N after the first measurement of each side, each in its planned order (kernel:
     kldload one side, kldunload, kldload the other, kldunload, ...). A side that has failed sits
     its rounds out."""
@@ -203,63 +205,3 @@ def _can_repeat(head: Job, bases: dict[tuple[str, str], Job]) -> bool:
     base = bases.get((head.target, head.variant))
     return (base is not None and head.failure is None and base.failure is None
             and measured_interleaved(head.target))
-
-
-def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
-    """``bsdkm-ci stage load --base-out``: the same rounds as ``run --base-*``, for one pair.
-
-    The base (built by the same stages into a sibling output directory) and the head's load stage
-    are round 1, in the order the plan drew; then rounds 2..N of both. Returns the head's failure.
-    A base that failed to build leaves the head measured once, as without a base; the gate then
-    uses history and says why.
-    """
-    if base.failure is not None:
-        return run_stage(head, "load")
-    plan = _plan(head, repeats)
-    if plan[0][0] == "base":
-        measure_phase(base)
-        failure = run_stage(head, "load")
-    else:
-        failure = run_stage(head, "load")
-        measure_phase(base)
-    if failure is None and base.failure is None:
-        _more_rounds(head, base, plan, head.say)
-        _extend_at_load(head, base, repeats)
-    finish(base)
-    if failure is None:
-        finish(head)  # every round's log in results.json; a failed repeat fails the run
-    return head.failure
-
-
-def _extend_at_load(head: Job, base: Job, repeats: int) -> None:
-    """More rounds while too noisy (``benchmark.max_repeats``), decided where the rounds are measured.
-
-    The load stage has no history yet (the master hands it to the gate), so the noise is learned
-    from the rounds alone; the gate stage then judges every round once, with history.
-    """
-    if head.config.benchmark.max_repeats <= repeats:
-        return
-    gate = GateInputs.load(head.config, read_baseline=False)
-    extend_while_undecided([head], {(head.target, head.variant): base}, [finish(head)], [finish(base)],
-                           repeats, gate.policy.perf, lambda heads, bases: gate_runs(gate, heads, bases),
-                           head.say)
-
-
-def gate_against_base(head: Job, base: Job) -> StageFailure | None:
-    """``bsdkm-ci stage gate --base-out``: the gate, able to confirm (``perf: {confirm: true}``).
-
-    The gate runs where ``stage load --base-out`` measured (the Buildbot build's worker), so a learned
-    regression is measured again as ``run`` does it (``remeasurer``): the pair's already built base
-    and head, A B A B, as many rounds as the load measured. Only asked for when there is a
-    regression to confirm; a side that cannot run again leaves the regression standing.
-    """
-    def remeasure(pairs: list[tuple[str, str]]) -> tuple[list[RunResult], list[RunResult]]:
-        head_run, base_run = read_run(head), read_run(base)
-        rounds = max(1, sum(1 for log in base_run.logs if log.benchmarks))
-        head.say(f"confirm: measuring {head.label} base and head again, {rounds} round(s)")
-        again = remeasurer([head], {(head.target, head.variant): base}, [head_run], [base_run], rounds,
-                            head.say)
-        return again(pairs)
-
-    head.remeasure = remeasure
-    return run_stage(head, "gate")

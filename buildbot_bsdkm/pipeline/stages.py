@@ -19,10 +19,15 @@ from ..contract import HISTORY_FILE, RUNS_AFTER_FAILURE, TARGET_UNAVAILABLE, Und
 from ..model import FailureCategory, RunResult, StageFailure, from_json, to_json
 from ..perf.fingerprint import machine_fingerprint
 from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
-from . import base_triage
 from . import targets as registry
-from .confirm import confirm
-from .gating import GateInputs, gate_runs, write_run_outputs
+from .gating import (
+    GateInputs,
+    confirm,
+    gate_runs,
+    gather_base_outcomes,
+    keep_used_base_outcomes,
+    write_run_outputs,
+)
 from .job import (
     ATTEMPTS,
     CONFIGURE_ARGS,
@@ -41,6 +46,8 @@ from .runtime.source import SourceTree, cache_root, fetch_source
 from .targets.base import Target
 
 STAGES = ("fetch", "configure", "build", "load", "collect", "unload", "gate")
+# The stage entry point the shells use: one stage of one job, and what it raises or records.
+__all__ = ["STAGES", "Job", "StageError", "StageSkipped", "collect", "read_run", "run_stage"]
 
 
 def target_of(job: Job, stage: str = "build") -> Target:
@@ -156,14 +163,14 @@ def stage_gate(job: Job) -> None:
     run = read_run(job)
     base, note = _base_run(job)
     if not registry.measures_base(job.target):
-        note = None  # a base built for correctness only: not the perf gate's; base_triage says what it is
+        note = None  # a base built for correctness only: not the perf gate's; the triage says what it is
     history = _history(job)
     gate = GateInputs.load(job.config, read_baseline=base is None)
     # Triage: the base's recorded outcomes (the master's) and the base built here, whatever it did.
-    outcomes, triage_notes = base_triage.gather(job.dir, _base_any(job), gate.policy)
+    outcomes, triage_notes = gather_base_outcomes(job.dir, _base_any(job), gate.policy)
     verdict = gate_runs(gate, [run], [base] if base is not None else None, history, base_outcomes=outcomes)
     verdict.notes += [n for n in triage_notes if n not in verdict.notes]
-    base_triage.keep_used(job.dir, outcomes)
+    keep_used_base_outcomes(job.dir, outcomes)
     # confirm: true re-measures a regression when the base was measured here (run.gate_against_base);
     # against history, or without a way to measure again, the regressions stand, with a note.
     confirm(verdict, gate.policy, job.remeasure if base is not None else None, history)

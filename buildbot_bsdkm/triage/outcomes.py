@@ -120,7 +120,7 @@ def check_kernels(check: Any, run: RunResult | None) -> list[str]:
         if [k for k in found if k]:
             return sorted({k for k in found if k}, key=kernels.index)
     if len(kernels) > 1 and getattr(check, "name", "").startswith("stage:"):
-        # a stage failure is one kernel's: "debug kernel: kernel panic: ..." (pipeline/freebsd_qemu.py)
+        # a stage failure is one kernel's: "debug kernel: kernel panic: ..." (the freebsd-kmod-qemu target)
         # from the start of a run of name characters only (linear in a long message)
         said = re.search(r"(?<![\w-])-*(\w[\w-]*) kernel: ", getattr(check, "message", "") or "")
         if said and said.group(1) in kernels:

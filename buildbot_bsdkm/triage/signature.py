@@ -334,7 +334,7 @@ _STAGE_PANIC = re.compile(r"^(?:[\w-]+ kernel: )?kernel (?P<kind>panic|oops|bug|
 
 def _stage_panic(text: str) -> str:
     """A stage failure's "debug kernel: kernel panic: panic: why (in fn)" (classify.py,
-    pipeline/freebsd_qemu.py) as its record's signature, when the record itself is not at hand."""
+    the freebsd-kmod-qemu target) as its record's signature, when the record itself is not at hand."""
     m = _STAGE_PANIC.match(text)
     if not m:
         return f"panic: {normalise(text)}"

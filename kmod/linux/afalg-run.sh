@@ -3,7 +3,7 @@
 # registered with the kernel crypto API (run by init.sh between "modules end" and the unload).
 #
 # 1. Load the kernel's own AF_ALG and crypto modules (copied from /lib/modules/<version>
-#    by pipeline/afalg.py, listed in dependency order in /lib/modules/afalg/order).
+#    by pipeline/targets/linux_kmod_qemu/afalg.py, listed in dependency order in /lib/modules/afalg/order).
 #    Their loader lines are renamed so the host never takes them for the module's load.
 # 2. Run /bin/bsdkm-afalg (afalg_bench.c): every path it was built for, AFALG_BUDGET_MS per size.
 # 3. Ask wolfCrypt to unregister its algorithms, which the module needs before it can unload.

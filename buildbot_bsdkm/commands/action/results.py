@@ -18,9 +18,8 @@ from functools import cached_property
 from pathlib import Path
 
 from ...config.bsdkm_yml import Config, ConfigError, default_config_path, load_config
-from ...contract import UndeclaredResults, check_declared
+from ...contract import BASE_RUNS_JSON, UndeclaredResults, check_declared
 from ...model import ModelError, RunResult, from_json, merge_runs, to_json
-from ...pipeline.gating import BASE_RUNS_JSON
 from ...policy import (
     Check,
     CheckKind,

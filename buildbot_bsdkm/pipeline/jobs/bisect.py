@@ -28,12 +28,12 @@ from typing import Any
 from ...bisection.search import BisectResult, BisectSettings, Commit, Outcome, Probe, Purpose, bisect
 from ...config.bsdkm_yml import Config, GitSource
 from ...model import FailureCategory, RunResult
+from ...perf import extend as perf_extend
 from ...perf import gate as perf_gate
 from ...perf.instructions import compare_counts, geomean_change
 from ...policy import CheckKind, Verdict, load_policy
 from ...retry.rules import RetrySettings
 from ...triage.signature import signature
-from .. import extend as perf_extend
 from ..gating import GateInputs, gate_runs
 from ..job import Job, Progress, stderr_progress
 from ..phases import build_phase, measure_phase

@@ -17,13 +17,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ...config.bsdkm_yml import Config, SourceSpec
-from ...contract import BASE_DIR, TARGET_UNAVAILABLE
+from ...contract import BASE_DIR, BASE_RUNS_JSON, TARGET_UNAVAILABLE
 from ...model import FailureCategory, RunResult, to_json
+from ...perf.confirm import to_confirm
 from ...policy import Verdict
-from .. import base_triage
 from .. import targets as registry
-from ..confirm import confirm, to_confirm
-from ..gating import BASE_RUNS_JSON, GateInputs, gate_runs, write_combined, write_run_outputs
+from ..gating import GateInputs, base_outcomes_of, confirm, gate_runs, write_combined, write_run_outputs
 from ..job import Job, Progress, stderr_progress
 from ..phases import build_phase, concurrency, measure_phase, record_failure, timed
 from ..rounds import extend_while_undecided, measure_pairs, measured_interleaved, remeasurer
@@ -127,7 +126,7 @@ def run_matrix(
             # A base side that failed (fetch, build, any round) is no base: its pair is gated against history.
             # Every base run, failed ones too, is what the base did: the triage's newest base outcome.
             return gate_runs(gate, heads, [r for r in bases_now if r.failure is None], history,
-                             base_outcomes=base_triage.of_runs(bases_now, gate.policy))
+                             base_outcomes=base_outcomes_of(bases_now, gate.policy))
 
         last = extend_while_undecided(jobs_list, bases, runs, base_runs, max(1, repeats), gate.policy.perf,
                                       judge, say)

@@ -12,11 +12,11 @@ a failure, never invent a pass from missing data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
+from ..checks import KIND_REGRESSION, Check, Verdict
 from ..model import RunResult
-from ..policy import KIND_REGRESSION, Check, Policy, Verdict, evaluate
 
 Pair = tuple[str, str]  # (target, variant)
 # Measures the named pairs again, base and head interleaved: (head runs, base runs). Pairs it cannot
@@ -29,25 +29,10 @@ def to_confirm(verdict: Verdict) -> list[Check]:
     return [c for c in verdict.regressions if not c.error and c.detail.get("learned")]
 
 
-def confirm(verdict: Verdict, policy: Policy, remeasure: Remeasure | None,
-            history: Sequence[RunResult] | None = None) -> Verdict:
-    """``verdict`` with every learned regression confirmed (still failed) or withdrawn (passed).
-
-    Changes ``verdict`` in place and returns it; does nothing unless the policy asks to confirm.
-    """
-    regressed = to_confirm(verdict)
-    if not policy.perf.confirm or not regressed:
-        return verdict
-    if remeasure is None:
-        verdict.notes.append(f"confirm: {len(regressed)} regression(s) not re-measured (nothing can "
-                             "measure base and head again here): they stand unconfirmed")
-        return verdict
-    pairs = sorted({(c.target, c.variant) for c in regressed})
-    heads, bases = remeasure(pairs)
-    measured = {(r.target, r.variant) for r in heads} & {(r.target, r.variant) for r in bases}
-    heads = [r for r in heads if (r.target, r.variant) in measured]
-    bases = [r for r in bases if (r.target, r.variant) in measured]
-    rerun = evaluate(heads, policy, bases, list(history or [])) if measured else Verdict()
+def settle(verdict: Verdict, regressed: list[Check], rerun: Verdict, pairs: list[Pair],
+           measured: set[Pair]) -> Verdict:
+    """``verdict`` with each of ``regressed`` confirmed or withdrawn by ``rerun``, the re-measurement
+    of ``measured`` (of the ``pairs`` asked for) judged alone; a note says what was done."""
     again = {(c.target, c.variant, c.name): c for c in rerun.checks
              if c.kind == KIND_REGRESSION and not c.error}
     confirmed = withdrawn = 0

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..perf import gate as perf_gate
-from ..policy import Verdict
+from ..checks import Verdict
+from . import gate as perf_gate
 
 Pair = tuple[str, str]  # (target, variant)
 
