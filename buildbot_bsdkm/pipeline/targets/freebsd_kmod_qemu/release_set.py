@@ -103,6 +103,11 @@ def _download(url: str, dest: Path, timeout_s: float, reason: str = "network") -
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp, open(tmp, "wb") as out:  # noqa: S310
             shutil.copyfileobj(resp, out, 1 << 20)
+            expected = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
+            got = out.tell()
+        if expected is not None and expected.isdigit() and got < int(expected):
+            # The connection closed early: http.client hands back what came without a word.
+            raise http.client.IncompleteRead(b"\0" * got, int(expected) - got)
     except urllib.error.HTTPError as e:
         tmp.unlink(missing_ok=True)
         raise infra_error("fetch", reason, f"cannot fetch {url}: HTTP {e.code}") from None
