@@ -18,6 +18,7 @@ from twisted.trial import unittest
 
 from buildbot_bsdkm import contract
 from buildbot_bsdkm.bisection.search import BisectResult, Commit, Outcome, Probe, Purpose, Step
+from buildbot_bsdkm.bisection.trigger import BisectRequest
 from buildbot_bsdkm.buildbot import bisect as bb
 from buildbot_bsdkm.buildbot import candidate as release
 from buildbot_bsdkm.buildbot import steps, worker_files
@@ -26,7 +27,6 @@ from buildbot_bsdkm.buildbot.retrying_build import can_start_build
 from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.github.bisect_comment import checked_culprit, comment_body
 from buildbot_bsdkm.github.client import ApiResponse
-from buildbot_bsdkm.pipeline.bisect_trigger import BisectRequest
 from buildbot_bsdkm.report.bisect import result_json
 
 OUT = "bsdkm-out"
