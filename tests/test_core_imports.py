@@ -29,7 +29,11 @@ def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for m, f in mods.items():
         pkg = m if f.name == "__init__.py" else m.rpartition(".")[0]
-        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        typing_only = _typing_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue  # ``if TYPE_CHECKING:`` never runs: no edge, no cycle
             if isinstance(node, ast.ImportFrom):
                 base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else []))
@@ -46,6 +50,18 @@ def _graph() -> dict[str, set[str]]:
             found = {n for n in names if n in mods and n != m}
             graph[m] |= found | {p for n in found for p in _packages_above(n, m) if p in mods}
     return graph
+
+
+def _typing_only(tree: ast.Module) -> set[int]:
+    """The imports inside ``if TYPE_CHECKING:`` blocks (for type checkers only)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and (
+                (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+                or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")):
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return out
 
 
 def _packages_above(module: str, importer: str) -> list[str]:

@@ -25,8 +25,8 @@ from buildbot_bsdkm.perf.kernel_counts import (
     parse_harness_lines,
     parse_plugin_output,
 )
+from buildbot_bsdkm.pipeline.runtime import qemu_plugin
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
-from buildbot_bsdkm.support import qemu_plugin
 from buildbot_bsdkm.support.resources import data_path
 
 pytestmark = pytest.mark.slow

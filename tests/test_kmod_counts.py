@@ -25,12 +25,12 @@ from buildbot_bsdkm.perf.kernel_counts import (
     parse_plugin_output,
     text_layout,
 )
+from buildbot_bsdkm.pipeline.runtime import qemu_plugin
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.policy import Policy, evaluate
 from buildbot_bsdkm.policy.instruction_settings import InstructionSettings
 from buildbot_bsdkm.policy.rules import RegressionRule, Scope
 from buildbot_bsdkm.report.instructions import instruction_blocks, summary_line
-from buildbot_bsdkm.support import qemu_plugin
 
 PLAN = CountPlan(4096, (16, 1024))
 

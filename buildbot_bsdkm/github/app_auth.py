@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer
 
+from .errors import GitHubError
+
 if TYPE_CHECKING:
     from .client import GitHubClient
 
@@ -160,8 +162,6 @@ class AppTokens:
                                        authorization=f"Bearer {self._jwt()}")
             found = got.data.get("id") if isinstance(got.data, dict) else None
             if not isinstance(found, int):
-                from .client import GitHubError
-
                 raise GitHubError(f"GitHub App {self.app_id}: no installation on {self.repo}")
             self.installation_id = found
         return self.installation_id
@@ -173,8 +173,6 @@ class AppTokens:
         data = got.data if isinstance(got.data, dict) else {}
         token = str(data.get("token") or "")
         if not token:
-            from .client import GitHubError
-
             raise GitHubError(f"GitHub App {self.app_id}: the installation token answer has no token",
                               transient=True)
         now = self._clock()

@@ -21,25 +21,10 @@ from twisted.web.client import HTTPConnectionPool
 
 from .app_auth import StaticToken, TokenSource
 from .backoff import Advice, RetryPolicy, advise
+from .errors import GitHubError, Superseded
 
 USER_AGENT = "bsdkm-ci"
 API_VERSION = "2022-11-28"
-
-
-class GitHubError(Exception):
-    """A request that did not succeed; ``transient`` says a later re-send may work."""
-
-    def __init__(self, message: str, status: int | None = None, transient: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.transient = transient
-
-
-class Superseded(GitHubError):
-    """Retrying stopped because a newer report for the same slot is waiting."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, None, transient=False)
 
 
 @dataclass(frozen=True)

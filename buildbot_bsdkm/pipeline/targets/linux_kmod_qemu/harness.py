@@ -34,7 +34,6 @@ from ....perf.kernel_counts import (
 )
 from ....policy import load_policy
 from ....retry.classify import Patterns, classify, first_compile_error
-from ....support.qemu_plugin import PluginUnavailable, module_layout, plugin_for, plugin_source
 from ....support.resources import kmod_dir
 from ...runtime.build import source_fingerprint
 from ...runtime.console import console_lines
@@ -42,6 +41,7 @@ from ...runtime.errors import StageError, infra_error, real_error
 from ...runtime.loading import ModuleLoadOutcome
 from ...runtime.locks import exclusive
 from ...runtime.proc import run_logged
+from ...runtime.qemu_plugin import PluginUnavailable, module_layout, plugin_for, plugin_source
 from ...runtime.source import cache_root
 
 BOOT_DIR = Path("/boot")

@@ -16,8 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..perf.kernel_counts import KernelCountError, TextLayout, text_layout
-from .resources import data_path
+from ...perf.kernel_counts import KernelCountError, TextLayout, text_layout
+from ...support.resources import data_path
 
 QEMU = "qemu-system-x86_64"
 PLUGIN_NAME = "bsdkm_count.so"
