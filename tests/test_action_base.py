@@ -28,7 +28,8 @@ def run_script(tmp_path: Path, **env: str) -> tuple[list[str], str]:
     fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/argv\n')
     fake.chmod(0o755)
     full = {**{k: v for k, v in os.environ.items() if not k.startswith("BSDKM_")},
-            "PATH": f"{bin_dir}:{os.environ['PATH']}", "BSDKM_OUT": str(out), "BSDKM_RUN_TARGETS": "userspace",
+            "PATH": f"{bin_dir}:{os.environ['PATH']}", "BSDKM_OUT": str(out),
+            "BSDKM_RUN_TARGETS": "userspace",
             "BSDKM_VARIANTS": "", **env}
     subprocess.run(["bash", str(ACTION_DIR / "run-bsdkm-ci.sh")], env=full, check=True, timeout=60,
                    capture_output=True)
