@@ -19,6 +19,7 @@ from ..contract import HISTORY_FILE, RUNS_AFTER_FAILURE, TARGET_UNAVAILABLE, Und
 from ..model import FailureCategory, RunResult, StageFailure, from_json, to_json
 from ..perf.fingerprint import machine_fingerprint
 from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
+from ..triage.selftest_source import name_failures
 from . import targets as registry
 from .gating import (
     GateInputs,
@@ -235,6 +236,9 @@ STAGE_FUNCS: dict[str, Callable[[Job], None]] = {
 def collect(job: Job) -> tuple[RunResult, StageFailure | None]:
     """Parse what the run left, write ``results.json``; returns the run and its load/unload failure."""
     logs, failure = target_of(job, "collect").collect(job)
+    # A self-test that printed only wolfcrypt_test's return code (the FreeBSD module) is named here,
+    # from the build's own test.c, so every reader of results.json sees one name for one cause.
+    failure = name_failures(logs, failure, job.get(SOURCE))
     run = RunResult(
         variant=job.variant,
         target=job.target,

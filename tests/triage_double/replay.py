@@ -73,36 +73,6 @@ def install(scenario: dict[str, Any]) -> None:
         return freebsd_qemu.outcome_from_boot(boot, console, run, symbols, {"console": console})
 
     stages.fetch_source = fetch_source  # type: ignore[assignment]
-    if scenario.get("name_selftests"):
-        # The collect stage naming a failure from the fetched tree: the one line the pipeline needs
-        # (pipeline/stages.collect), applied here until it has it; naming twice changes nothing.
-        from buildbot_bsdkm.triage.selftest_source import name_failures
-
-        def named(job: Any, parsed: Any) -> Any:
-            logs, failure = parsed
-            return logs, name_failures(logs, failure, job.state.get("source"))
-
-        if hasattr(stages, "_logs"):  # collect parses through stages._logs
-            logs_of = stages._logs
-            stages._logs = lambda job: named(job, logs_of(job))  # type: ignore[assignment]
-        else:  # collect parses through its target's collect(job)
-            target_of = stages.target_of
-
-            class Named:
-                def __init__(self, target: Any) -> None:
-                    self._target = target
-
-                def __getattr__(self, name: str) -> Any:
-                    return getattr(self._target, name)
-
-                def collect(self, job: Any) -> Any:
-                    return named(job, self._target.collect(job))
-
-            def named_target_of(job: Any, stage: str = "build") -> Any:
-                target = target_of(job, stage)
-                return Named(target) if stage == "collect" else target
-
-            stages.target_of = named_target_of  # type: ignore[assignment]
     freebsd_qemu.check_worker = lambda config: None  # type: ignore[assignment]
     freebsd_qemu.build_module = build_module  # type: ignore[assignment]
     freebsd_qemu.run_boot = run_boot  # type: ignore[assignment]
