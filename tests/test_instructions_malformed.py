@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from buildbot_bsdkm.config.bsdkm_yml import parse_config
 from buildbot_bsdkm.perf.instructions import MISSING, InstructionsError, parse_callgrind, parse_driver_output
+from buildbot_bsdkm.pipeline.runtime import instructions as runtime_instructions
 from buildbot_bsdkm.pipeline.runtime.instructions import count_program
 
 
@@ -52,3 +54,15 @@ def test_a_forged_profile_makes_the_item_not_counted(tmp_path: Path, monkeypatch
     program.write_text("")
     [item] = count_program(program, {"AES-128-GCM-enc": 1024}, tmp_path / "work", timeout_s=60)
     assert item.status == MISSING and "unreadable summary line" in (item.reason or ""), item
+
+
+def test_anything_else_that_goes_wrong_counting_leaves_the_stage_its_real_results(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("a profile the driver left behind")
+
+    monkeypatch.setattr(runtime_instructions, "count_instructions", broken)
+    cfg = parse_config("targets: {userspace: null}\nvariants: {a: {targets: [userspace]}}\n", "c.yml")
+    counts = runtime_instructions.counts_for(cfg, tmp_path, tmp_path / "instructions.log")
+    assert counts is not None and counts.items and not counts.measured
+    assert all(i.status == MISSING and "KeyError" in (i.reason or "") for i in counts.items)
