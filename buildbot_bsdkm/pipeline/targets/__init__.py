@@ -14,16 +14,14 @@ import importlib
 from ... import targets as rows
 from . import userspace
 from .base import KernelTarget, Target
-from .freebsd_kmod import target as freebsd_kmod
-from .freebsd_kmod_qemu import target as freebsd_kmod_qemu
-from .linux_kmod_qemu import target as linux_kmod_qemu
 
-BUILT_IN: tuple[Target, ...] = (
-    userspace.TARGET,
-    linux_kmod_qemu.TARGET,
-    freebsd_kmod.TARGET,
-    freebsd_kmod_qemu.TARGET,
-)
+# Imported by their own module names: an alias of a subpackage's name would replace the subpackage
+# on this package, and ``import ...targets.freebsd_kmod.target`` would then fail.
+from .freebsd_kmod.target import TARGET as FREEBSD_KMOD
+from .freebsd_kmod_qemu.target import TARGET as FREEBSD_KMOD_QEMU
+from .linux_kmod_qemu.target import TARGET as LINUX_KMOD_QEMU
+
+BUILT_IN: tuple[Target, ...] = (userspace.TARGET, LINUX_KMOD_QEMU, FREEBSD_KMOD, FREEBSD_KMOD_QEMU)
 
 
 def _plugin(package: str) -> Target:
