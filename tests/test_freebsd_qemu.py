@@ -1,6 +1,6 @@
 """freebsd-kmod-qemu without booting: the real kit consoles read, judged and reported.
 
-The consoles are the kit's real FreeBSD logs (``../shared/freebsd/logs``) and this target's own
+The consoles are real recorded FreeBSD consoles (``../shared/freebsd/logs``) and this target's own
 recording of a kldload/kldunload run (``tests/freebsd_double/real/``).
 """
 

@@ -1,7 +1,7 @@
 """What a PR's module prints on a console: it cannot stand in for the harness's markers, and it
 cannot print without end (the console cap stops the guest and the run is the module's failure).
 
-Real FreeBSD consoles (the kit's own runs) with what a module would add; the flooding guest here
+Real FreeBSD consoles (recorded runs) with what a module would add; the flooding guest here
 is a real process writing as fast as it can. The real QEMU runs are in test_linuxkm_qemu.py.
 """
 

@@ -13,9 +13,9 @@ wolfSSL 5.9.2's AES-NI key setup panics on FreeBSD's debug kernel, on the base b
    ``new`` and the status is red saying so (the panic it no longer shows is "fixed").
 
 SIMULATED: the FreeBSD boots. The worker's ``bsdkm-ci`` is ``tests/triage_double/replay.py``: the
-real command with fetch, cross-build and QEMU replaced; a boot's console is the kit's real recording
+real command with fetch, cross-build and QEMU replaced; a boot's console is a real recorded console
 of the panic (``../shared/freebsd/logs/debug-kernel_aesni-nobench_aesni-panic.log``) or, for PR 2,
-the kit's real passing boot with its self-test line replaced by an AES-GCM failure (constructed).
+a real recorded passing boot with its self-test line replaced by an AES-GCM failure (constructed).
 Everything else (the steps, state files, judging, collect, the gate and its triage, the database,
 the reporter, GitHub's statuses) is real.
 """

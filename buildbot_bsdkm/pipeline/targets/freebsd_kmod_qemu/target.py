@@ -263,7 +263,7 @@ def _llvm_dirs() -> list[Path]:
 
 
 def find_toolchain(stage: str = "build") -> Toolchain:
-    """The newest Debian LLVM (``/usr/lib/llvm-N/bin``): the kit's x86 intrinsic headers are
+    """The newest Debian LLVM (``/usr/lib/llvm-N/bin``): FreeBSD's x86 intrinsic headers are
     clang 19's, which clang 14 (bookworm's default) rejects (``evex512``)."""
     override = os.environ.get("BSDKM_LLVM_BIN")
     dirs = [Path(override)] if override else _llvm_dirs()
@@ -453,22 +453,22 @@ def boot_plan(kit: Kit, kinds: Sequence[str], crypto: bool) -> tuple[list[Boot],
     for kind in kinds:
         if kind == "debug":
             if crypto:
-                notes.append("debug kernel: not covered (crypto-register needs device crypto, which the "
-                             "kit's debug kernel lacks)")
+                notes.append("debug kernel: not covered (crypto-register needs device crypto, which "
+                             "the debug kernel boots without: the module is preloaded)")
             elif kit.kernel("debug").is_file():
                 boots.append(Boot("debug", "debug", "preload"))
             else:
-                notes.append("debug kernel: not covered (the kit has no kernel-debug.xz)")
+                notes.append("debug kernel: not covered (no debug kernel: set freebsd.snapshot)")
         elif kind == "release":
             if has_crypto:
                 boots.append(Boot("release", "release-crypto", "kldload"))
             elif crypto:
-                notes.append("release kernel: not covered (crypto-register needs the kit's kernel with "
-                             "device crypto, kernel-release-crypto.xz)")
+                notes.append("release kernel: not covered (crypto-register needs a release kernel with "
+                             "device crypto: set freebsd.release)")
             elif kit.kernel("release").is_file():
                 boots.append(Boot("release", "release", "preload"))
             else:
-                notes.append("release kernel: not covered (the kit has no release kernel)")
+                notes.append("release kernel: not covered (no release kernel: set freebsd.release)")
     return boots, notes
 
 
