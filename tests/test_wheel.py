@@ -44,7 +44,9 @@ def test_the_wheel_carries_the_runtime_data(built_wheel: Path) -> None:
 def test_installed_package_finds_its_data_outside_the_checkout(fresh_venv: Path, elsewhere: Path) -> None:
     probe = (
         "import json, buildbot_bsdkm, buildbot_bsdkm.support.resources as r\n"
-        "from buildbot_bsdkm.pipeline import freebsd, freebsd_common, linuxkm\n"
+        "from buildbot_bsdkm.pipeline.targets import _freebsd as freebsd_common\n"
+        "from buildbot_bsdkm.pipeline.targets.freebsd_kmod import target as freebsd\n"
+        "from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm\n"
         "from buildbot_bsdkm.policy import DEFAULT_POLICY_PATH\n"
         "from buildbot_bsdkm.config.bsdkm_yml import default_config_path\n"
         "print(json.dumps({'pkg': buildbot_bsdkm.__file__, 'policy': str(DEFAULT_POLICY_PATH),\n"
