@@ -16,4 +16,6 @@ if [ -z "${BSDKM_SHARED:-}" ] && [ ! -d ../shared ]; then
     fi
 fi
 ruff check .
-exec pytest -q -p no:cacheprovider --durations=25 "$@"
+# One worker per core, whole files longest first (tests/suite_schedule.py); BSDKM_TEST_WORKERS=0 runs
+# it in this process.
+exec pytest -q -p no:cacheprovider --durations=25 -n "${BSDKM_TEST_WORKERS:-auto}" --dist loadscope "$@"

@@ -150,3 +150,19 @@ def interleaved_rounds(order: list[str], rounds: int) -> str:
     pairs = [(order[i], order[i + 1]) for i in range(0, len(order), 2)]
     assert all(sorted(p) == ["base", "head"] for p in pairs), order
     return describe_rounds(pairs)
+
+
+# -- the order of the suite: longest files first, whole files per xdist worker (suite_schedule) --
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from suite_schedule import longest_first
+
+    items[:] = [items[i] for i in longest_first([item.nodeid for item in items])]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
+    from suite_schedule import FileUnits
+
+    config.option.loadscopereorder = False  # xdist would sort units by test count; ours are by time
+    return FileUnits(config, log)
