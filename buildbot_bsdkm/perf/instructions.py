@@ -27,6 +27,9 @@ METADATA_KEY = "instructions"  # RunResult.metadata[...]: InstructionCounts.to_d
 # The base build's counts, carried in the head's results by a PR build's load (``stage load --base-out``),
 # so every later reader (the PR comment, the Action's report) can compare without the base's files.
 BASE_METADATA_KEY = "instructions_base"
+# Set on a base run, in memory, by the gate that read it from beside a PR's head (``stage gate
+# --base-out``): that base was counted on the machine where the PR's configure, make and code ran.
+BESIDE_PR_KEY = "instructions_beside_pr"
 MEASURED = "measured"
 UNMEASURABLE = "unmeasurable"  # the driver could not run it (Valgrind: unhandled instruction, ...)
 MISSING = "missing"  # the build has no such item, or its set-up failed

@@ -129,12 +129,13 @@ def confirm(verdict: Verdict, policy: Policy, remeasure: Remeasure | None,
 
 
 # --------------------------------------------------------------------------- base outcomes
-# What ``stage gate`` triages a PR build's failures against: the base branch's outcomes, from two
-# sources, both optional: ``base-outcomes.json`` beside the run (``contract.BASE_OUTCOMES_FILE``),
-# the outcomes the Buildbot master recorded for earlier base-branch builds of this (target,
-# variant), oldest first; and the base built and loaded next to the head (``stage gate --base-out
-# DIR``), judged by the same policy, its outcome the newest. A file that cannot be read is a note,
-# never a failure: the gate then triages without it.
+# What ``stage gate`` triages a PR build's failures against: the base branch's outcomes the Buildbot
+# master recorded for earlier base-branch builds of this (target, variant), oldest first, written
+# beside the run as ``base-outcomes.json`` (``contract.BASE_OUTCOMES_FILE``). The base built and
+# loaded next to the head (``stage gate --base-out DIR``) is only named in a note: the PR's
+# configure, make and module ran on that machine first, so its failures could be the PR's doing and
+# would make them "pre-existing". A file that cannot be read is a note, never a failure: the gate
+# then triages without it.
 
 
 def recorded_base_outcomes(run_dir: Path) -> tuple[list[BaseOutcome], str | None]:
@@ -165,14 +166,16 @@ def base_outcomes_of(bases: list[RunResult], policy: Policy) -> list[BaseOutcome
 
 def gather_base_outcomes(run_dir: Path, base: RunResult | None,
                          policy: Policy) -> tuple[list[BaseOutcome], list[str]]:
-    """Every base outcome the gate has for this run, oldest first, and notes on where they came from."""
+    """The base outcomes the gate triages against (the master's recorded ones, oldest first), and
+    notes on where they came from and on the base built next to the head, which is not used."""
     outcomes, note = recorded_base_outcomes(run_dir)
     notes = [note] if note else []
     built = base_run_outcomes(base, policy)
     if built:
         what = "; ".join(f"{o.label}: {o.verdict}" for o in built)
-        notes.append(f"base built and loaded next to the head, its failures are the base's ({what})")
-    return outcomes + built, notes
+        notes.append(f"base built and loaded next to the head ({what}), beside the PR's code: not used "
+                     "for triage, which takes the master's recorded base outcomes only")
+    return outcomes, notes
 
 
 def keep_used_base_outcomes(run_dir: Path, outcomes: list[BaseOutcome]) -> None:

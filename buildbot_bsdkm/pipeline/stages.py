@@ -18,7 +18,7 @@ from typing import Any
 from ..contract import HISTORY_FILE, RUNS_AFTER_FAILURE, TARGET_UNAVAILABLE, UndeclaredResults, check_declared
 from ..model import FailureCategory, RunResult, StageFailure, from_json, to_json
 from ..perf.fingerprint import machine_fingerprint
-from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
+from ..perf.instructions import BASE_METADATA_KEY, BESIDE_PR_KEY, METADATA_KEY
 from ..triage.selftest_source import name_failures
 from . import targets as registry
 from .gating import (
@@ -167,7 +167,7 @@ def stage_gate(job: Job) -> None:
         note = None  # a base built for correctness only: not the perf gate's; the triage says what it is
     history = _history(job)
     gate = GateInputs.load(job.config, read_baseline=base is None)
-    # Triage: the base's recorded outcomes (the master's) and the base built here, whatever it did.
+    # Triage: the base's recorded outcomes (the master's) only; the base built here is a note.
     outcomes, triage_notes = gather_base_outcomes(job.dir, _base_any(job), gate.policy)
     verdict = gate_runs(gate, [run], [base] if base is not None else None, history, base_outcomes=outcomes)
     verdict.notes += [n for n in triage_notes if n not in verdict.notes]
@@ -205,6 +205,9 @@ def _base_run(job: Job) -> tuple[RunResult | None, str | None]:
     grown = job.get(EXTENDED)
     more = (f" (the first {grown[0]}, then more while too noisy to decide)"
             if isinstance(grown, list) and len(grown) == 2 else "")
+    # Its instruction counts were taken on the machine where the head's build ran first: they may
+    # fail the head's items, never clear them (policy/instructions.py).
+    base.metadata[BESIDE_PR_KEY] = True
     return base, f"base measured next to the head, interleaved, {rounds} round(s){more}"
 
 

@@ -11,6 +11,11 @@ head, and in ``detail`` the functions whose own counts changed most. An item tha
 counted on a side is no check, never a pass: a note says which and why. Where the wall-clock
 gate judged the same item a regression while the count stayed within its limit, a note says the
 two disagree (a memory or microarchitecture effect the count cannot see).
+
+A base counted beside the PR's code (carried in the head's results, or a base run the gate marked
+``BESIDE_PR_KEY``) may have been changed by that code: it can fail an item, never clear one. An item
+within its limit against it is judged against the newest history run of the same machine instead,
+and without one it is not judged (a note says so).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from ..checks import GEOMEAN_PREFIX, CheckKind, Verdict
 from ..model import RunResult
 from ..perf.instructions import (
     BASE_METADATA_KEY,
+    BESIDE_PR_KEY,
     InstructionCounts,
     ItemChange,
     compare_item,
@@ -69,24 +75,35 @@ MEASURED_BESIDE = "measured beside PR code"
 
 def base_counts(ev: Evaluation, run: RunResult) -> tuple[InstructionCounts | None, str]:
     """The counts ``run`` is compared with, and where they came from: "base", "base-other-machine",
-    "carried" (the base build's, in the head's results) or "history". History only of the same
-    machine fingerprint: the code a CPU dispatch picks follows the CPU Valgrind presents, and that
-    follows the host's."""
+    "beside" (a base run counted beside the PR's code), "carried" (the base build's, in the head's
+    results) or "history". History only of the same machine fingerprint: the code a CPU dispatch
+    picks follows the CPU Valgrind presents, and that follows the host's."""
     same = [r for r in ev.counted_baseline or [] if r.target == run.target and r.variant == run.variant]
     for r in same:
         counts = counts_of(r.metadata)
         if counts is not None:
+            if r.metadata.get(BESIDE_PR_KEY) is True:
+                return counts, "beside"
             other = _machine(r) is not None and _machine(run) is not None and _machine(r) != _machine(run)
             return counts, "base-other-machine" if other else "base"
     carried = counts_of(run.metadata, BASE_METADATA_KEY)
     if carried is not None:  # measured next to the head by the PR build's load
         return carried, "carried"
+    history = history_counts(ev, run)
+    return (history, "history") if history is not None else (None, "")
+
+
+BESIDE_ORIGINS = ("beside", "carried")
+
+
+def history_counts(ev: Evaluation, run: RunResult) -> InstructionCounts | None:
+    """The newest counts of ``run``'s (target, variant) in the history, of the same machine."""
     for r in reversed(ev.counted_history):
         if r.target == run.target and r.variant == run.variant and _machine(r) == _machine(run):
             counts = counts_of(r.metadata)
             if counts is not None:
-                return counts, "history"
-    return None, ""
+                return counts
+    return None
 
 
 def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> None:
@@ -113,11 +130,16 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
         return
     if head.scope in (SCOPE_MODULE, SCOPE_PROXY):
         ev.note(f"{label}: instruction counts of {scope_words(head.scope)}")
-    if origin == "carried":
-        # Carried only by a PR build's load, which ran the PR's configure and make on that machine
-        # before the base's: those could have changed what the base's count measured.
+    beside = origin in BESIDE_ORIGINS
+    trusted = history_counts(ev, run) if beside else None
+    if trusted is not None and trusted.scope != head.scope:
+        trusted = None
+    if beside:
+        # The PR's configure and make ran on that machine before the base was counted: they could
+        # have raised the base's count to hide the head's own growth.
         ev.note(f"{label}: instruction counts compared with the base build counted next to it, "
-                f"{MEASURED_BESIDE}")
+                f"{MEASURED_BESIDE}: it can fail an item, not clear one (an item within its limit is "
+                f"judged against {'the newest history run' if trusted else 'nothing else here: not judged'})")
     elif origin == "history":
         ev.note(f"{label}: instruction counts compared with the newest history run that has them")
     elif origin == "base-other-machine":
@@ -129,20 +151,40 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
     changes: list[ItemChange] = []
     clock = clock_changes(ev.verdict, run)  # the wall-clock gates ran first: their change beside ours
     unjudged: list[str] = []
+    only_beside: set[str] = set()  # items whose change is against the base counted beside PR code
     for name in names:
         rule = next((r for r in item_rules if matches(name, r.pattern)), None)
         limit = rule.max_pct if rule is not None else 0.0
         change = compare_item(base.item(name), head.item(name), limit, name=name, top=top)
+        against = "the base"
+        if beside and rule is not None and change.compared and not change.regressed:
+            again = (compare_item(trusted.item(name), head.item(name), limit, name=name, top=top)
+                     if trusted is not None else None)
+            if again is None or not again.compared:
+                unjudged.append(f"{name} (within its limit only against a base {MEASURED_BESIDE})")
+                continue
+            change, against = again, "the newest history run"
+        elif beside:
+            only_beside.add(name)
         changes.append(change)
         if not change.compared:
             unjudged.append(f"{name} ({change.reason})")
             continue
         if rule is None:
             continue
-        _item_check(ev, run, rule, change, clock.get(name), head.scope)
+        if beside and against == "the base":
+            against = f"the base {MEASURED_BESIDE}"
+        _item_check(ev, run, rule, change, clock.get(name), head.scope, against)
     for rule in rules:
         if rule.aggregate == "geomean":
-            _geomean_check(ev, run, rule, [c for c in changes if matches(c.name, rule.pattern)])
+            matching = [c for c in changes if matches(c.name, rule.pattern)]
+            mean = geomean_change(matching)
+            if (mean is not None and mean <= rule.max_pct
+                    and any(c.name in only_beside and c.compared for c in matching)):
+                unjudged.append(f"{GEOMEAN_PREFIX}{rule.pattern} (within its limit only against a base "
+                                f"{MEASURED_BESIDE})")
+                continue
+            _geomean_check(ev, run, rule, matching)
     if unjudged:
         ev.note(f"{label}: {len(unjudged)} item(s) not counted (not judged, not passed): "
                 f"{'; '.join(unjudged)}")
@@ -153,11 +195,11 @@ _WHERE = {SCOPE_MODULE: "counted in the module", SCOPE_PROXY: "counted in the us
 
 
 def _item_check(ev: Evaluation, run: RunResult, rule: RegressionRule, change: ItemChange,
-                clock_pct: float | None, scope: str = "userspace") -> None:
+                clock_pct: float | None, scope: str = "userspace", against: str = "the base") -> None:
     assert change.change_pct is not None and change.base is not None and change.head is not None
     ok = not change.regressed
     msg = (f"{change.name}: {change.head:.4g} {change.unit}, {fmt_change(change.change_pct)} against "
-           f"the base {change.base:.4g} (limit +{rule.max_pct:g} %, {_WHERE.get(scope, 'counted')}, 1 vs 1)")
+           f"{against} {change.base:.4g} (limit +{rule.max_pct:g} %, {_WHERE.get(scope, 'counted')}, 1 vs 1)")
     if not ok and change.functions:
         msg += "; most changed: " + ", ".join(
             f"{f.name} {fmt_change(f.change_pct) if f.change_pct is not None else 'new'}"
