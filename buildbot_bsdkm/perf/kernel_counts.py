@@ -39,6 +39,11 @@ ITEM_PREFIX = "kmod:"
 # The harness's algorithms, in its order (afalg_bench.c ALGS), with the names the reports use.
 ALGS = (("gcm(aes)", "AES-128-GCM"), ("cbc(aes)", "AES-128-CBC"), ("sha256", "SHA-256"),
         ("hmac(sha256)", "HMAC-SHA256"))
+# The FreeBSD guest's (kmod/freebsd/kldinit.c count_algs): what a crypto-register module serves
+# through /dev/crypto, the same item names as the Linux module's.
+FREEBSD_ALGS = (("aes-gcm", "AES-128-GCM"), ("aes-cbc", "AES-128-CBC"))
+HARNESS_PREFIX = "afalg-count:"
+FREEBSD_HARNESS_PREFIX = "crypto-count:"
 DEFAULT_BYTES = 65536
 DEFAULT_SIZES = (16, 1024, 16384)
 MAX_SIZE = 65536  # the harness's buffer
@@ -79,6 +84,7 @@ class CountPlan:
 
     bytes: int = DEFAULT_BYTES
     sizes: tuple[int, ...] = DEFAULT_SIZES
+    algs: tuple[tuple[str, str], ...] = ALGS  # (the guest's name, the report's), in the guest's order
 
     def __post_init__(self) -> None:
         if self.bytes < 1:
@@ -92,7 +98,7 @@ class CountPlan:
 
     def items(self) -> list[PlannedItem]:
         out = []
-        for a, (alg, label) in enumerate(ALGS):
+        for a, (alg, label) in enumerate(self.algs):
             for s, size in enumerate(self.sizes):
                 out.append(PlannedItem(a * len(self.sizes) + s, f"{ITEM_PREFIX}{label}@{size}", alg, size,
                                        max(1, self.bytes // size)))
@@ -179,10 +185,10 @@ def parse_plugin_output(text: str) -> PluginOutput:
 
 # --------------------------------------------------------------------------- the harness's lines
 
-_H_ITEM = re.compile(r"afalg-count: item index=(\d+) alg=(\S+) driver=(\S+) bytes=(\d+) ops=(\d+) rc=(-?\d+)")
-_H_SKIP = re.compile(r"afalg-count: skip index=(\d+) alg=(\S+) reason=(\S+) errno=(\d+)")
-_H_ERROR = re.compile(r"afalg-count: error reason=(\S+)(.*)$")
-_H_BEGIN = re.compile(r"afalg-count: begin version=1 bytes=(\d+) sizes=(\S+) base=0x([0-9a-f]+)")
+_H_ITEM = re.compile(r" item index=(\d+) alg=(\S+) driver=(\S+) bytes=(\d+) ops=(\d+) rc=(-?\d+)")
+_H_SKIP = re.compile(r" skip index=(\d+) alg=(\S+) reason=(\S+) errno=(\d+)")
+_H_ERROR = re.compile(r" error reason=(\S+)(.*)$")
+_H_BEGIN = re.compile(r" begin version=1 bytes=(\d+) sizes=(\S+) base=0x([0-9a-f]+)")
 
 
 @dataclass
@@ -193,19 +199,22 @@ class HarnessRun:
     error: str | None = None
 
 
-def parse_harness_lines(lines: Iterable[str]) -> HarnessRun:
-    """The ``afalg-count`` lines of the console (kernel timestamps and other lines are skipped)."""
+def parse_harness_lines(lines: Iterable[str], prefix: str = HARNESS_PREFIX) -> HarnessRun:
+    """The harness's lines of the console (``afalg-count:``; the FreeBSD guest's ``crypto-count:``);
+    kernel timestamps before the prefix and other lines are skipped."""
     out = HarnessRun()
     for line in lines:
-        if "afalg-count:" not in line:
+        at = line.find(prefix)
+        if at < 0:
             continue
-        if _H_BEGIN.search(line):
+        rest = line[at + len(prefix):]  # from the space the patterns start with
+        if _H_BEGIN.match(rest):
             out.begun = True
-        elif m := _H_ITEM.search(line):
+        elif m := _H_ITEM.match(rest):
             out.ran.setdefault(int(m[1]), (int(m[5]), int(m[6]), m[3]))
-        elif m := _H_SKIP.search(line):
+        elif m := _H_SKIP.match(rest):
             out.skipped.setdefault(int(m[1]), f"{m[3]} failed (errno {m[4]})")
-        elif m := _H_ERROR.search(line):
+        elif m := _H_ERROR.match(rest):
             out.error = out.error or f"{m[1]}{m[2]}".strip()
     return out
 
@@ -303,3 +312,32 @@ def text_layout(sections: str, symbols: str) -> TextLayout:
             sz = (offs[i + 1] if i + 1 < len(offs) else size) - off
         out.append((off, sz, name))
     return TextLayout(size, out)
+
+
+_GLOBAL_FUNC = re.compile(r"^\s*\d+:\s+([0-9a-f]+)\s+(\d+|0x[0-9a-f]+)\s+FUNC\s+GLOBAL\s+\S+\s+(\d+)\s+(\S+)")
+
+
+def text_anchor(sections: str, symbols: str, prefer: tuple[str, ...] = ()) -> tuple[str, int]:
+    """A global function of ``.text`` and its offset there, from ``readelf -SW`` and ``-sW`` output:
+    a guest that can look up a symbol's address (FreeBSD's ``kldsym``) but not a section's takes
+    ``.text``'s base as that address less the offset. The first of ``prefer`` the module has, else
+    the global function at the lowest offset."""
+    index = None
+    for line in sections.splitlines():
+        m = _SECTION.match(line)
+        if m and m[2] == ".text":
+            index = int(m[1])
+    if index is None:
+        raise KernelCountError("the module has no .text section (readelf -S)")
+    found: dict[str, int] = {}
+    for line in symbols.splitlines():
+        m = _GLOBAL_FUNC.match(line)
+        if m and int(m[3]) == index and int(m[2], 0) > 0:
+            found.setdefault(m[4], int(m[1], 16))
+    for name in prefer:
+        if name in found:
+            return name, found[name]
+    if not found:
+        raise KernelCountError("the module has no global function in .text to find its base by")
+    name = min(found, key=lambda n: (found[n], n))
+    return name, found[name]

@@ -56,6 +56,7 @@ from ...runtime.proc import CONSOLE_FLOOD, Watched, run_logged, run_watched
 from ...runtime.source import cache_root
 from .._freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
 from ..base import KernelTarget, judge_outcome, parse_kernel_log
+from .counting import COUNT_FILE, CountRequest, merge_counts, prepare_count, read_counts
 from .release_set import CLANG_HEADERS, DEFAULT_MIRROR, STAMP, ReleaseSpec, release_kit
 
 TARGET_NAME = targets.FREEBSD_KMOD_QEMU.name
@@ -492,8 +493,9 @@ def cached_kernel(kit: Kit, name: str, cache: Path) -> Path:
 ROOT_DEVICE = "/dev/vtbd1"  # the second virtio disk; the first is the ESP
 
 
-def loader_rc(mode: str, nonce: str | None = None) -> str:
-    """``nonce``: kldinit reads it from the kernel environment, and removes it, before it loads the module."""
+def loader_rc(mode: str, nonce: str | None = None, count: CountRequest | None = None) -> str:
+    """``nonce``: kldinit reads it from the kernel environment, and removes it, before it loads the module;
+    so it reads ``count``'s request for counted work."""
     lines = [
         "echo bsdkm-ci: loader.rc " + mode,
         "set console=comconsole",
@@ -510,18 +512,21 @@ def loader_rc(mode: str, nonce: str | None = None) -> str:
                   "load /boot/kernel/kernel"]
         if nonce:
             lines.append(f"set bsdkm_ci.nonce={nonce}")
+        if count is not None:
+            lines += count.kenv_lines()
     else:
         lines += ["load /boot/kernel/kernel", "load /boot/modules/libwolfssl.ko"]
     return "\n".join([*lines, "boot", ""])
 
 
-def make_esp(esp: Path, kit: Kit, kernel: Path, ko: Path | None, mode: str, nonce: str | None = None) -> Path:
+def make_esp(esp: Path, kit: Kit, kernel: Path, ko: Path | None, mode: str, nonce: str | None = None,
+             count: CountRequest | None = None) -> Path:
     shutil.rmtree(esp, ignore_errors=True)
     for sub in ("EFI/BOOT", "boot/kernel", "boot/defaults", "boot/modules"):
         (esp / sub).mkdir(parents=True)
     shutil.copy2(kit.loader, esp / "EFI" / "BOOT" / "BOOTX64.EFI")
     (esp / "boot" / "defaults" / "loader.conf").write_text("")  # loader_simp only needs it to exist
-    (esp / "boot" / "loader.rc").write_text(loader_rc(mode, nonce))
+    (esp / "boot" / "loader.rc").write_text(loader_rc(mode, nonce, count))
     shutil.copy2(kernel, esp / "boot" / "kernel" / "kernel")
     if ko is not None:
         shutil.copy2(ko, esp / "boot" / "modules" / "libwolfssl.ko")
@@ -546,7 +551,9 @@ def make_root(image: Path, init: Path, ko: Path) -> Path:
     return image
 
 
-def qemu_command(esp: Path, vars_fd: Path, root: Path | None, cpu: str, memory_mb: int) -> list[str]:
+def qemu_command(esp: Path, vars_fd: Path, root: Path | None, cpu: str, memory_mb: int,
+                 plugin: str | None = None) -> list[str]:
+    """``plugin``: QEMU's ``-plugin`` argument (the instruction counter with its options)."""
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", str(memory_mb), "-smp", "1", "-cpu", cpu,
            "-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio",
            "-drive", f"if=pflash,format=raw,readonly=on,file={OVMF_CODE}",
@@ -554,6 +561,8 @@ def qemu_command(esp: Path, vars_fd: Path, root: Path | None, cpu: str, memory_m
            "-drive", f"file=fat:rw:{esp},format=raw,if=virtio"]
     if root is not None:
         cmd += ["-drive", f"file={root},format=raw,if=virtio"]
+    if plugin:
+        cmd += ["-plugin", plugin]
     return [*cmd, "-net", "none"]
 
 
@@ -825,17 +834,22 @@ class VmOptions:
 
 
 def run_boot(boot: Boot, kit: Kit, ko: Path, work: Path, cache: Path, *, timeout_s: float,
-             options: VmOptions, symbols: set[str], console_cap: int | None = None) -> ModuleLoadOutcome:
-    """One kernel's boot; ``console_cap``: bytes of console after which the guest is stopped."""
+             options: VmOptions, symbols: set[str], console_cap: int | None = None,
+             count: CountRequest | None = None) -> ModuleLoadOutcome:
+    """One kernel's boot; ``console_cap``: bytes of console after which the guest is stopped;
+    ``count``: the counting plugin, and kldinit's counted work, for this boot (``prepare_count``)."""
     work.mkdir(parents=True, exist_ok=True)
     kernel = cached_kernel(kit, boot.kernel, cache)
     nonce = secrets.token_hex(16)  # kldinit's markers carry it; the module cannot know it
-    esp = make_esp(work / "esp", kit, kernel, ko if boot.mode == "preload" else None, boot.mode, nonce)
+    esp = make_esp(work / "esp", kit, kernel, ko if boot.mode == "preload" else None, boot.mode, nonce,
+                   count if boot.mode == "kldload" else None)
     root = make_root(work / "root.img", init_program(cache), ko) if boot.mode == "kldload" else None
     vars_fd = work / "OVMF_VARS.fd"
     shutil.copy2(OVMF_VARS, vars_fd)
     console = work / "console.log"
-    run = run_watched(qemu_command(esp, vars_fd, root, options.cpu, options.memory_mb), log=console,
+    counted = count is not None and boot.mode == "kldload"
+    plugin = count.plugin_arg(work / COUNT_FILE, nonce) if count is not None and counted else None
+    run = run_watched(qemu_command(esp, vars_fd, root, options.cpu, options.memory_mb, plugin), log=console,
                       timeout_s=timeout_s, stop=stop_rule(boot.mode, time.monotonic), max_bytes=console_cap)
     shutil.rmtree(esp, ignore_errors=True)  # a kernel and a module per boot: do not keep them
     if run.stopped == "benchmark-at-preload":
@@ -895,7 +909,9 @@ def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None)
     symbols = module_symbols(ko)
     limit = float(opts.get("boot_timeout_s") or config.timeout("load"))
     parts = {b.kind: run_boot(b, kit, module_for(ko, b.kind), work / b.kind, cache, timeout_s=limit,
-                              options=options, symbols=symbols, console_cap=config.console_cap_bytes)
+                              options=options, symbols=symbols, console_cap=config.console_cap_bytes,
+                              count=prepare_count(config, module_for(ko, b.kind), work / b.kind,
+                                                  crypto=crypto, mode=b.mode))
              for b, kit in boots}
     outcome = combine(parts, not_covered, work)
     outcome.stages["boot_limit_s"] = limit
@@ -1000,6 +1016,9 @@ class FreeBSDQemuTarget(KernelTarget):
             if symbols is None:
                 symbols = module_symbols(Path(state["ko"])) if state.get("ko") else set()
             judged = judge_boot(kind, part, log, timeout_s, symbols, patterns)
+            counts = read_counts(part.kernel_log.parent, part.kernel_log)
+            if counts is not None:  # the kldload boot of a crypto-register module, counted
+                merge_counts(state, counts)
             if failure is None:
                 failure = judged
             elif judged is not None:  # the run has one failure; the other kernel's is kept beside it
