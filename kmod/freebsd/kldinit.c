@@ -608,8 +608,9 @@ count_work(long fileid)
 	}
 	for (a = 0; a < sizeof(count_algs) / sizeof(count_algs[0]); a++) {
 		const struct count_alg *alg = &count_algs[a];
+		/* IV and tag lengths 0: the transform's own (12 and 16 for GCM, 16 for CBC). */
 		struct session2_op sess = {alg->cipher, 0, sizeof(work_key), work_key, 0, 0, 0, find.crid,
-		    alg->ivlen, alg->maclen, {0, 0}};
+		    0, 0, {0, 0}};
 		long sret = sys3(SYS_ioctl, fd, (long)CIOCGSESSION2, (long)&sess);
 
 		for (s = 0; s < count_nsizes; s++) {
