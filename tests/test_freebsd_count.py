@@ -30,6 +30,7 @@ from buildbot_bsdkm.perf.kernel_counts import (
     KernelCountError,
     parse_harness_lines,
     text_anchor,
+    text_load_offset,
 )
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import counting
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
@@ -40,8 +41,8 @@ PLAN = CountPlan(4096, (16, 1024), FREEBSD_ALGS)
 
 
 def _request(tmp: Path) -> counting.CountRequest:
-    return counting.CountRequest(tmp / "bsdkm_count.so", tmp / "text.syms", 0x1234, PLAN, "wc_AesGcmEncrypt",
-                                 0x5a0)
+    return counting.CountRequest(tmp / "bsdkm_count.so", tmp / "text.syms", 0x1234, PLAN, 0,
+                                 "wc_AesGcmEncrypt", 0x5a0)
 
 
 # --------------------------------------------------------------------------- the guest program
@@ -60,7 +61,8 @@ def test_kldinit_with_the_counting_code_builds_for_freebsd(tmp_path: Path) -> No
                                capture_output=True, text=True, check=True).stdout
     assert undefined.strip() == ""  # freestanding: no memcpy/memset the compiler could have asked for
     strings = init.read_bytes()
-    for needed in (b"bsdkm_ci.count_bytes", b"bsdkm_ci.count_anchor_off", b"/dev/crypto", b"libwolf",
+    for needed in (b"bsdkm_ci.count_bytes", b"bsdkm_ci.count_text_off", b"bsdkm_ci.count_anchor_off",
+                   b"/dev/crypto", b"libwolf",
                    b"crypto-count: begin version=1 bytes="):
         assert needed in strings
 
@@ -88,9 +90,13 @@ def test_loader_sets_the_request_beside_the_nonce(tmp_path: Path) -> None:
     assert "set bsdkm_ci.count_sizes=16,1024" in lines
     assert "set bsdkm_ci.count_anchor=wc_AesGcmEncrypt" in lines
     assert "set bsdkm_ci.count_anchor_off=5a0" in lines
+    assert "set bsdkm_ci.count_text_off=0" in lines
     at = lines.index("set bsdkm_ci.count_bytes=4096")
     assert lines.index("load /boot/kernel/kernel") < at < lines.index("boot")
     assert "count_" not in fq.loader_rc("kldload", NONCE)
+    # a default build (EXPORT_SYMS=NO: no global symbol) is found by its load address alone
+    local = counting.CountRequest(tmp_path / "p.so", tmp_path / "s", 16, PLAN, 0)
+    assert [ln for ln in local.kenv_lines() if "anchor" in ln] == []
 
 
 def test_qemu_gets_the_plugin_with_the_kernel_area(tmp_path: Path) -> None:
@@ -124,6 +130,24 @@ def test_text_anchor_is_a_global_function_with_its_offset(tmp_path: Path) -> Non
     assert text_anchor(sections, symbols)[0] == "first_global"
     with pytest.raises(KernelCountError):
         text_anchor(sections.replace(".text", ".txet"), symbols)
+    assert text_load_offset(sections) == 0
+
+
+SECTIONS = """\
+  [Nr] Name              Type            Address          Off    Size   ES Flg Lk Inf Al
+  [ 0]                   NULL            0000000000000000 000000 000000 00      0   0  0
+  [ 1] .note.gnu.build-id NOTE            0000000000000000 000040 000024 00   A  0   0  4
+  [ 2] {first:<17} {type:<15} 0000000000000000 000064 00003c 00   A  0   0  8
+  [ 3] .text             PROGBITS        0000000000000000 0000a0 0dd97c 00  AX  0   0 16
+"""
+
+
+def test_text_is_at_the_load_address_only_when_nothing_placed_comes_first() -> None:
+    assert text_load_offset(SECTIONS.format(first=".note.other", type="NOTE")) == 0
+    assert text_load_offset(SECTIONS.format(first="set_sysinit_set", type="PROGBITS")) is None
+    assert text_load_offset(SECTIONS.format(first=".bss", type="NOBITS")) is None
+    no_text = SECTIONS.format(first=".note.other", type="NOTE").replace(".text", ".txet")
+    assert text_load_offset(no_text) is None
 
 
 def _config(tmp: Path, kernel_count: bool) -> Path:
@@ -147,6 +171,7 @@ def test_prepare_count_only_for_a_counted_kldload_of_a_crypto_module(tmp_path: P
     assert counting.prepare_count(config, obj, tmp_path / "b", crypto=True, mode="preload") is None
     req = counting.prepare_count(config, obj, tmp_path / "c", crypto=True, mode="kldload")
     assert req is not None and req.anchor == "wc_AesGcmEncrypt" and req.plugin.is_file()
+    assert req.text_offset == 0
     assert "wc_AesGcmEncrypt" in req.symbols.read_text()
     plan = json.loads((tmp_path / "c" / counting.COUNT_PLAN).read_text())
     assert plan == {"bytes": 4096, "sizes": [16, 1024]}

@@ -341,3 +341,24 @@ def text_anchor(sections: str, symbols: str, prefer: tuple[str, ...] = ()) -> tu
         raise KernelCountError("the module has no global function in .text to find its base by")
     name = min(found, key=lambda n: (found[n], n))
     return name, found[name]
+
+
+_SECTION_TYPE = re.compile(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s")
+# The section types FreeBSD's object-file linker (link_elf_obj) places in a module's mapping, in
+# section-header order; releases differ in which of them they place and how they align them.
+_PLACED_TYPES = {"PROGBITS", "NOBITS", "X86_64_UNWIND", "INIT_ARRAY", "FINI_ARRAY"}
+
+
+def text_load_offset(sections: str) -> int | None:
+    """Where ``.text`` lands in a FreeBSD object module's mapping (the address ``kldstat`` gives),
+    from ``readelf -SW`` output: 0 when ``.text`` is the first section the linker places, so no
+    release's alignment or choice of sections can move it; None when another comes first."""
+    for line in sections.splitlines():
+        m = _SECTION_TYPE.match(line)
+        if not m or m[1] == "0":
+            continue
+        if m[2] == ".text":
+            return 0 if m[3] == "PROGBITS" else None
+        if m[3] in _PLACED_TYPES:
+            return None
+    return None

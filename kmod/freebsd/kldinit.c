@@ -26,9 +26,10 @@
  * and a stop signal for the host's QEMU counting plugin (kmod/qemu/bsdkm_count.c): a stub
  * written into a fresh page and called, the same bytes kmod/linux/bsdkm_signal.h makes,
  * carrying the nonce, the module's .text base and the item's number. The base is the
- * address kldsym(2) gives a .text symbol the host names, less that symbol's offset in
- * .text (from the .ko). Lines "crypto-count: ..." say what ran, in the shape of the Linux
- * harness's "afalg-count:" lines.
+ * module's load address (kldstat) plus the offset the host gives (bsdkm_ci.count_text_off),
+ * or, when the host names a global .text function instead, the address kldsym(2) gives it
+ * less its offset; given both, they must agree. Lines "crypto-count: ..." say what ran, in
+ * the shape of the Linux harness's "afalg-count:" lines.
  */
 
 #define SYS_exit 1
@@ -363,6 +364,7 @@ static long count_sizes[COUNT_MAX_SIZES];
 static int count_nsizes;
 static char count_anchor[ANCHOR_MAX + 1];
 static unsigned long count_anchor_off;
+static long count_text_off = -1; /* -1: not given */
 static unsigned long nonce_half[2];
 
 static unsigned char work_in[COUNT_MAX_SIZE];
@@ -453,10 +455,22 @@ take_count_request(void)
 		if (*p == ',')
 			p++;
 	}
-	if (kenv_get("bsdkm_ci.count_anchor", count_anchor, sizeof(count_anchor)) <= 0 ||
-	    kenv_get("bsdkm_ci.count_anchor_off", buf, sizeof(buf)) < 0 ||
+	if (kenv_get("bsdkm_ci.count_text_off", buf, sizeof(buf)) >= 0 &&
+	    ((count_text_off = parse_num(buf, &p, 1)) < 0 || *p != '\0')) {
+		put("crypto-count: error reason=bad-request what=text_off\n");
+		count_nsizes = 0;
+		return;
+	}
+	if (kenv_get("bsdkm_ci.count_anchor", count_anchor, sizeof(count_anchor)) < 0) {
+		count_anchor[0] = '\0';
+	} else if (kenv_get("bsdkm_ci.count_anchor_off", buf, sizeof(buf)) < 0 ||
 	    (long)(count_anchor_off = (unsigned long)parse_num(buf, &p, 1)) < 0 || *p != '\0') {
 		put("crypto-count: error reason=bad-request what=anchor\n");
+		count_nsizes = 0;
+		return;
+	}
+	if (count_text_off < 0 && count_anchor[0] == '\0') {
+		put("crypto-count: error reason=bad-request what=base\n");
 		count_nsizes = 0;
 		return;
 	}
@@ -560,10 +574,50 @@ allow_soft(void)
 		sys6(SYS___sysctlbyname, (long)"kern.cryptodevallowsoft", 23, 0, 0, (long)&one, sizeof(one));
 }
 
+/* The module's .text base, or 0 (the reason printed). */
+static unsigned long
+text_base(long fileid)
+{
+	struct kld_sym_lookup sym = {sizeof(struct kld_sym_lookup), count_anchor, 0, 0};
+	struct kld_file_stat st;
+	unsigned long base = 0;
+	long ret;
+	size_t i;
+
+	if (count_text_off >= 0) {
+		for (i = 0; i < sizeof(st); i++)
+			((char *)&st)[i] = 0;
+		st.version = sizeof(st);
+		ret = sys3(SYS_kldstat, fileid, (long)&st, 0);
+		if (ret < 0 || st.address == 0) {
+			count_error("kldstat", ret < 0 ? ret : 0);
+			return 0;
+		}
+		base = (unsigned long)st.address + (unsigned long)count_text_off;
+	}
+	if (count_anchor[0] == '\0')
+		return base;
+	ret = sys3(SYS_kldsym, fileid, KLDSYM_LOOKUP, (long)&sym);
+	if (ret < 0 || sym.symvalue < count_anchor_off) {
+		if (base != 0) /* a kernel whose kldsym sees no local symbols: the load address stands */
+			return base;
+		count_error("kldsym", ret < 0 ? ret : 0);
+		return 0;
+	}
+	if (base != 0 && base != sym.symvalue - count_anchor_off) {
+		put("crypto-count: error reason=base-mismatch kldstat=0x");
+		put_hex(base);
+		put(" kldsym=0x");
+		put_hex(sym.symvalue - count_anchor_off);
+		put("\n");
+		return 0;
+	}
+	return sym.symvalue - count_anchor_off;
+}
+
 static void
 count_work(long fileid)
 {
-	struct kld_sym_lookup sym = {sizeof(struct kld_sym_lookup), count_anchor, 0, 0};
 	struct crypt_find_op find;
 	unsigned long base;
 	long fd, ret;
@@ -572,12 +626,9 @@ count_work(long fileid)
 
 	if (count_bytes <= 0)
 		return;
-	ret = sys3(SYS_kldsym, fileid, KLDSYM_LOOKUP, (long)&sym);
-	if (ret < 0 || sym.symvalue < count_anchor_off) {
-		count_error("kldsym", ret < 0 ? ret : 0);
+	base = text_base(fileid);
+	if (base == 0)
 		return;
-	}
-	base = sym.symvalue - count_anchor_off;
 	put("crypto-count: begin version=1 bytes=");
 	put_num(count_bytes);
 	put(" sizes=");

@@ -4,7 +4,12 @@ With the policy's ``instructions.kernel_count`` on and a module that registers w
 the release kernel's kldload boot also counts fixed work through ``/dev/crypto``:
 
 - ``prepare_count`` builds (or reuses) the plugin, reads the ``.ko``'s ``.text`` size, its function
-  symbols and one global function to find ``.text``'s base by, and writes the plan beside the boot;
+  symbols and how the guest finds ``.text``'s base, and writes the plan beside the boot. The base is
+  the module's load address (``kldstat``) when ``.text`` is the first section FreeBSD's linker
+  places (``text_load_offset``); a global function's address (``kldsym``) less its offset checks it,
+  or stands in when ``.text`` is not first. wolfSSL's module is built with ``EXPORT_SYMS=NO``, which
+  makes every symbol local, and ``kldsym`` may not see local symbols: the load address is the path
+  a default build takes;
 - the loader puts the request in the kernel environment (``kenv_lines``), where ``kldinit`` reads
   it before the module loads; after ``kldstat`` it runs AES-128-GCM and AES-128-CBC bound to
   wolfSSL's driver by name, each item between the plugin's start and stop signals;
@@ -38,6 +43,7 @@ from ....perf.kernel_counts import (
     parse_plugin_output,
     text_anchor,
     text_layout,
+    text_load_offset,
 )
 from ....policy import load_policy
 from ...runtime.console import console_lines
@@ -64,8 +70,9 @@ class CountRequest:
     symbols: Path
     text_size: int
     plan: CountPlan
-    anchor: str
-    anchor_offset: int
+    text_offset: int | None  # .text's offset from the load address kldstat gives
+    anchor: str | None = None  # a global function of .text, for kldsym
+    anchor_offset: int = 0
 
     def plugin_arg(self, out: Path, nonce: str) -> str:
         return (f"{self.plugin},out={out},nonce={nonce},size={self.text_size},syms={self.symbols},"
@@ -73,10 +80,14 @@ class CountRequest:
 
     def kenv_lines(self) -> list[str]:
         """The loader's ``set`` lines kldinit reads (before it loads the module)."""
-        return [f"set bsdkm_ci.count_bytes={self.plan.bytes}",
-                f"set bsdkm_ci.count_sizes={','.join(str(s) for s in self.plan.sizes)}",
-                f"set bsdkm_ci.count_anchor={self.anchor}",
-                f"set bsdkm_ci.count_anchor_off={self.anchor_offset:x}"]
+        lines = [f"set bsdkm_ci.count_bytes={self.plan.bytes}",
+                 f"set bsdkm_ci.count_sizes={','.join(str(s) for s in self.plan.sizes)}"]
+        if self.text_offset is not None:
+            lines.append(f"set bsdkm_ci.count_text_off={self.text_offset:x}")
+        if self.anchor is not None:
+            lines += [f"set bsdkm_ci.count_anchor={self.anchor}",
+                      f"set bsdkm_ci.count_anchor_off={self.anchor_offset:x}"]
+        return lines
 
 
 def _readelf(ko: Path) -> tuple[str, str]:
@@ -110,16 +121,24 @@ def prepare_count(config: Config, ko: Path, work: Path, *, crypto: bool, mode: s
         sections, symbols = _readelf(ko)
         try:
             layout = text_layout(sections, symbols)
-            anchor, offset = text_anchor(sections, symbols, PREFERRED_ANCHORS)
         except KernelCountError as e:
             raise PluginUnavailable(f"{ko.name}: {e}") from None
+        text_offset = text_load_offset(sections)
+        try:
+            anchor: str | None
+            anchor, offset = text_anchor(sections, symbols, PREFERRED_ANCHORS)
+        except KernelCountError as e:
+            if text_offset is None:
+                raise PluginUnavailable(f"{ko.name}: .text is not the first section the kernel's linker "
+                                        f"places, and {e}") from None
+            anchor, offset = None, 0
         if "," in str(plugin.path) + str(work):
             raise PluginUnavailable(f"a path holds a comma, which QEMU's -plugin option cannot carry: {work}")
     except PluginUnavailable as e:
         (work / COUNT_UNAVAILABLE).write_text(str(e))
         return None
     (work / COUNT_SYMBOLS).write_text(layout.symbols_file())
-    return CountRequest(plugin.path, work / COUNT_SYMBOLS, layout.size, plan, anchor, offset)
+    return CountRequest(plugin.path, work / COUNT_SYMBOLS, layout.size, plan, text_offset, anchor, offset)
 
 
 def read_counts(work: Path, console: Path) -> InstructionCounts | None:
