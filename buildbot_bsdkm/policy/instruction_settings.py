@@ -4,7 +4,7 @@
       block_bytes: 16384      # bytes per call of a symmetric item
       top_functions: 5        # functions listed for a regressed item
       kernel_proxy: false     # kernel targets: count a user-space build of the variant's crypto flags
-      kernel_count: false     # linux-kmod-qemu lkcapi variants: count the real module in the guest
+      kernel_count: false     # QEMU lkcapi and crypto-register variants: count the real module in the guest
       kernel_bytes: 65536     # bytes per counted item in the guest
       kernel_sizes: [16, 1024, 16384]  # bytes per operation: one item per algorithm and size
       items:                  # benchmark item -> bytes (symmetric) or operations (asymmetric)
