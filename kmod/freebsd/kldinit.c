@@ -367,8 +367,7 @@ static unsigned long count_anchor_off;
 static long count_text_off = -1; /* -1: not given */
 static unsigned long nonce_half[2];
 
-static unsigned char work_in[COUNT_MAX_SIZE];
-static unsigned char work_out[COUNT_MAX_SIZE];
+static unsigned char work_buf[COUNT_MAX_SIZE];
 static unsigned char work_tag[16];
 static unsigned char work_iv[16];
 static const unsigned char work_key[16] = {
@@ -530,15 +529,20 @@ count_signal(char kind, unsigned long base, unsigned long index)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * One encryption in place: no separate output buffer for the driver to support. The input
+ * changes from one operation to the next; AES and GHASH execute the same instructions
+ * whatever the data.
+ */
 static long
 count_op(int fd, const struct count_alg *alg, unsigned int ses, long size)
 {
 	if (alg->maclen) {
 		struct crypt_aead op = {ses, COP_ENCRYPT, 0, (unsigned int)size, 0, (unsigned int)alg->ivlen,
-		    work_in, work_out, 0, work_tag, work_iv};
+		    work_buf, work_buf, 0, work_tag, work_iv};
 		return sys3(SYS_ioctl, fd, (long)CIOCCRYPTAEAD, (long)&op);
 	} else {
-		struct crypt_op op = {ses, COP_ENCRYPT, 0, (unsigned int)size, work_in, work_out, 0, work_iv};
+		struct crypt_op op = {ses, COP_ENCRYPT, 0, (unsigned int)size, work_buf, work_buf, 0, work_iv};
 		return sys3(SYS_ioctl, fd, (long)CIOCCRYPT, (long)&op);
 	}
 }
