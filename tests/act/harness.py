@@ -134,19 +134,29 @@ def _actions_app() -> dict[str, Any]:
     return app
 
 
+def _extra_example(template: str) -> dict[str, Any]:
+    """GitHub's own example answer of one of EXTRA_OPERATIONS (a GET)."""
+    full = gh_spec.full_spec()
+    examples = full["paths"][template]["get"]["responses"]["200"]["content"]["application/json"]["examples"]
+    chosen = next(iter(examples.values()))
+    value = gh_spec._resolve_pointer(full, chosen["$ref"])["value"] if "$ref" in chosen else chosen["value"]
+    return copy.deepcopy(value)
+
+
 def _permission_answer(login: str, permission: str) -> dict[str, Any]:
-    user = copy.deepcopy(example("issue_comment", "created")["comment"]["user"])
-    user["login"] = login
-    user["user_view_type"] = "public"
-    return {"permission": permission, "role_name": permission, "user": user}
+    answer = _extra_example("/repos/{owner}/{repo}/collaborators/{username}/permission")
+    # The description's own example lacks the collaborator's role_name its schema requires.
+    answer["user"].update(login=login, role_name=permission)
+    answer.update(permission=permission, role_name=permission)
+    return answer
 
 
 def _suites_answer(sha: str, times: list[str]) -> dict[str, Any]:
-    suite = example("check_suite", "completed")["check_suite"]
+    suite = _extra_example("/repos/{owner}/{repo}/commits/{ref}/check-suites")["check_suites"][0]
     suites = []
     for i, at in enumerate(times):
         s = copy.deepcopy(suite)
-        s.update(id=9000 + i, head_sha=sha, created_at=at, updated_at=at)
+        s.update(id=9000 + i, head_sha=sha, after=sha, created_at=at, updated_at=at)
         suites.append(s)
     return {"total_count": len(suites), "check_suites": suites}
 
