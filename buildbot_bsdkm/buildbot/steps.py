@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from buildbot.process import buildstep
 from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
+from twisted.internet import threads
 from twisted.python import log
 
 from ..contract import (
@@ -62,6 +63,18 @@ EXIT_FAILED = 1  # ``bsdkm-ci stage``: the stage failed (state.json says why) or
 # What the UI shows while a step runs ("configureing" before).
 STAGE_DOING = {"fetch": "fetching", "configure": "configuring", "build": "building", "load": "loading",
                "collect": "collecting", "unload": "unloading", "gate": "gating"}
+
+
+def _parse_results(text: str, path: str, pair: tuple[str, str]) -> list[RunResult]:
+    runs = from_json(text, path)
+    # Written on the worker, next to the PR's code: only this builder's pair is its result.
+    check_declared(runs, {pair}, path)
+    return runs
+
+
+def _reports(text: str, path: str, verdict: dict[str, Any]) -> tuple[list[RunResult], str, str]:
+    runs = from_json(text, path)
+    return runs, summaries.markdown_from(runs, verdict), summaries.html_from(runs, verdict)
 
 
 class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildStep):
@@ -227,7 +240,8 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
             path = state_path(out_dir, self.target, self.variant)
             text = await self.read_worker_text(path)
             try:
-                self._state_docs[out_dir] = None if text is None else read_state(text, path)
+                self._state_docs[out_dir] = (None if text is None
+                                             else await self.off_reactor(read_state, text, path))
             except StateError as e:
                 self._state_docs[out_dir] = e
         return self._state_docs[out_dir]
@@ -260,6 +274,13 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         return summary
 
     # -- reading files back
+
+    async def off_reactor(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` in the reactor's thread pool: parsing or rendering a worker's file takes time
+        that grows with the file (seconds for a few MiB of results), which the reactor, answering
+        webhooks, workers and the UI, must not wait through."""
+        reactor = self.master.reactor
+        return await threads.deferToThreadPool(reactor, reactor.getThreadPool(), fn, *args)
 
     async def read_worker_text(self, path: str) -> str | None:
         """A worker file, bounded by its kind's size limit (``worker_files``): past it the step fails
@@ -404,10 +425,8 @@ class CollectResults(BsdkmStageStep):
         if text is None:
             return None
         try:
-            runs = from_json(text, f"{self.run_dir()}/results.json")
-            # Written on the worker, next to the PR's code: only this builder's pair is its result.
-            check_declared(runs, {(self.target, self.variant)}, f"{self.run_dir()}/results.json")
-            return runs
+            return await self.off_reactor(_parse_results, text, f"{self.run_dir()}/results.json",
+                                          (self.target, self.variant))
         except (ModelError, UndeclaredResults) as e:
             await self.addCompleteLog("results-error", str(e))
             return None
@@ -422,7 +441,7 @@ class CollectResults(BsdkmStageStep):
             self.setProperty(BENCHMARKS_PROPERTY, len(run.benchmarks), PROPERTY_SOURCE)
         # The whole results document, for the GitHub reporter's per-PR comment: a file on
         # the master, its path the property, so the build's properties stay small.
-        path = self.store_results(to_json(runs))
+        path = await self.off_reactor(lambda: self.store_results(to_json(runs)))
         if path:
             self.setProperty(RESULTS_PATH_PROPERTY, path, PROPERTY_SOURCE)
         await perf_history.provide(self, runs)  # the history window, for the gate on the worker
@@ -540,9 +559,8 @@ class Gate(BsdkmStageStep):
         if text is None:
             return None
         try:
-            runs = from_json(text, f"{self.run_dir()}/results.json")
-            report = summaries.markdown_from(runs, verdict)
-            html = summaries.html_from(runs, verdict)
+            runs, report, html = await self.off_reactor(_reports, text, f"{self.run_dir()}/results.json",
+                                                        verdict)
         except (ModelError, TypeError, ValueError, KeyError) as e:
             await self.addCompleteLog("report-error", f"cannot render the report: {e}")
             return None
