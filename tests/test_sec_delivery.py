@@ -8,7 +8,9 @@ from typing import Any
 from github_fake import payloads
 from twisted.internet import defer
 
+from buildbot_bsdkm.github.controller import act_on
 from buildbot_bsdkm.github.hook import BsdkmGitHubEventHandler
+from buildbot_bsdkm.github.inbox import Queued
 from buildbot_bsdkm.github.signature import sign
 from buildbot_bsdkm.github.store import MemoryStore
 
@@ -26,9 +28,16 @@ class Controller:
     async def first_delivery(self, delivery: str) -> bool:
         return await self.store.first_time(f"delivery:{delivery}")
 
-    async def on_pull_request(self, event: Any, received: float) -> Any:
+    async def on_pull_request(self, event: Any, received: float, **_: Any) -> Any:
         self.events.append("pull_request")
         return type("Outcome", (), {"action": "build", "reason": "test"})()
+
+    async def enqueue(self, event: str, delivery: str, once_keys: list[str], body: bytes,
+                      content_type: str | None, parsed: Any, received: float) -> Queued:
+        # What the real controller does with a queued event, acted on at once here.
+        item = Queued(1, event, delivery, tuple(once_keys), body, content_type, received)
+        await act_on(self, item, parsed)
+        return item
 
 
 class Request:

@@ -5,15 +5,21 @@ trigger rules (``trust.py``), coalesces duplicates (``coalesce.py``), supersedes
 PR's older heads, and creates the buildset directly (no Change, so the master's generic
 branch scheduler does not also build it and a per-variant retest builds only that variant).
 
-Each PR's events are handled one at a time, and what must survive a restart (approvals, the
-PR's unfinished buildsets, the deliveries and comments already acted on) is written to the
-master's database (``store.py``) before the webhook is answered.
+The hook answers GitHub as soon as an event is verified, parsed and written to the inbox
+(``inbox.py``); this service acts on it afterwards, so the answer never waits for the database.
+Each PR's events are acted on one at a time, in the order they arrived; a push whose PR has a
+newer head queued behind it builds nothing (that build would be superseded at once). What must
+survive a restart (approvals, the PR's unfinished buildsets, the deliveries and comments already
+acted on) is in the master's database (``store.py``), and an event answered but not acted on is in
+the inbox, acted on after the restart: a PR head with an unfinished buildset for the same builders
+is not built again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +42,17 @@ from ..contract import (
 from .bodylimit import install
 from .client import GitHubError
 from .coalesce import Coalescer
-from .events import CommentEvent, EventError, PullRequest, PullRequestEvent, pull_request_from
+from .events import (
+    CommentEvent,
+    EventError,
+    PullRequest,
+    PullRequestEvent,
+    parse_body,
+    parse_comment_event,
+    parse_pull_request_event,
+    pull_request_from,
+)
+from .inbox import Inbox, Queued
 from .publisher import Publisher
 from .settings import GitHubSettings
 from .store import BuildbotStateStore, StateStore
@@ -53,6 +69,8 @@ from .trust import (
 )
 
 SCHEDULER_NAME = "github-pr"
+QUEUED_EVENTS = ("pull_request", "issue_comment")  # acted on after the answer (the rest: before it)
+HEAD_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review")  # a PR event naming a new head
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,7 @@ class PullRequestBuilds(service.BuildbotService):
         builders: list[PrBuilder],
         publisher: Publisher,
         store: StateStore | None = None,
+        inbox: Inbox | None = None,
         **kw: Any,
     ):
         super().__init__(**kw)
@@ -92,6 +111,15 @@ class PullRequestBuilds(service.BuildbotService):
         self.builders = builders
         self.publisher = publisher
         self.store: StateStore | None = store  # None: the master's database, once running
+        self.inbox = inbox or Inbox(None)
+        self._queues: dict[tuple[str, int], deque[tuple[Queued, Any]]] = {}  # per PR, in arrival order
+        self._stopping = False
+        self._acted_heads: dict[tuple[str, int], set[str]] = {}  # heads whose PR events were acted on
+        # After a restart with events left: the PR buildsets already in the database, unfinished, by
+        # (repo, PR, head). A replayed event may have made one and been killed before its PR's
+        # record was saved.
+        self._unfinished: dict[tuple[str, int, str], list[int]] = {}
+        self._acted: dict[int, defer.Deferred[None]] = {}  # inbox seq -> fires once acted on
         self.approvals = ApprovalBook()
         self.coalescer = Coalescer()
         self.limiter = ReplyLimiter(window_seconds=settings.reply_window_s)
@@ -118,6 +146,18 @@ class PullRequestBuilds(service.BuildbotService):
         self._consumer = yield self.master.mq.startConsuming(
             self._buildset_complete, ("buildsets", None, "complete")
         )
+        self._stopping = False
+        self.publisher.outbox.start_writer(self.master.reactor)
+        left = self.inbox.start(self.master.reactor, time.monotonic())
+        if left:
+            log.msg(f"bsdkm github: acting on {len(left)} event(s) answered before the master stopped")
+            yield defer.ensureDeferred(self._find_unfinished())
+        for item in left:
+            try:
+                self._schedule(item, parse_queued(item))
+            except EventError as e:
+                log.msg(f"bsdkm github: inbox event {item.seq} ({item.event}) left out: {e}")
+                self.inbox.done(item.seq)
 
     def _limit_bodies(self, tries: int = 0) -> None:
         """Refuse oversized webhook bodies as they arrive (``bodylimit``), once the web site exists."""
@@ -129,11 +169,105 @@ class PullRequestBuilds(service.BuildbotService):
 
     @defer.inlineCallbacks
     def stopService(self) -> Any:
+        self._stopping = True  # what is still queued stays in the inbox for the next start
         if self._consumer is not None:
             yield self._consumer.stopConsuming()
             self._consumer = None
         yield defer.ensureDeferred(self.idle())
+        self.inbox.stop()
+        self.publisher.outbox.stop_writer()  # the reporter's last reports are written at once
         yield super().stopService()
+
+    # --- the queue ---------------------------------------------------------------------------
+
+    async def enqueue(self, event: str, delivery: str, once_keys: list[str], body: bytes,
+                      content_type: str | None, parsed: Any, received: float) -> Queued:
+        """Keep an accepted event (``parsed``: its ``PullRequestEvent`` or ``CommentEvent``) in the
+        inbox and queue it behind its PR's earlier events; returns once it is on disk."""
+        item = Queued(self.inbox.next_seq(), event, delivery, tuple(once_keys), body, content_type, received)
+        await self.inbox.put(item)
+        acted = self._schedule(item, parsed)
+        # An idle master answers after acting, as GitHub's delivery log then shows; a busy one does
+        # not keep GitHub waiting for the queue in front of the event.
+        timeout = self._reactor().callLater(self.settings.answer_within_s, acted.cancel)
+        try:
+            await acted
+        except defer.CancelledError:
+            pass
+        finally:
+            if timeout.active():
+                timeout.cancel()
+        return item
+
+    async def _find_unfinished(self) -> None:
+        try:
+            for bs in await self.master.db.buildsets.getBuildsets(complete=False):
+                props = await self.master.db.buildsets.getBuildsetProperties(bs.bsid)
+                repo, number, head = (props.get(name, (None,))[0]
+                                      for name in (PR_REPO_PROPERTY, PR_NUMBER_PROPERTY, PR_HEAD_PROPERTY))
+                if repo and number and head:
+                    key = (str(repo).lower(), int(number), str(head))
+                    self._unfinished.setdefault(key, []).append(bs.bsid)
+        except Exception as e:  # noqa: BLE001 - without it a replay may build a head again, never lose one
+            log.msg(f"bsdkm github: unfinished buildsets not read: {type(e).__name__}: {e}")
+
+    async def _adopt(self, pull: PullRequest, record: PrRecord) -> bool:
+        """A replayed event's head already has an unfinished buildset in the database: it goes into
+        the PR's record (a later push cancels it) and nothing is built again."""
+        bsids = self._unfinished.pop((pull.repo.lower(), pull.number, pull.head_sha), [])
+        contexts = {await self._builder_id(b.name): b.context for b in self.builders}
+        for bsid in bsids:
+            if str(bsid) in record.buildsets:
+                continue
+            rows = await self.master.db.buildrequests.getBuildRequests(bsid=bsid)
+            record.buildsets[str(bsid)] = {"head": pull.head_sha, "requests": {
+                str(_brid(r)): contexts.get(_builderid(r), "") for r in rows}}
+            self._buildsets[bsid] = (pull.repo, pull.number, pull.head_sha)
+        return bool(bsids)
+
+    def _reactor(self) -> Any:
+        if self.master is not None:
+            return self.master.reactor
+        from twisted.internet import reactor  # a controller used without a master (the Action's)
+
+        return reactor
+
+    def _schedule(self, item: Queued, parsed: Any) -> defer.Deferred[None]:
+        """Queue ``item``; the Deferred fires once it was acted on (cancelling it changes nothing)."""
+        acted: defer.Deferred[None] = defer.Deferred()
+        self._acted[item.seq] = acted
+        key = _queue_key(parsed)
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = deque()
+            queue.append((item, parsed))
+            self._in_background(self._drain(key, queue))
+        else:
+            queue.append((item, parsed))
+        return acted
+
+    async def _drain(self, key: tuple[str, int], queue: deque[tuple[Queued, Any]]) -> None:
+        try:
+            while queue and not self._stopping:
+                item, parsed = queue[0]
+                newer = [p for _, p in list(queue)[1:]]
+                try:
+                    superseded = _newer_head_queued(parsed, newer, self._acted_heads.get(key, set()))
+                    await act_on(self, item, parsed, superseded=superseded)
+                except Exception as e:  # noqa: BLE001 - one event's bug must not stop its PR's queue
+                    log.err(e, f"bsdkm github: delivery {item.delivery} ({item.event}) failed")
+                queue.popleft()
+                self._in_background(self.inbox.done(item.seq))
+                acted = self._acted.pop(item.seq, None)
+                if acted is not None and not acted.called:
+                    acted.callback(None)
+        finally:
+            if not queue and self._queues.get(key) is queue:
+                del self._queues[key]
+
+    @property
+    def queued(self) -> int:
+        return sum(len(q) for q in self._queues.values())
 
     # --- events ------------------------------------------------------------------------------
 
@@ -145,13 +279,18 @@ class PullRequestBuilds(service.BuildbotService):
         assert self.store is not None
         return await self.store.first_time(f"delivery:{delivery}")
 
-    async def on_pull_request(self, event: PullRequestEvent, received: float) -> Outcome:
-        async with self._pr(event.pull.repo, event.pull.number) as record:
-            return await self._on_pull_request(event, record, received)
+    async def on_pull_request(self, event: PullRequestEvent, received: float,
+                              superseded: bool = False, replayed: bool = False) -> Outcome:
+        """``superseded``: a newer head of the PR is queued behind this event, so it builds nothing,
+        and its record is saved with that event's (the inbox holds both until then)."""
+        async with self._pr(event.pull.repo, event.pull.number, save=not superseded) as record:
+            return await self._on_pull_request(event, record, received, superseded, replayed)
 
-    async def _on_pull_request(self, event: PullRequestEvent, record: PrRecord, received: float) -> Outcome:
+    async def _on_pull_request(self, event: PullRequestEvent, record: PrRecord, received: float,
+                               superseded: bool = False, replayed: bool = False) -> Outcome:
         pull = event.pull
-        if event.action in ("opened", "synchronize", "reopened", "ready_for_review"):
+        if event.action in HEAD_ACTIONS:
+            self._acted_heads.setdefault((pull.repo.lower(), pull.number), set()).add(pull.head_sha)
             # A retest of this head later must know whether someone untrusted pushed it.
             vetted = event_push_problem(event, self.settings.trust, self.approvals) is None
             self.approvals.saw_head(pull.repo, pull.number, pull.head_sha, pull.updated_at, vetted=vetted)
@@ -162,15 +301,19 @@ class PullRequestBuilds(service.BuildbotService):
             return Outcome(decision.action, decision.reason)
         if not decision.builds:
             return Outcome(decision.action, decision.reason)
-        return await self._build(pull, record, decision, None, received)
+        if superseded:
+            self._supersede(pull, record)
+            return Outcome("superseded", f"a newer head of PR #{pull.number} is queued behind this event")
+        return await self._build(pull, record, decision, None, received, replayed)
 
-    async def on_comment(self, event: CommentEvent, received: float) -> Outcome:
+    async def on_comment(self, event: CommentEvent, received: float, replayed: bool = False) -> Outcome:
+        """``replayed``: read back from the inbox after a restart, maybe acted on already in part."""
         trigger = parse_comment(event.body, self.settings.triggers)
         if event.action != "created" or not event.is_pull_request or trigger is None:
             decision = decide_comment(event, trigger, None, self.settings.trust, self.approvals)
             return Outcome(decision.action, decision.reason)
         assert self.store is not None
-        if not await self.store.first_time(f"comment:{event.comment_id}"):
+        if not await self.store.first_time(f"comment:{event.comment_id}") and not replayed:
             return Outcome("duplicate", f"comment {event.comment_id} was acted on before")
         async with self._pr(event.repo, event.issue_number) as record:
             pull = await self._fetch_pull(event.repo, event.issue_number)
@@ -184,10 +327,10 @@ class PullRequestBuilds(service.BuildbotService):
                 return Outcome(decision.action, decision.reason)
             if decision.approve_head:
                 self.approvals.approve(pull.repo, pull.number, pull.head_sha)
-            return await self._build(pull, record, decision, decision.trigger, received)
+            return await self._build(pull, record, decision, decision.trigger, received, replayed)
 
     @contextlib.asynccontextmanager
-    async def _pr(self, repo: str, number: int) -> AsyncIterator[PrRecord]:
+    async def _pr(self, repo: str, number: int, save: bool = True) -> AsyncIterator[PrRecord]:
         """The PR's record, read from the store the first time; events of one PR run one at a time."""
         key = (repo, number)
         lock = self._pr_locks.setdefault(key, defer.DeferredLock())
@@ -203,7 +346,7 @@ class PullRequestBuilds(service.BuildbotService):
             record = self.approvals.record(repo, number)
             before = record.to_doc()
             yield record
-            if record.to_doc() != before:
+            if save and record.to_doc() != before:
                 assert self.store is not None
                 await self.store.save(_store_key(repo, number), record.to_doc())
         finally:
@@ -234,16 +377,22 @@ class PullRequestBuilds(service.BuildbotService):
         decision: TrustDecision,
         trigger: Trigger | None,
         received: float,
+        replayed: bool = False,
     ) -> Outcome:
         chosen = self._selected(trigger)
         if not chosen:
             return Outcome("ignore", "no configured builder matches the request")
         scope = tuple(sorted(b.name for b in chosen))
         self._supersede(pull, record)
+        pending = f"a build of PR #{pull.number} head {pull.head_sha[:12]} is already pending"
+        if replayed and await self._adopt(pull, record):
+            return Outcome("coalesced", pending)
+        if _unfinished_for(record, pull.head_sha, {b.context for b in chosen}):
+            # The record outlives a restart, the coalescer does not: an event acted on again after
+            # one (or redelivered under a new id) finds the buildset it made.
+            return Outcome("coalesced", pending)
         if not self.coalescer.claim(pull.repo, pull.number, pull.head_sha, scope, time.monotonic()):
-            return Outcome(
-                "coalesced", f"a build of PR #{pull.number} head {pull.head_sha[:12]} is already pending"
-            )
+            return Outcome("coalesced", pending)
         bsid = await self._add_buildset(pull, record, chosen, decision.reason, decision.author_trusted)
         latency = (time.monotonic() - received) * 1000.0
         self.latencies_ms.append(latency)
@@ -395,12 +544,71 @@ class PullRequestBuilds(service.BuildbotService):
             await defer.DeferredList(list(self._background))
 
 
+def parse_queued(item: Queued) -> Any:
+    """The event of an inbox entry, parsed as the hook parsed it (``EventError`` if it is not one)."""
+    payload = parse_body(item.body, item.content_type)
+    if item.event == "pull_request":
+        return parse_pull_request_event(payload)
+    if item.event == "issue_comment":
+        return parse_comment_event(payload)
+    raise EventError(f"event '{item.event}' is not queued")
+
+
+async def act_on(controller: Any, item: Queued, parsed: Any, *, superseded: bool = False) -> Outcome | None:
+    """One queued event: acted on once per delivery (``once_keys``), then by its kind.
+
+    A replayed event (read back after a restart) may have been marked handled just before the
+    master stopped, before its buildset was made: it is acted on again, and the PR's record, not
+    the mark, keeps it from building twice.
+    """
+    for key in item.once_keys:
+        first = await controller.first_delivery(key)
+        if not first and not item.replayed:
+            log.msg(f"bsdkm github: delivery {item.delivery} ({item.event}) was handled before: ignored")
+            return None
+    if item.event == "pull_request":
+        outcome = await controller.on_pull_request(parsed, item.received, superseded=superseded,
+                                                   replayed=item.replayed)
+    else:
+        outcome = await controller.on_comment(parsed, item.received, replayed=item.replayed)
+    log.msg(f"bsdkm github: delivery {item.delivery} ({item.event}): {outcome.action}: {outcome.reason}")
+    return outcome
+
+
+def _queue_key(parsed: Any) -> tuple[str, int]:
+    if isinstance(parsed, PullRequestEvent):
+        return (parsed.pull.repo.lower(), parsed.pull.number)
+    return (str(parsed.repo).lower(), int(parsed.issue_number))
+
+
+def _newer_head_queued(parsed: Any, later: list[Any], acted: set[str]) -> bool:
+    """Whether a PR event naming a newer head of the same PR waits behind ``parsed``: one that will
+    build or wait for approval, either of which supersedes this head's build. A head whose events
+    were acted on already is an older one (a late or redelivered event), and a draft builds nothing."""
+    if not isinstance(parsed, PullRequestEvent) or parsed.action not in HEAD_ACTIONS:
+        return False
+    return any(isinstance(p, PullRequestEvent) and p.action in HEAD_ACTIONS and not p.pull.draft
+               and p.pull.head_sha != parsed.pull.head_sha and p.pull.head_sha not in acted for p in later)
+
+
+def _unfinished_for(record: PrRecord, head: str, contexts: set[str]) -> bool:
+    """Whether ``record`` holds an unfinished buildset of ``head`` for exactly these contexts."""
+    for entry in record.buildsets.values():
+        if entry.get("head") == head and set((entry.get("requests") or {}).values()) == contexts:
+            return True
+    return False
+
+
 def _store_key(repo: str, number: int) -> str:
     return f"pr:{repo.lower()}#{number}"
 
 
 def _brid(row: Any) -> int:
     return int(row["buildrequestid"] if isinstance(row, dict) else row.buildrequestid)
+
+
+def _builderid(row: Any) -> int:
+    return int(row["builderid"] if isinstance(row, dict) else row.builderid)
 
 
 def _complete(row: Any) -> bool:

@@ -2,9 +2,11 @@
 
 Buildbot's stock ``GitHubEventHandler`` checks only ``X-Hub-Signature`` (SHA-1) and only when
 a signature is sent. This subclass refuses unsigned, mis-signed, malformed and oversized
-requests before parsing the body. Buildbot's change-hook resource answers every refusal
-(a ValueError) with HTTP 400 and our message as the reason; the log line names the
-delivery and the reason, never the secret.
+requests before parsing the body. A pull-request or comment event is answered once it is
+verified, parsed and in the controller's inbox: the trust rules, the database and the buildsets
+come after the answer, so GitHub's delivery never waits for them. Buildbot's change-hook
+resource answers every refusal (a ValueError) with HTTP 400 and our message as the reason; the
+log line names the delivery and the reason, never the secret.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from buildbot.www.hooks.github import GitHubEventHandler
 from twisted.internet import defer
 from twisted.python import log
 
+from .controller import QUEUED_EVENTS
 from .events import EventError, parse_body, parse_comment_event, parse_pull_request_event
 from .signature import DEFAULT_MAX_BODY_BYTES, SIGNATURE_HEADER, SignatureError, check_size, verify_signature
 
@@ -116,6 +119,18 @@ class BsdkmGitHubEventHandler(GitHubEventHandler):
             self.refused += 1
             log.msg(f"bsdkm github: refused delivery {delivery} ({event}): repository {repo!r} is not served")
             raise WebhookRefused(f"refused: repository {repo!r} is not one this CI serves")
+        if event in QUEUED_EVENTS:
+            try:
+                parsed = (parse_pull_request_event(payload) if event == "pull_request"
+                          else parse_comment_event(payload))
+            except EventError as e:
+                self.refused += 1
+                log.msg(f"bsdkm github: refused delivery {delivery} ({event}): {e}")
+                raise WebhookRefused(f"refused: {e}") from None
+            yield defer.ensureDeferred(self.controller.enqueue(
+                event, delivery, _once_keys(event, delivery, body), body,
+                _header(request, "Content-Type"), parsed, received))
+            return [], "git"
         for key in _once_keys(event, delivery, body):
             first = yield defer.ensureDeferred(self.controller.first_delivery(key))
             if not first:
@@ -129,11 +144,7 @@ class BsdkmGitHubEventHandler(GitHubEventHandler):
         self, event: str, delivery: str, payload: dict[str, Any], received: float
     ) -> tuple[list[dict[str, Any]], str]:
         try:
-            if event == "pull_request":
-                outcome = await self.controller.on_pull_request(parse_pull_request_event(payload), received)
-            elif event == "issue_comment":
-                outcome = await self.controller.on_comment(parse_comment_event(payload), received)
-            elif event == "ping":
+            if event == "ping":
                 return [], "git"
             elif event == "push":
                 return await defer.maybeDeferred(self.handle_push, payload, event)
@@ -143,5 +154,3 @@ class BsdkmGitHubEventHandler(GitHubEventHandler):
         except EventError as e:
             log.msg(f"bsdkm github: refused delivery {delivery} ({event}): {e}")
             raise WebhookRefused(f"refused: {e}") from None
-        log.msg(f"bsdkm github: delivery {delivery} ({event}): {outcome.action}: {outcome.reason}")
-        return [], "git"

@@ -74,11 +74,13 @@ class Publisher:
 
     async def _deliver(self, delivery: Delivery) -> bool:
         key = delivery.key
-        self.outbox.keep(delivery)  # write-ahead: a crash from here on re-sends it after the restart
+        saved = self.outbox.keep(delivery)
         self._latest[key] = delivery
         lock = self._slot_locks.setdefault(key, defer.DeferredLock())
         await lock.acquire()
         try:
+            if saved is not None:
+                await saved  # write-ahead: a crash from here on re-sends it after the restart
             if self._latest.get(key) is not delivery:
                 self.superseded += 1  # a newer report for this slot is queued behind us
                 return True

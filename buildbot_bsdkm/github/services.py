@@ -25,6 +25,7 @@ from .bodylimit import install_for_buildbot
 from .client import GitHubClient
 from .controller import PrBuilder, PullRequestBuilds
 from .hook import BsdkmGitHubEventHandler
+from .inbox import INBOX_FILE, Inbox
 from .outbox import Outbox
 from .publisher import Publisher
 from .reporters import GitHubPrReporter
@@ -81,7 +82,9 @@ def github_services(
     publisher = Publisher(
         GitHubClient(settings.api_url, settings.auth()), Outbox(outbox_path), bot_login=settings.bot_login
     )
-    controller = PullRequestBuilds(settings, builders, publisher)
+    # Beside the outbox: events answered and not yet acted on (inbox.py).
+    inbox = Inbox(outbox_path.with_name(INBOX_FILE))
+    controller = PullRequestBuilds(settings, builders, publisher, inbox=inbox)
     reporter = GitHubPrReporter(
         publisher,
         builders,

@@ -50,6 +50,7 @@ KNOWN_KEYS = frozenset(
         "outbox",
         "reply_window_s",
         "resend_interval_s",
+        "answer_within_s",
         "statuses",
         "comment",
         "dialect",
@@ -93,6 +94,9 @@ class GitHubSettings:
     outbox: str = "github-outbox.json"
     reply_window_s: float = 3600.0
     resend_interval_s: float = 60.0
+    # The hook answers once the event is acted on or this long after it is in the inbox, whichever
+    # comes first: GitHub gives up on a delivery after 10 s.
+    answer_within_s: float = 0.5
     statuses: bool = True
     comment: bool = True
     dialect: str = "github"
@@ -260,6 +264,7 @@ def parse_settings(
         outbox=str(section.get("outbox", "github-outbox.json")),
         reply_window_s=_number(section, "reply_window_s", 3600.0),
         resend_interval_s=_number(section, "resend_interval_s", 60.0),
+        answer_within_s=_number(section, "answer_within_s", 0.5),
         statuses=_flag(section, "statuses", True),
         comment=_flag(section, "comment", True),
         dialect=str(section.get("dialect", "github")),
