@@ -10,10 +10,11 @@ files arrive.
 * a PR report rendered every ``render_every_s`` exactly as the GitHub reporter renders one
   (``render.Renderer`` in a thread, one at a time): the comment and the status of a build whose
   FreeBSD panic line is 1500 dashes, the input that took the signature's patterns seconds;
-* a worker file read every ``read_every_s``: ``read_mib`` MiB of console text in 64 KiB chunks
-  through Buildbot's ``StringFileWriter`` (what ``getFileContentFromWorker`` writes into), one chunk
-  per reactor turn as the worker's messages would arrive; then a results document of
-  ``results_tests`` self-tests parsed on the reactor, as the Gate step does with ``results.json``.
+* a worker file read every ``read_every_s``: ``read_mib`` MiB of console text in 32 KiB chunks
+  through the steps' ``worker_files.BoundedStringWriter``, one chunk per reactor turn as the
+  worker's messages would arrive; then a results document of ``results_tests`` self-tests (about
+  3 MiB) parsed and its report rendered in the reactor's thread pool, as the Collect and Gate steps
+  do with ``results.json``.
 
 The figures go to ``out`` (JSON) every second and when the master stops.
 """
@@ -25,7 +26,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from buildbot.process.remotetransfer import StringFileWriter
 from buildbot.util import service
 from twisted.internet import defer, task, threads
 
@@ -54,11 +54,11 @@ class ReactorProbe(service.BuildbotService):
     name = "bsdkm-bench-probe"
 
     def checkConfig(self, out: str, render_every_s: float = 2.0, read_every_s: float = 5.0,
-                    read_mib: float = 8.0, results_tests: int = 100) -> None:
+                    read_mib: float = 8.0, results_tests: int = 20000) -> None:
         pass
 
     def reconfigService(self, out: str, render_every_s: float = 2.0, read_every_s: float = 5.0,
-                        read_mib: float = 8.0, results_tests: int = 100) -> defer.Deferred[None]:
+                        read_mib: float = 8.0, results_tests: int = 20000) -> defer.Deferred[None]:
         self.out = Path(out)
         self.render_every_s, self.read_every_s, self.read_mib = render_every_s, read_every_s, read_mib
         self.results_tests = results_tests
@@ -115,9 +115,12 @@ class ReactorProbe(service.BuildbotService):
     def _read(self) -> defer.Deferred[None]:
         from twisted.internet import reactor as default_reactor
 
+        from buildbot_bsdkm.buildbot.steps import _reports
+        from buildbot_bsdkm.buildbot.worker_files import BLOCK, BoundedStringWriter
+
         reactor = self.master.reactor or default_reactor
-        writer = StringFileWriter()
-        data, chunk = self.payload, 64 * 1024
+        writer = BoundedStringWriter(64 * 1024 * 1024)
+        data, chunk = self.payload, BLOCK
         done: defer.Deferred[None] = defer.Deferred()
         started = time.monotonic()
 
@@ -127,14 +130,18 @@ class ReactorProbe(service.BuildbotService):
                 reactor.callLater(0, step, at + chunk)
                 return
             writer.remote_close()
-            # the Gate step's next move: the results decoded and parsed
-            from buildbot_bsdkm.model import from_json
+            text = writer.buffer
+            # the Gate step's next move: the results parsed and the report rendered, off the reactor
+            parsed = threads.deferToThreadPool(reactor, reactor.getThreadPool(), _reports,
+                                               self.results, "results.json", {"passed": True, "checks": []})
 
-            from_json(self.results, "results.json")
-            self.stats["reads"] += 1
-            self.stats["read_bytes"] += len(data)
-            self.stats["read_s"].append(time.monotonic() - started)
-            done.callback(None)
+            def finished(_: Any) -> None:
+                self.stats["reads"] += 1
+                self.stats["read_bytes"] += len(text)
+                self.stats["read_s"].append(time.monotonic() - started)
+                done.callback(None)
+
+            parsed.addBoth(finished)
 
         step(0)
         return done

@@ -14,10 +14,13 @@ renders them and worker file transfers going on during the load, and a 10 ms rea
 gaps (``reactor``) say how long the reactor was busy with something else.
 
 Checked afterwards, from the master's REST API:
-* none lost: every delivery answered 2xx, and every PR's last head has a buildset;
+* none lost: every delivery answered 2xx, and every PR's last head has a buildset (waited for
+  after the load, up to ``DRAIN_LIMIT_S``: ``drained_s`` is how long after the last answer);
 * none double-built: no (PR, head) has more than one buildset.
-Latency: from sending a webhook to its answer; the hook answers after the buildset and its
-build requests are in the database, so for a building event this is hook-to-build-request.
+Latency: from sending a webhook to its answer. The hook answers once the event is verified and in
+the master's inbox; the buildsets come after, and how far behind they run is ``drained_s``.
+``--profile FILE`` adds ``bench/master_profile.py``: the reactor thread's profile and the time of
+each database operation.
 """
 
 from __future__ import annotations
@@ -47,31 +50,44 @@ from github_fake import payloads  # noqa: E402
 from github_fake.master import Master, sign, write_config  # noqa: E402
 from github_fake.master import control as master_control  # noqa: E402
 
-PROBE_CFG = """# bench/webhook_load.py --busy: the real master.cfg, then bench/master_probe.py's service
+BENCH_CFG = """# bench/webhook_load.py: the real master.cfg, then the bench's own services
 import sys
 exec(compile(open({real!r}).read(), {real!r}, "exec"))
 sys.path.insert(0, {bench!r})
-from master_probe import ReactorProbe
-BuildmasterConfig.setdefault("services", []).append(ReactorProbe(out={out!r}))
+{services}
 """
+PROBE_SERVICE = """from master_probe import ReactorProbe
+BuildmasterConfig.setdefault("services", []).append(ReactorProbe(out={out!r}))"""
+PROFILE_SERVICE = """from master_profile import ReactorProfile
+BuildmasterConfig.setdefault("services", []).append(ReactorProfile(out={out!r}))"""
 
 
-def with_probe(out: Path) -> None:
-    """Make the next master ``control.create`` lays out load bench/master_probe.py too."""
+def with_services(probe: Path | None = None, profile: Path | None = None) -> None:
+    """Make the next master ``control.create`` lays out load bench/master_probe.py (figures to
+    ``probe``) and bench/master_profile.py (a reactor profile to ``profile``) too."""
     plain = master_control.create
+    lines = ([PROBE_SERVICE.format(out=str(probe))] if probe else []) + (
+        [PROFILE_SERVICE.format(out=str(profile))] if profile else [])
+    if not lines:
+        return
 
     def create(layout: Any, **kwargs: Any) -> Any:
         got = plain(layout, **kwargs)
         cfg = layout.master / "master.cfg"
         real = str(cfg.resolve())
         cfg.unlink()
-        cfg.write_text(PROBE_CFG.format(real=real, bench=str(ROOT / "bench"), out=str(out)), encoding="utf-8")
+        cfg.write_text(BENCH_CFG.format(real=real, bench=str(ROOT / "bench"), services="\n".join(lines)),
+                       encoding="utf-8")
         return got
 
     master_control.create = create
 from github_fake.server import FakeGitHub  # noqa: E402
 
+from buildbot_bsdkm.github.inbox import INBOX_FILE, read_journal  # noqa: E402
+from buildbot_bsdkm.github.settings import GitHubSettings  # noqa: E402
+
 TARGET_P99_S = 1.0
+ANSWER_WITHIN_S = GitHubSettings.answer_within_s  # the master's default, not the tests' helper's
 
 
 class RemoteGitHub:
@@ -131,11 +147,12 @@ class LoadResult:
     latency_p50_s: float
     latency_p99_s: float
     latency_max_s: float
-    build_latency_p99_s: float
+    build_latency_p99_s: float  # the answer's latency of the pushes (those that build)
     achieved_rate: float
     offered_rate: float = 0.0
     send_lag_max_s: float = 0.0  # the client's own lateness against the schedule
     reactor: dict[str, Any] | None = None  # bench/master_probe.py's figures (--busy)
+    drained_s: float = 0.0  # after the last answer, until every PR's newest head had its buildset
     latencies: list[float] = field(default_factory=list, repr=False)
 
     @property
@@ -213,9 +230,34 @@ async def _deliver(hook_url: str, event: str, payload: dict[str, Any]) -> int:
         "X-Hub-Signature-256": sign(body)})
 
 
+def _built(master: Master) -> Counter[tuple[int, str]]:
+    """Buildsets per (PR, head) of the load's PRs, from the master's REST API."""
+    built: Counter[tuple[int, str]] = Counter()
+    for attempt in range(10):  # the master may still be busy with the tail of the load
+        try:
+            buildsets = master.rest.get("buildsets")
+            break
+        except requests.RequestException:
+            if attempt == 9:
+                raise
+            time.sleep(10)
+    for bs in buildsets:
+        for stamp in bs.get("sourcestamps") or []:
+            branch = stamp.get("branch") or ""
+            if branch.startswith("refs/pull/"):
+                built[(int(branch.split("/")[2]), stamp["revision"])] += 1
+    return Counter({k: v for k, v in built.items() if k[0] >= FIRST_PR})
+
+
+DRAIN_LIMIT_S = 600.0
+
+
 def run_load(
-    master: Master, github: FakeGitHub | RemoteGitHub, rate: float, duration: float, prs: int
+    master: Master, github: FakeGitHub | RemoteGitHub, rate: float, duration: float, prs: int,
+    drain_limit_s: float = DRAIN_LIMIT_S, after_answers: Any = None,
 ) -> LoadResult:
+    """``after_answers``: called once every delivery was answered, before waiting for the buildsets
+    (the suite's test kills and restarts the master there)."""
     events = schedule(rate, duration, prs)
     latencies: list[float] = [0.0] * len(events)
     statuses: list[int | str] = [0] * len(events)
@@ -245,30 +287,29 @@ def run_load(
         return start, asyncio.get_running_loop().time()
 
     start, finished = asyncio.run(all_of())
+    if after_answers is not None:
+        after_answers()
     offered_over = max(sent_at) - min(x for x in sent_at if x) if any(sent_at) else 0.0
 
     failed = [
         f"{events[i].kind} #{events[i].number}: {s}" for i, s in enumerate(statuses) if s not in (200, 202)
     ]
-    built: Counter[tuple[int, str]] = Counter()
-    for attempt in range(10):  # the master may still be busy with the tail of the load
-        try:
-            buildsets = master.rest.get("buildsets")
-            break
-        except requests.RequestException:
-            if attempt == 9:
-                raise
-            time.sleep(10)
-    for bs in buildsets:
-        for stamp in bs.get("sourcestamps") or []:
-            branch = stamp.get("branch") or ""
-            if branch.startswith("refs/pull/"):
-                built[(int(branch.split("/")[2]), stamp["revision"])] += 1
-    ours = {k: v for k, v in built.items() if k[0] >= FIRST_PR}
     last_head: dict[int, str] = {}
     for e in events:
         if e.kind == "push":
             last_head[e.number] = e.head
+    # The hook answers before the master acts on an event: wait until every PR's newest head has
+    # its buildset (or the drain limit), and say how long that took after the last answer.
+    answered_at = time.monotonic()
+    deadline = answered_at + drain_limit_s
+    # The inbox journal says what is still to act on; asking the REST API for every buildset each
+    # second would itself load the master's database.
+    journal = master.layout.master / INBOX_FILE
+    while time.monotonic() < deadline and (not journal.exists() or read_journal(journal, 0.0)):
+        time.sleep(1.0)
+    drained_s = time.monotonic() - answered_at
+    time.sleep(1.0)  # the last event's buildset follows its last database write
+    ours = _built(master)
     ok_latencies = sorted(x for x in latencies if x != float("inf")) or [float("inf")]
     building = sorted(latencies[i] for i, e in enumerate(events) if e.kind == "push")
     return LoadResult(
@@ -289,6 +330,7 @@ def run_load(
         achieved_rate=len(events) / (finished - start),
         offered_rate=(len(events) - 1) / offered_over if offered_over > 0 else 0.0,
         send_lag_max_s=max(lags),
+        drained_s=drained_s,
         latencies=latencies,
     )
 
@@ -304,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master-log", type=Path, help="keep the master's twistd.log here")
     parser.add_argument("--busy", action="store_true",
                         help="reports rendering and worker file transfers during the load; reactor gaps")
+    parser.add_argument("--profile", type=Path, help="cProfile the master's reactor thread into this file")
     args = parser.parse_args(argv)
     # Every delivery waits on a connection of its own: a slow master holds thousands open at once
     # (here and in the master, which inherits the limit).
@@ -313,11 +356,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bsdkm-webhook-load-") as tmp:
         base = Path(tmp)
         probe = base / "probe.json"
-        if args.busy:
-            with_probe(probe)
+        with_services(probe if args.busy else None, args.profile.resolve() if args.profile else None)
         master = Master(base, github)  # type: ignore[arg-type]
         try:
-            master.start(write_config(base / "bsdkm.yml", github.url), with_worker=False)  # type: ignore[arg-type]
+            config = write_config(base / "bsdkm.yml", github.url, answer_within_s=ANSWER_WITHIN_S)
+            master.start(config, with_worker=False)  # type: ignore[arg-type]
             if args.busy:
                 time.sleep(5)  # the probe's first report renders (the renderer's child starts)
             result = run_load(master, github, args.rate, args.duration, args.prs)
