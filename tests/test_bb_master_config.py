@@ -21,6 +21,7 @@ from buildbot_bsdkm.buildbot.master_config import (
     load_master_settings,
 )
 from buildbot_bsdkm.buildbot.retrying_build import BoundedRetryBuild
+from buildbot_bsdkm.buildbot.worker_config import work_steps
 from buildbot_bsdkm.buildbot.workers import WorkerConfigError, parse_workers
 from buildbot_bsdkm.config.bsdkm_yml import load_config, parse_config
 
@@ -49,7 +50,7 @@ def test_one_builder_per_target_and_variant_of_the_repository_config():
     for b in stage_builders:
         assert b.workernames == ["local"]
         assert b.factory.buildClass is BoundedRetryBuild
-        assert [s.step_class for s in b.factory.steps] == list(steps.STAGE_STEPS)
+        assert [s.step_class for s in work_steps(b.factory)] == list(steps.STAGE_STEPS)
         assert b.factory.retry_settings.max_infra_retries == cfg.retry.max_infra_retries
 
 

@@ -15,6 +15,7 @@ from twisted.trial import unittest
 
 from buildbot_bsdkm.buildbot import candidate as release
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
+from buildbot_bsdkm.buildbot.worker_config import work_steps
 from buildbot_bsdkm.buildbot.worker_files import limit_for
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
 
@@ -79,7 +80,7 @@ def test_one_release_builder_per_freebsd_release_with_a_worker(monkeypatch):
     assert "release/freebsd-13.5" not in names  # no worker: the report lists it "not covered"
     assert names["release/linux"] == ["local"]  # fbsd143 cannot run the Linux module in QEMU
     step = buildmaster_config(cfg, LOCAL)["builders"]
-    fb = next(b for b in step if b.name == "release/freebsd-14.3").factory.steps[0]
+    fb = work_steps(next(b for b in step if b.name == "release/freebsd-14.3").factory)[0]
     assert fb.kwargs["targets"] == ("freebsd-kmod",) and fb.kwargs["freebsd_release"] == "14.3"
 
 

@@ -18,6 +18,7 @@ from buildbot_bsdkm import contract
 from buildbot_bsdkm.bisection.trigger import BisectRequest
 from buildbot_bsdkm.buildbot import bisect as bb
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
+from buildbot_bsdkm.buildbot.worker_config import work_steps
 from buildbot_bsdkm.buildbot.worker_files import limit_for
 from buildbot_bsdkm.config.bsdkm_yml import load_config
 
@@ -34,7 +35,7 @@ def test_the_master_has_a_bisect_builder_its_triggerable_and_the_service() -> No
     c = buildmaster_config(load_config(ROOT / "bsdkm.yml"), LOCAL)
     [builder] = [b for b in c["builders"] if b.name == bb.BUILDER]
     assert builder.workernames == ["local"]
-    assert [s.step_class for s in builder.factory.steps] == [bb.BsdkmBisect]  # no github: no comment step
+    assert [s.step_class for s in work_steps(builder.factory)] == [bb.BsdkmBisect]  # no github: no comment
     [sched] = [s for s in c["schedulers"] if s.name == bb.SCHEDULER]
     assert sched.builderNames == [bb.BUILDER]
     assert any(isinstance(s, bb.BisectOnNewSignatures) for s in c["services"])
@@ -199,8 +200,8 @@ def test_with_a_github_section_the_culprit_gets_a_commit_comment_step(monkeypatc
     text = (ROOT / "bsdkm.yml").read_text().replace("github: {}", "github: {repo: wolfSSL/wolfssl}")
     c = buildmaster_config(parse_config(text, "bsdkm.yml", ROOT), LOCAL)
     [builder] = [b for b in c["builders"] if b.name == bb.BUILDER]
-    assert [s.step_class for s in builder.factory.steps] == [bb.BsdkmBisect, bb.BsdkmBisectComment]
-    assert builder.factory.steps[1].kwargs["repo"] == "wolfSSL/wolfssl"
+    assert [s.step_class for s in work_steps(builder.factory)] == [bb.BsdkmBisect, bb.BsdkmBisectComment]
+    assert work_steps(builder.factory)[1].kwargs["repo"] == "wolfSSL/wolfssl"
 
 
 class TestRegressionTrigger(TestReactorMixin, unittest.TestCase):

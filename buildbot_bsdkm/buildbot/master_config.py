@@ -31,6 +31,7 @@ from . import candidate
 from . import steps as bsdkm_steps
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
 from .trust_levels import warn_without_levels
+from .worker_config import WorkerCopy, send_config_first, worker_copy
 from .workers import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, resolve_env_password
 from .www_perf import apply_perf_dashboard
 from .www_security import apply_www_security
@@ -161,9 +162,16 @@ def stage_time_limit(config: Config, stage: str) -> float:
     return config.timeout(stage)
 
 
-def build_factory(config: Config, target: str, variant: str, settings: MasterSettings) -> BsdkmBuildFactory:
+def worker_config_path(settings: MasterSettings, copy: WorkerCopy | None) -> Any:
+    """The ``--config`` of the workers' commands: the worker's own ``bsdkm_config`` property when it
+    has one, else the master's file as each build receives it (``worker_config``)."""
+    return util.Property(CONFIG_PROPERTY, default=settings.config_path or (copy.config_path if copy else ""))
+
+
+def build_factory(config: Config, target: str, variant: str, settings: MasterSettings,
+                  copy: WorkerCopy | None = None) -> BsdkmBuildFactory:
     factory = BsdkmBuildFactory(retry_settings=RetrySettings.from_config(config.retry))
-    config_path = util.Property(CONFIG_PROPERTY, default=settings.config_path or "")
+    config_path = worker_config_path(settings, copy)
     for step_class in bsdkm_steps.STAGE_STEPS:
         limit = stage_time_limit(config, step_class.stage)
         factory.addStep(step_class(
@@ -175,7 +183,7 @@ def build_factory(config: Config, target: str, variant: str, settings: MasterSet
 
 
 def make_builders(
-    config: Config, specs: list[WorkerSpec], settings: MasterSettings
+    config: Config, specs: list[WorkerSpec], settings: MasterSettings, copy: WorkerCopy | None = None
 ) -> tuple[list[Any], list[str]]:
     """Builders, and the (target/variant) pairs no configured worker can run."""
     builders, orphans = [], []
@@ -188,7 +196,7 @@ def make_builders(
         builders.append(util.BuilderConfig(
             name=name,
             workernames=names,
-            factory=build_factory(config, target, variant, settings),
+            factory=build_factory(config, target, variant, settings, copy),
             tags=[target, variant],
             collapseRequests=False,  # each change keeps its own status
             canStartBuild=can_start_build,
@@ -233,7 +241,8 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     """The whole ``BuildmasterConfig`` dictionary."""
     specs = worker_specs(config, settings)
     remote = [s for s in specs if s.name not in settings.local_workers]
-    builders, orphans = make_builders(config, specs, settings)
+    copy = worker_copy(config.path) if config.path is not None and config.path.is_file() else None
+    builders, orphans = make_builders(config, specs, settings, copy)
     if not builders:
         raise WorkerConfigError(f"no worker can run any of: {', '.join(orphans)}")
     names = [b.name for b in builders]
@@ -266,9 +275,12 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     apply_github(c, config, settings, names, github)
     apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel
     apply_perf_dashboard(c)  # the perf history page; it asks the authz just set who may read it
-    config_path = util.Property(CONFIG_PROPERTY, default=settings.config_path or "")
+    config_path = worker_config_path(settings, copy)
     candidate.apply_release(c, config, specs, config_path, settings.bsdkm_ci)
     bisect_builder.apply_bisect(c, config, specs, config_path, settings.bsdkm_ci, github)
+    if copy is not None:
+        for builder in c["builders"]:
+            send_config_first(builder.factory, copy)
     return c
 
 

@@ -34,6 +34,8 @@ from buildbot_bsdkm.buildbot.control import (
     stop_master,
     worker_process,
 )
+from buildbot_bsdkm.buildbot.worker_config import CONFIG_DIR, CONFIG_NAME
+from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.model import from_json
 
 pytestmark = pytest.mark.slow
@@ -161,7 +163,14 @@ def test_userspace_build_through_every_step_reads_back_through_rest(cluster: Clu
     assert len(builds) == 1, [b["state_string"] for b in builds]
     build = builds[0]
     steps = step_summary(cluster, build["buildid"])
-    assert [s[0] for s in steps] == ["worker_preparation", *STAGES], steps
+    # the master's bsdkm.yml goes to the worker first: the stages read that copy
+    sent = [s[0] for s in steps if s[0].startswith("config ")]
+    assert sent and "config bsdkm.yml" in sent and all(s[1] == SUCCESS for s in steps if s[0] in sent)
+    assert [s[0] for s in steps if s[0] not in sent] == ["worker_preparation", *STAGES], steps
+    build_dir = cluster.layout.worker(props["workername"]) / BUILDER_DIR / "build"
+    worker_copy = build_dir / CONFIG_DIR / CONFIG_NAME
+    master_config = load_config(cluster.layout.settings()["config_path"])
+    assert load_config(worker_copy).variants == master_config.variants
     assert build["results"] == SUCCESS, steps
 
     # What the worker wrote, read straight from its disk, is what Buildbot's test-result API holds.
