@@ -48,6 +48,8 @@ def test_the_copy_carries_the_files_it_names_and_drops_the_masters_own_folders(t
     assert [(k.id, k.signatures) for k in got.known_issues.entries] == [("aes-gcm", ("selftest:AES-GCM",))]
     assert got.variants == master.variants
     assert got.cache_dir is None and master.cache_dir == tmp_path / "here-only"
+    assert not got.workers and master.workers  # nor who the workers are, nor GitHub's or the UI's settings
+    assert "far:" not in copy.files["bsdkm.yml"] and "FAR_PW" not in copy.files["bsdkm.yml"]
 
 
 def test_every_builder_first_writes_the_masters_config_and_its_stages_read_it(tmp_path: Path) -> None:

@@ -3,8 +3,8 @@
 A worker on another machine has no copy of the master's configuration, and the one packaged with
 bsdkm-ci there is not what the maintainer edited. So each build first writes the master's file, and
 the files it names by a relative path (the policy, the known-issues list), into ``CONFIG_DIR`` in the
-build's directory, and the stages read that copy. A worker property ``bsdkm_config`` naming a file on
-the worker still wins: an operator who set one meant it.
+build's directory, without the master's own settings, and the stages read that copy. A worker
+property ``bsdkm_config`` naming a file on the worker still wins: an operator who set one meant it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ CONFIG_DIR = "bsdkm-config"
 CONFIG_NAME = "bsdkm.yml"
 # Keys whose value may be a file beside bsdkm.yml; known_issues is a list when it is not a path.
 FILE_KEYS = ("policy", "known_issues", "baseline")
-# The master's own folders mean nothing on a worker: the worker keeps its default cache.
-MASTER_ONLY_KEYS = ("cache_dir",)
+# The master's own settings: its folders mean nothing on a worker (which keeps its default cache), and
+# a worker that runs PR code has no business reading who the workers are or how GitHub is reached.
+MASTER_ONLY_KEYS = ("cache_dir", "workers", "github", "www", "master")
 
 
 class WorkerConfigError(ConfigError):
