@@ -85,9 +85,6 @@ class Job:
     # The base build's output root (``stage gate --base-out``): its run of this (target, variant)
     # is the gate's base instead of history.
     base_out: Path | None = None
-    # ``stage gate``'s re-measurement for ``perf: {confirm: true}`` (a ``perf.confirm.Remeasure``),
-    # set where base and head were measured on this worker and can be again.
-    remeasure: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)

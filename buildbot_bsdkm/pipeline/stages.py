@@ -17,6 +17,7 @@ from typing import Any
 
 from ..contract import HISTORY_FILE, RUNS_AFTER_FAILURE, TARGET_UNAVAILABLE, UndeclaredResults, check_declared
 from ..model import FailureCategory, RunResult, StageFailure, from_json, to_json
+from ..perf.confirm import Remeasure
 from ..perf.fingerprint import machine_fingerprint
 from ..perf.instructions import BASE_METADATA_KEY, BESIDE_PR_KEY, METADATA_KEY
 from ..triage.selftest_source import name_failures
@@ -60,10 +61,16 @@ def target_of(job: Job, stage: str = "build") -> Target:
     return target
 
 
-def run_stage(job: Job, stage: str) -> StageFailure | None:
-    """Run one stage; its failure (if any) is recorded in the state and returned, never raised."""
+def run_stage(job: Job, stage: str, remeasure: Remeasure | None = None) -> StageFailure | None:
+    """Run one stage; its failure (if any) is recorded in the state and returned, never raised.
+
+    ``remeasure``: the gate's way to measure a regressed pair again (``perf: {confirm: true}``),
+    given where base and head were measured and can be again.
+    """
     if stage not in STAGE_FUNCS:
         raise ValueError(f"unknown stage {stage!r} (stages: {', '.join(STAGES)})")
+    if remeasure is not None and stage != "gate":
+        raise ValueError(f"stage {stage!r} measures nothing again; only the gate does")
     if stage == "fetch" and job.get(STAGE_TIMES):
         # fetch starts a new attempt (a retry): the last attempt's outcome moves to the history.
         attempts = [
@@ -79,7 +86,10 @@ def run_stage(job: Job, stage: str) -> StageFailure | None:
     begun = time.monotonic()
     failure = None
     try:
-        STAGE_FUNCS[stage](job)
+        if remeasure is None:
+            STAGE_FUNCS[stage](job)
+        else:
+            stage_gate(job, remeasure)
     except StageError as e:
         failure = e.failure
     except StageSkipped:
@@ -159,7 +169,7 @@ def measure_again(job: Job, tag: str) -> Any:
     return target_of(job, "load").measure_again(job, tag)
 
 
-def stage_gate(job: Job) -> None:
+def stage_gate(job: Job, remeasure: Remeasure | None = None) -> None:
     """Per-run gate (policy on this run alone + baseline); run_matrix gates all runs together instead."""
     run = read_run(job)
     base, note = _base_run(job)
@@ -174,7 +184,7 @@ def stage_gate(job: Job) -> None:
     keep_used_base_outcomes(job.dir, outcomes)
     # confirm: true re-measures a regression when the base was measured here (run.gate_against_base);
     # against history, or without a way to measure again, the regressions stand, with a note.
-    confirm(verdict, gate.policy, job.remeasure if base is not None else None, history)
+    confirm(verdict, gate.policy, remeasure if base is not None else None, history)
     if note:
         verdict.notes.insert(0, note)
     write_run_outputs(job.dir, run, verdict)

@@ -67,5 +67,4 @@ def gate_against_base(head: Job, base: Job) -> StageFailure | None:
                             head.say)
         return again(pairs)
 
-    head.remeasure = remeasure
-    return run_stage(head, "gate")
+    return run_stage(head, "gate", remeasure)
