@@ -25,7 +25,7 @@ def fixture_text(rel: str) -> str:
     return (FIXTURES / rel).read_text(encoding="utf-8", errors="replace")
 
 
-# -- every JUnit report the suite produces must be one the readers accept (issue 11) --------------
+# -- every JUnit report the suite produces must be one the readers accept --------------
 # In-process reports are checked as junit_xml() returns them; reports written by subprocesses
 # (bsdkm-ci run/junit/stage, the Action) are found in each module's temp directories afterwards.
 
@@ -86,7 +86,7 @@ def _junit_files_are_schema_valid(tmp_path_factory: pytest.TempPathFactory):  # 
         validate(path.read_bytes(), str(path))
 
 
-# -- the package as a user installs it (issue 11): a wheel of the working tree, a fresh venv ------
+# -- the package as a user installs it: a wheel of the working tree, a fresh venv ------
 # Session-wide: the wheel test and the Action's `install: "true"` run share one build and one venv.
 
 def _tree_copy(dest: Path) -> Path:

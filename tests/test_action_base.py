@@ -1,4 +1,4 @@
-"""The Action builds the PR's base next to the head (issue 9 item 1): the ``base-ref`` input (default:
+"""The Action builds the PR's base next to the head: the ``base-ref`` input (default:
 the PR's base commit), the run script's ``--base-git/--base-ref``/``--base-dir`` flags, and the
 report job, whose merge keeps every job's base runs and judges the merged heads against them.
 """

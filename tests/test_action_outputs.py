@@ -46,7 +46,7 @@ def parse_to(out: Path, *logs: str) -> Path:
 
 
 # One run a side: judged by the fixed limits of the previous default (the default's learned
-# limits call a single run inconclusive, issue 9).
+# limits call a single run inconclusive).
 FIXED_POLICY = Path(__file__).resolve().parents[1] / "policies" / "fixed-limits.yml"
 
 class Runner:

@@ -1,4 +1,4 @@
-"""The Action as shipped (issue 11): third-party actions pinned by commit, the FreeBSD VM's
+"""The Action as shipped: third-party actions pinned by commit, the FreeBSD VM's
 prepare step, no deprecated inputs, log folds."""
 
 from __future__ import annotations

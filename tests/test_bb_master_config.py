@@ -175,7 +175,7 @@ def _github_services(c: dict) -> list:
 
 
 def test_github_block_plugs_in_the_github_services(tmp_path: Path, monkeypatch):
-    """With a ``github:`` block, master.cfg gets issue 5's change hook and reporters through the hook."""
+    """With a ``github:`` block, master.cfg gets GitHub's change hook and reporters through the hook."""
     monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
     monkeypatch.setenv("BSDKM_WEBHOOK_SECRET", "s3cret")
     plain = buildmaster_config(repo_config(), LOCAL)

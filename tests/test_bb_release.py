@@ -1,4 +1,4 @@
-"""Release-candidate builds on Buildbot (issue 14): the tag scheduler, the force form, the builders,
+"""Release-candidate builds on Buildbot: the tag scheduler, the force form, the builders,
 and the step that runs ``bsdkm-ci release`` and attaches the report as an HTML log."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a Buildbot user sees (issue 11): the HTML report as an HTML log, small build properties,
+"""What a Buildbot user sees: the HTML report as an HTML log, small build properties,
 step descriptions. Through Buildbot's own TestBuildStepMixin, with real parsed fixtures."""
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ class TestSimpleStages(StageStepCase):
 
 
 class TestWorkerReport(StageStepCase):
-    """A failed stage's report is its state.json, not what it printed (issue 13)."""
+    """A failed stage's report is its state.json, not what it printed."""
 
     def test_the_record_in_state_json_is_used_whatever_the_stage_printed(self):
         # Printed alone, "Connection reset by peer" would read as a network problem.

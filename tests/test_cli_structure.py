@@ -1,4 +1,4 @@
-"""The command line's structure (issue 13): no subcommand imports its caller, each input is read
+"""The command line's structure: no subcommand imports its caller, each input is read
 once per run, and the Action's wrapped commands run through the one process runner.
 """
 

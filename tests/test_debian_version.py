@@ -1,4 +1,4 @@
-"""Debian's version ordering when choosing a source package from a ``Sources`` index (issue 11)."""
+"""Debian's version ordering when choosing a source package from a ``Sources`` index."""
 
 from __future__ import annotations
 

@@ -281,7 +281,7 @@ def test_hundred_identical_triggers_make_one_build(master: Master, github: FakeG
     assert len(master.buildsets_for(190)) == 1
 
 
-# --- issue 10: trust and the hook's doors -------------------------------------------------------
+# --- trust and the hook's doors -----------------------------------------------------------------
 
 
 def test_approval_covers_only_commits_that_existed_when_it_was_written(

@@ -1,4 +1,4 @@
-"""Issue 10 items 10, 11, 16 on PostgreSQL: a real master killed with SIGKILL and started again loses
+"""A real master killed with SIGKILL and started again loses
 no report, no approval, no supersede bookkeeping and no "already acted on" mark."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _force(session: requests.Session, master: Master) -> int:
 
 
 def _only_a_logged_in_admin_may_force(master: Master) -> None:
-    """Issue 10 item 7 on a real master: the htpasswd login from bsdkm.yml's www: section."""
+    """On a real master: the htpasswd login from bsdkm.yml's www: section."""
     with requests.Session() as anonymous:
         assert _force(anonymous, master) == 403
     for user, password, allowed in (("bob", "bob-pw", False), ("alice", "wrong", False),

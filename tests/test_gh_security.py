@@ -1,4 +1,4 @@
-"""Issue 10: approvals bound to what was reviewed, pushers and forks, the bot's own comment,
+"""Approvals bound to what was reviewed, pushers and forks, the bot's own comment,
 statuses in order, lost answers, write-ahead outbox (rules and publisher against the loopback GitHub)."""
 
 from __future__ import annotations

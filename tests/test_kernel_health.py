@@ -1,4 +1,4 @@
-"""Kernel health (issue 12): kernel trouble parsed into records, gated, reported.
+"""Kernel health: kernel trouble parsed into records, gated, reported.
 
 Linux: a module oops constructed in the kernel's own format (arch/x86/mm/fault.c, dumpstack.c,
 kernel/panic.c of 6.1) inside a real console log (shared fixture), and the main job's real

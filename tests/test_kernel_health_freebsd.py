@@ -1,4 +1,4 @@
-"""Kernel health on FreeBSD through the replay double (issue 12).
+"""Kernel health on FreeBSD through the replay double.
 
 The scenarios ``kernel-*`` are constructed from FreeBSD's kernel sources (docs/kernel-messages.md),
 not recorded; the real panics in ../shared/freebsd/logs are tested in test_kernel_health.py. Each

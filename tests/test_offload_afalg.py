@@ -1,4 +1,4 @@
-"""Issue 15, Linux path: the AF_ALG benchmark's parser, the path crossover policy, the report.
+"""The Linux path: the AF_ALG benchmark's parser, the path crossover policy, the report.
 
 Fast tests on a saved real output (``tests/data/afalg/lkcapi-tcg.afalg.log``: the ``afalg-*``
 lines of a real lkcapi boot under QEMU TCG on this project's 2-core machine) and on small

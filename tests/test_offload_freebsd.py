@@ -1,4 +1,4 @@
-"""Issue 15, FreeBSD path: crypto-register, then openssl speed through /dev/crypto vs software.
+"""The FreeBSD path: crypto-register, then openssl speed through /dev/crypto vs software.
 
 Runs kmod/freebsd/load.sh + offload.sh against the replay double (scenario
 crypto-register-offload: constructed, OpenSSL 1.0.2's output shape), parses the two outputs

@@ -1,4 +1,4 @@
-"""Issue 15 in QEMU: the lkcapi variant through the whole pipeline, one build and one boot.
+"""In QEMU: the lkcapi variant through the whole pipeline, one build and one boot.
 
 wolfSSL 5.9.2 built with ``--enable-linuxkm-lkcapi-register`` (flags from the repository's
 ``bsdkm.yml`` ``lkcapi`` variant), loaded by the existing loader in QEMU TCG; after the load

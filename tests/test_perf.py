@@ -1,4 +1,4 @@
-"""The perf gate (issue 9): one verdict per item from repeats, learned limits, clock consistency.
+"""The perf gate: one verdict per item from repeats, learned limits, clock consistency.
 
 Synthetic repeats with one-sided noise (a disturbed run is slow, never fast), seeded, so every
 number here is reproducible; the statistics are measured on real repeats in bench/perf_gate.py.

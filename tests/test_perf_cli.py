@@ -1,4 +1,4 @@
-"""``bsdkm-ci compare`` with repeats and history (issue 9's command-line contract), as real processes."""
+"""``bsdkm-ci compare`` with repeats and history, as real processes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``confirm: true`` (issue 9 item 4): a learned regression fails only when a re-measurement of its
+"""``confirm: true``: a learned regression fails only when a re-measurement of its
 (target, variant), base and head interleaved again, agrees. The decision logic in the core
 (``perf/confirm.py``) with fake re-measurements: real benchmark logs from the shared noise set, one
 item slowed where a side should carry a regression.

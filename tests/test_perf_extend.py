@@ -1,5 +1,4 @@
-"""More rounds while too noisy to decide (policy ``perf.resolve_pct``, config ``benchmark.max_repeats``,
-issue 9).
+"""More rounds while too noisy to decide (policy ``perf.resolve_pct``, config ``benchmark.max_repeats``).
 
 On the third own recording (``bench/data/noise-2026-12-01-third``, a noisy hour of the shared worker)
 five rounds a side caught a 12 % drop of one item in 0-2 % of pairs: the items ended ``inconclusive``.

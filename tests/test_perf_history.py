@@ -1,4 +1,4 @@
-"""Perf history (issue 9): base-branch results per fingerprint in a directory or the master's DB,
+"""Perf history: base-branch results per fingerprint in a directory or the master's DB,
 a window of history instead of the last pass, and drift named by the commit where it began."""
 
 from __future__ import annotations

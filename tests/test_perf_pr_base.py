@@ -1,5 +1,5 @@
 """A PR build gets its base commit from the webhook (``pull_request.base.sha``) and builds it next to
-the head (issue 9 item 1): controller → Buildbot's build properties → the steps' command lines; and
+the head: controller → Buildbot's build properties → the steps' command lines; and
 the master config hands every step the config's ``benchmark.repeats``.
 """
 

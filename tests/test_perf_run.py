@@ -1,4 +1,4 @@
-"""``bsdkm-ci run`` with a base build: base and head measured in alternating rounds (issue 9 item 1).
+"""``bsdkm-ci run`` with a base build: base and head measured in alternating rounds.
 
 The base here is the same wolfSSL source as the head (the build is shared by its inputs, and with
 tests/test_pipeline_e2e.py's config, so nothing extra is compiled): what is tested is the plumbing

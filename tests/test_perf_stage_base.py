@@ -1,4 +1,4 @@
-"""A PR build's base, stage by stage (issue 9 item 1): ``stage load --base-out`` measures the base and
+"""A PR build's base, stage by stage: ``stage load --base-out`` measures the base and
 the head in alternating rounds, ``stage gate --base-out`` judges the head's repeats against the base's.
 
 The programs are stand-ins that print real wolfSSL output from the shared fixtures and note which side

@@ -1,4 +1,4 @@
-"""``freebsd-kmod`` perf runs: base and head kldloaded in alternating rounds (issue 9), through the double.
+"""``freebsd-kmod`` perf runs: base and head kldloaded in alternating rounds, through the double.
 
 FreeBSD cannot run here: the module build is replaced by a stand-in ``.ko`` per source (the build
 needs a FreeBSD worker); everything after it is the real pipeline running the real
@@ -255,7 +255,7 @@ def test_qemu_targets_are_not_regression_gated(tmp_path: Path) -> None:
 
 def test_kmod_dirs_are_read_from_the_environment_at_call_time(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """issue 13: linuxkm read $BSDKM_KMOD_LINUX when imported; set later, it was ignored."""
+    """linuxkm read $BSDKM_KMOD_LINUX when imported; set later, it was ignored."""
     monkeypatch.setenv("BSDKM_KMOD_LINUX", str(tmp_path / "linux"))
     with pytest.raises(Exception, match=f"harness script missing: {tmp_path}/linux/init"):
         linuxkm._script("init")

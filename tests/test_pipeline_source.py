@@ -119,7 +119,7 @@ def test_checksum_mismatch_is_detected_and_nothing_is_kept(http_dir: tuple[str, 
     with pytest.raises(StageError) as info:
         download(f"{url}/w.tar.gz", dest, expect_sha256=ORIG_SHA256)
     f = info.value.failure
-    # Not what was promised: real (integrity), never retried (issue 10 item 13).
+    # Not what was promised: real (integrity), never retried.
     assert f.category == FailureCategory.REAL and f.reason == "integrity"
     assert f"expected sha256 {ORIG_SHA256}, got {real}" in f.message
     assert not dest.exists() and not dest.with_name("w.tar.gz.part").exists()

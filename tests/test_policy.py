@@ -82,7 +82,7 @@ def by_name(verdict, kind: str, name: str, variant: str | None = None):
 def test_default_policy_loads_and_documents_noise_limits() -> None:
     p = load_policy()
     assert p.source == str(DEFAULT_POLICY_PATH)
-    # learned limits (issue 9); max_pct is their floor
+    # learned limits; max_pct is their floor
     assert [(r.max_pct, r.aggregate, r.limit) for r in p.regressions if r.metric != "instructions"] == [
         (2.0, "item", "learned"), (1.0, "geomean", "learned")]
     # counted instructions: fixed limits at 1 vs 1 (docs/instruction-counts.md)

@@ -1,6 +1,6 @@
-"""One process runner (pipeline/proc.py) and the Linux module build's failures through classify.
+"""One process runner (pipeline/runtime/proc.py) and the Linux module build's failures through classify.
 
-Issue 13 (4): a configure/make that outlives its limit is infrastructure (classify and
+A configure/make that outlives its limit is infrastructure (classify and
 docs/architecture.md say so), and the config's retry patterns apply to the Linux module build too.
 """
 

@@ -1,4 +1,4 @@
-"""``bsdkm-ci release`` (issue 14): SOURCE syntax, the full matrix, fair judging, the FIPS round trip
+"""``bsdkm-ci release``: SOURCE syntax, the full matrix, fair judging, the FIPS round trip
 through the FreeBSD replay double, and the report. The real 5.9.2-vs-5.7.2 run is in
 ``test_release_real.py``."""
 

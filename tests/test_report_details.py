@@ -1,4 +1,4 @@
-"""The Markdown report opens on the verdict; each variant's benchmark table is folded (issue 11)."""
+"""The Markdown report opens on the verdict; each variant's benchmark table is folded."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Each round's order of an interleaved base/head measurement (pipeline/rounds.py, issue 9).
+"""Each round's order of an interleaved base/head measurement.
 
 Strict base-first alternation can alias with a once-a-second stall of the machine and make one side
 look consistently slower; a coin flip per round (``benchmark.round_order: shuffled``, the default)

@@ -1,4 +1,4 @@
-"""Issue 10 items 4-5: the Action retests the head the comment was about; the PR example judges
+"""The Action retests the head the comment was about; the PR example judges
 with the base commit's config and policy; a gate that checked nothing is not a pass."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10, items 17-20: hostile results documents, endless inputs and Markdown injection."""
+"""Hostile results documents, endless inputs and Markdown injection."""
 
 from __future__ import annotations
 

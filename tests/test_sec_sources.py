@@ -1,4 +1,4 @@
-"""Issue 10 items 12-13: a PR build cannot poison the git source cache, and a tarball that is not
+"""A PR build cannot poison the git source cache, and a tarball that is not
 what was promised (checksum, unsafe members) is a real failure, never retried."""
 
 from __future__ import annotations

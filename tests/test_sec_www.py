@@ -1,4 +1,4 @@
-"""Issue 10 item 7: the web UI/REST API of a master that receives webhooks is closed by default."""
+"""The web UI/REST API of a master that receives webhooks is closed by default."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The target facts table (``buildbot_bsdkm/targets.py``) and who reads it (issue 13).
+"""The target facts table (``buildbot_bsdkm/targets.py``) and who reads it.
 
 What a target is lives in one row; the pipeline's target classes, config validation, kernel health,
 worker matching and the policy read it. The policy's gate is where "a QEMU TCG target is not

@@ -1,4 +1,4 @@
-"""The installed package, as a new user gets it (issue 11): `python -m build`, a fresh venv with only
+"""The installed package, as a new user gets it: `python -m build`, a fresh venv with only
 the wheel and its base dependencies, every command run from a directory outside the checkout."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Build ``offload/crypto-register-offload.json`` (issue 15): crypto-register plus openssl speed.
+"""Build ``offload/crypto-register-offload.json``: crypto-register plus openssl speed.
 
 Kept out of ``scenarios/`` (that directory is exactly what ``make_scenarios.py`` builds);
 boot it with ``FreeBSDDouble.boot_file(OFFLOAD_SCENARIO, state)``.

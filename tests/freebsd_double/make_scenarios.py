@@ -25,7 +25,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "scenarios"
-# Recorded by freebsd-kmod-qemu (issue 16): wolfSSL 5.9.2 aesni+intelasm, kldload/kldunload by
+# Recorded by freebsd-kmod-qemu: wolfSSL 5.9.2 aesni+intelasm, kldload/kldunload by
 # kmod/freebsd/kldinit.c on the kit's WOLFKMX kernel (FreeBSD 15.0-CURRENT) under QEMU TCG.
 REAL_KLDLOAD = HERE / "real" / "kldload-release-crypto_aesni.console.log"
 # The crypto-register module kldloaded and kldunloaded the same way (no verbose boot, as on a worker).
@@ -335,7 +335,7 @@ def msgbuf_wrapped(bench: list[str]) -> dict[str, Any]:
     return doc
 
 
-# --------------------------------------------------------------------------- kernel trouble (issue 12)
+# --------------------------------------------------------------------------- kernel trouble
 # Built from FreeBSD's kernel sources, not recorded: the message shapes (and the source files they
 # come from) are in docs/kernel-messages.md; frames use ddb's "f() at f+0x../frame 0x.." form and
 # witness's "#N 0x.. at f+0x.." form. The panics end the load: kldload never returns.

@@ -1,4 +1,4 @@
-"""Issue 10 items 1, 10, 11, 16: what a master killed with SIGKILL and started again must not lose.
+"""What a master killed with SIGKILL and started again must not lose.
 
 Used on sqlite (``test_gh_master.py``'s master) and on PostgreSQL (``test_gh_restart.py``).
 """

@@ -236,7 +236,7 @@ def report_pixels(png: Path) -> tuple[int, tuple[int, int, int]]:
 
 
 def test_buildbot_ui_shows_the_builds_html_report(cluster: Cluster, tmp_path: Path):
-    """Issue 11: the gate step's HTML report is an HTML log, and the web UI renders it."""
+    """The gate step's HTML report is an HTML log, and the web UI renders it."""
     builds = cluster.rest.get("builds", order="-buildid", complete="true")
     build = next((b for b in builds if b["results"] == SUCCESS), None) or run_build(cluster)[0][-1]
     gate = next(s for s in cluster.rest.get(f"builds/{build['buildid']}/steps") if s["name"] == "gate")

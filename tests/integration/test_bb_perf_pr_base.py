@@ -1,4 +1,4 @@
-"""Issue 9 through a real master and worker: a PR build builds its base commit beside the head,
+"""Through a real master and worker: a PR build builds its base commit beside the head,
 measures both interleaved and gates the head against the base (item 1); ``confirm: true`` re-measures
 a regression in the gate step (item 4); base-branch builds fill the master's history table, the
 next build's gate reads the window from it, and the UI's perf history page shows it (items 5, 7).

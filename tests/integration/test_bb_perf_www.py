@@ -1,7 +1,7 @@
-"""Issue 9 item 7 through a real Buildbot master: the perf history page of its web UI.
+"""The perf history page of a real Buildbot master's web UI.
 
 The master (the repository's master.cfg and bsdkm.yml, on sqlite) gets a ``www:`` section that
-closes the UI to anonymous users (issue 10); its ``bsdkm_perf_history`` table is filled with two
+closes the UI to anonymous users; its ``bsdkm_perf_history`` table is filled with two
 (target, variant) series of base-branch runs, one of which lost 5 % on SHA-256 at a known commit.
 The page is fetched over HTTP like the UI fetches it: refused without a login, then read as a
 logged-in user, and shot in headless Chromium inside Buildbot's own page.
