@@ -240,10 +240,12 @@ def module_flags(config: Config, target_name: str, variant: str) -> list[str]:
             if ("linuxkm" not in f or "lkcapi" in f) and "freebsdkm" not in f]
 
 
-def append_log(log: Path, other: Path, note: str) -> None:
-    """``note`` and then ``other``'s text at the end of ``log`` (a cached build's log, say)."""
+def append_log(log: Path, other: Path, note: str = "") -> None:
+    """``note`` (a line of its own) and then ``other``'s text at the end of ``log`` (a cached build's log)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a", encoding="utf-8") as out:
-        out.write(note + "\n")
+        if note:
+            out.write(note if note.endswith("\n") else note + "\n")
         if Path(other).is_file():
             out.write(Path(other).read_text(errors="replace"))
 

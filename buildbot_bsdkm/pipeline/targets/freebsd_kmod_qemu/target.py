@@ -55,7 +55,7 @@ from ...runtime.locks import exclusive
 from ...runtime.proc import CONSOLE_FLOOD, Watched, run_logged, run_watched
 from ...runtime.source import cache_root
 from .._freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
-from ..base import KernelTarget, judge_outcome, parse_kernel_log
+from ..base import KernelTarget, append_log, judge_outcome, parse_kernel_log
 from .counting import COUNT_FILE, CountRequest, merge_counts, prepare_count, read_counts
 from .release_set import CLANG_HEADERS, DEFAULT_MIRROR, STAMP, ReleaseSpec, release_kit
 
@@ -373,7 +373,7 @@ def _build_for_kit(config: Config, kit: Kit, tools: Toolchain, flags: list[str],
     ko = home / "libwolfssl.ko"
     with exclusive(cache / "locks" / f"freebsd-qemu-{key}.lock"):
         if ko.is_file():
-            _append(log, f"# module reused from cache: {ko}\n", home / "build.log")
+            append_log(log, home / "build.log", f"# module reused from cache: {ko}")
             return ko
         work = home.with_name(key + ".build")
         shutil.rmtree(work, ignore_errors=True)
@@ -392,7 +392,7 @@ def _build_for_kit(config: Config, kit: Kit, tools: Toolchain, flags: list[str],
             shutil.copy2(built, ko)
         finally:
             if own_log.is_file():
-                _append(log, "", own_log)
+                append_log(log, own_log)
             shutil.rmtree(work, ignore_errors=True)
     return ko
 
@@ -405,14 +405,6 @@ def _step(stage: str, argv: list[str], cwd: Path, log: Path, timeout_s: float, t
         raise StageError(classify(stage, exit_code=res.exit_code, output=log.read_text(errors="replace"),
                                   timed_out=res.timed_out, timeout_s=timeout_s, patterns=patterns,
                                   evidence=[str(kept_log)]))
-
-
-def _append(log: Path, note: str, other: Path) -> None:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a", encoding="utf-8") as out:
-        out.write(note)
-        if other.is_file():
-            out.write(other.read_text(errors="replace"))
 
 
 def init_program(cache: Path, tools: Toolchain | None = None) -> Path:
