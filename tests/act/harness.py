@@ -22,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,8 @@ from github_fake import spec as gh_spec
 from github_fake.payloads import example
 from github_fake.server import FakeGitHub
 from openapi_core import OpenAPI
+
+from buildbot_bsdkm.pipeline.runtime.source import sha256_of, unpacked_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDINS = Path(__file__).resolve().parent / "actions"
@@ -48,11 +49,18 @@ EXTRA_OPERATIONS: tuple[tuple[str, str], ...] = (
     ("/repos/{owner}/{repo}/commits/{ref}/check-suites", "get"),
 )
 
+# The cases judge the Action's plumbing (statuses, the one comment, forks, retests), not wolfSSL:
+# the build has only what the self-test, the benchmark items and the policy's gates below need,
+# which halves each job's compile (act gives every job a workspace of its own, so the head's
+# objects are never in ccache).
 CONFIG = """\
 source: {debian: {suite: sid, package: wolfssl, version: "5.9.2"}}   # the workspace replaces it
 targets:
   userspace:
-    flags: [--enable-cryptonly, --enable-crypttests]
+    flags: [--enable-cryptonly, --enable-crypttests, --disable-rsa, --disable-dh, --disable-sha3,
+            --disable-sha512, --disable-sha384, --disable-sha224, --disable-md5, --disable-aescbc,
+            --disable-aesctr, --disable-chacha, --disable-poly1305, --disable-curve25519,
+            --disable-ed25519]
 variants:
   intelasm:
     flags: [--enable-aesni, --enable-intelasm, --disable-ecc]
@@ -68,6 +76,20 @@ benchmark:
 jobs: 2
 parallel: 1
 cache_dir: {cache}
+policy: bsdkm-policy.yml
+"""
+
+# The default policy's gates on what this build has; no instruction counts (a Valgrind run of
+# every build, head and base, in every job: their gate has cases of its own).
+POLICY = """\
+version: 1
+selftests: true
+complete: true
+required:
+  - pattern: "AES-128-GCM-enc"
+  - pattern: "SHA-256"
+regressions:
+  - {pattern: "*", max_pct: 2, limit: learned, detect_pct: 25}
 """
 
 SUDO = """#!/bin/sh
@@ -165,6 +187,7 @@ def _suites_answer(sha: str, times: list[str]) -> dict[str, Any]:
 class Commits:
     base: str
     head: str  # a same-repository PR's head
+    pushed: str  # the same PR's next push
     fork_head: str  # a fork's PR head
 
 
@@ -196,7 +219,10 @@ class ActWorld:
                 "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "false", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                 "BSDKM_CACHE": str(self.root / "bsdkm-cache"),
                 # One ccache for every job's build directories (their paths differ).
-                "CCACHE_DIR": str(self.ccache), "CCACHE_BASEDIR": str(self.root)}
+                "CCACHE_DIR": str(self.ccache), "CCACHE_BASEDIR": str(self.root),
+                # Every job configures a fresh checkout: autoconf's own cache spares the probes
+                # after the first, as ccache spares compiles.
+                "CONFIG_SITE": str(self.root / "config.site")}
 
     def act(self, workflow: str, event_name: str, event: dict[str, Any], *, matrix: tuple[str, ...] = (),
             timeout: float = 2400) -> ActRun:
@@ -285,7 +311,7 @@ def _git(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None 
 
 
 def make_world(root: Path, tarball: Path, github: ActionsGitHub) -> ActWorld:
-    """Bare repositories of wolfSSL 5.9.2 (base, a PR head, a fork's head) and the act workdir."""
+    """Bare repositories of wolfSSL 5.9.2 (base, a PR's two heads, a fork's head) and the act workdir."""
     home = root / "home"
     home.mkdir(parents=True)
     git_root = root / "git"
@@ -296,26 +322,33 @@ def make_world(root: Path, tarball: Path, github: ActionsGitHub) -> ActWorld:
         "[protocol \"file\"]\n\tallow = always\n[core]\n\tcompression = 0\n[pack]\n\tcompression = 0\n")
     env = {**os.environ, "HOME": str(home)}
     src = root / "src"
-    src.mkdir()
-    with tarfile.open(tarball) as tar:
-        tar.extractall(src, filter="data")
     tree = src / "wolfssl-5.9.2-stable"
+    # The autogen'd tree bsdkm-ci keeps in its cache (made once, for every session): its configure is
+    # committed, as a release's is, so no job runs autogen.sh, and the base's checkout, which
+    # `git clean` keeps, stays configured and built from one case to the next.
+    autogend = unpacked_tree(tarball, sha256_of(tarball), bsdkm_cache(), 900)
+    shutil.copytree(autogend, tree, symlinks=True,
+                    ignore=shutil.ignore_patterns("autogen.log", "autom4te.cache"))
     (tree / ".github").mkdir(exist_ok=True)
     (tree / ".github" / "bsdkm.yml").write_text(CONFIG.replace("{cache}", str(root / "bsdkm-cache")))
+    (tree / ".github" / "bsdkm-policy.yml").write_text(POLICY)
     _git("init", "-q", cwd=tree, env=env)
-    _git("add", "-A", "-f", cwd=tree, env=env)  # the release's configure too (wolfSSL's .gitignore lists it)
+    _git("add", "-A", "-f", cwd=tree, env=env)  # configure too (wolfSSL's .gitignore lists it)
     _git("commit", "-q", "-m", "base", cwd=tree, env=env)
     base = _git("rev-parse", "HEAD", cwd=tree, env=env)
     (tree / "bsdkm-pr.txt").write_text("a same-repository PR\n")
     _git("add", "bsdkm-pr.txt", cwd=tree, env=env)
     _git("commit", "-q", "-m", "PR head", cwd=tree, env=env)
     head = _git("rev-parse", "HEAD", cwd=tree, env=env)
+    (tree / "bsdkm-pr.txt").write_text("a same-repository PR, pushed again\n")
+    _git("commit", "-q", "-a", "-m", "PR head, pushed again", cwd=tree, env=env)
+    pushed = _git("rev-parse", "HEAD", cwd=tree, env=env)
     _git("checkout", "-q", "-b", "fork-branch", base, cwd=tree, env=env)
     (tree / "bsdkm-fork.txt").write_text("a fork's PR\n")
     _git("add", "bsdkm-fork.txt", cwd=tree, env=env)
     _git("commit", "-q", "-m", "fork head", cwd=tree, env=env)
     fork_head = _git("rev-parse", "HEAD", cwd=tree, env=env)
-    for name, refs in ((REPO, {"refs/heads/master": base, "refs/heads/changes": head,
+    for name, refs in ((REPO, {"refs/heads/master": base, "refs/heads/changes": pushed,
                                "refs/pull/1/head": head, "refs/pull/2/head": fork_head}),
                        (FORK, {"refs/heads/master": base, "refs/heads/changes": fork_head})):
         bare = git_root / f"{name}.git"
@@ -346,6 +379,7 @@ def make_world(root: Path, tarball: Path, github: ActionsGitHub) -> ActWorld:
     sudo = root / "bin" / "sudo"
     sudo.write_text(SUDO.format(log=root / "sudo.log"))
     sudo.chmod(0o755)
+    (root / "config.site").write_text(f"cache_file={root / 'config.cache'}\n")
     (root / "store").mkdir()
     shutil.rmtree(src)
-    return ActWorld(root, github, Commits(base, head, fork_head), workdir)
+    return ActWorld(root, github, Commits(base, head, pushed, fork_head), workdir)
