@@ -131,4 +131,5 @@ def test_retest_look_ups_are_answered_as_github_describes_them(github: ActionsGi
     env = env_for(github, issue_comment("retest this please", number=6, login="maintainer"), tmp_path)
     proc = action(env, "trigger")
     assert proc.returncode == 0, proc.stderr
-    assert read_outputs((tmp_path / "out.txt").read_text())["head-sha"] == HEAD
+    out = read_outputs((tmp_path / "out.txt").read_text())
+    assert out["head-sha"] == HEAD and out["base-sha"] == next(iter(github.pulls.values()))["base"]["sha"]

@@ -156,9 +156,10 @@ def test_maintainer_retest_runs_the_pr_head(github: FakeGitHubWithPermissions, t
     env = retest_setup(github, tmp_path, "Retest bsdkm/noasm please", "maintainer", "admin")
     proc = action(env, "trigger")
     assert proc.returncode == 0, proc.stderr
+    base = next(iter(github.pulls.values()))["base"]["sha"]
     assert read_outputs((tmp_path / "github_output").read_text()) == {
         "run": "true", "reason": "retest of noasm requested by @maintainer (admin)", "pr": "9",
-        "head-sha": "a" * 40, "variants": "noasm"}
+        "head-sha": "a" * 40, "base-sha": base, "variants": "noasm"}  # the base the PR check measured
 
 
 def test_read_only_commenter_is_refused(github: FakeGitHubWithPermissions, tmp_path: Path) -> None:

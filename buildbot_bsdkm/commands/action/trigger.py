@@ -39,6 +39,7 @@ class TriggerDecision:
     pr: int | None = None
     head_sha: str = ""
     variants: tuple[str, ...] = ()
+    base_sha: str = ""  # the PR's base: the retest measures the head next to it, as the PR check does
 
     def outputs(self) -> dict[str, str]:
         return {
@@ -46,6 +47,7 @@ class TriggerDecision:
             "reason": self.reason,
             "pr": str(self.pr) if self.pr is not None else "",
             "head-sha": self.head_sha,
+            "base-sha": self.base_sha,
             "variants": " ".join(self.variants),
         }
 
@@ -64,17 +66,17 @@ def decide_trigger(ctx: ApiContext, event_path: Path, *, min_permission: str) ->
     if event.repo != ctx.repo:
         raise UsageError(f"event is for {event.repo}, but the API context is {ctx.repo}")
 
-    async def ask(client: Any) -> tuple[str, str | None, str | None]:
+    async def ask(client: Any) -> tuple[str, str | None, str | None, str]:
         perm = await client.request("GET", f"/repos/{ctx.repo}/collaborators/{event.author}/permission")
         permission = _permission_of(perm.data, event.author)
         if PERMISSION_RANK.get(permission, 0) < PERMISSION_RANK[min_permission]:
-            return permission, None, None  # not allowed: nothing about the PR is looked up
+            return permission, None, None, ""  # not allowed: nothing about the PR is looked up
         pull = await client.get_pull(ctx.repo, event.issue_number)
         head = _head_sha_of(pull.data, event.issue_number)
         suites = await client.request("GET", f"/repos/{ctx.repo}/commits/{head}/check-suites?per_page=100")
-        return permission, head, _first_suite_at(suites.data)
+        return permission, head, _first_suite_at(suites.data), _base_sha_of(pull.data)
 
-    permission, head_sha, head_seen = with_github(ctx, ask)
+    permission, head_sha, head_seen, base_sha = with_github(ctx, ask)
     if head_sha is None:
         return TriggerDecision(False, f"refused: @{event.author} has {permission!r} permission, "
                                       f"{min_permission!r} needed", pr=event.issue_number)
@@ -84,7 +86,7 @@ def decide_trigger(ctx: ApiContext, event_path: Path, *, min_permission: str) ->
     variants = tuple(dict.fromkeys(s.variant for s in trigger.selectors))
     what = ", ".join(variants) if variants else "every variant"
     return TriggerDecision(True, f"retest of {what} requested by @{event.author} ({permission})",
-                           pr=event.issue_number, head_sha=head_sha, variants=variants)
+                           pr=event.issue_number, head_sha=head_sha, variants=variants, base_sha=base_sha)
 
 
 def _first_suite_at(data: Any) -> str | None:
@@ -123,6 +125,12 @@ def _head_sha_of(data: Any, number: int) -> str:
     if not isinstance(sha, str):
         raise UsageError(f"PR #{number}: response has no head.sha")
     return sha
+
+
+def _base_sha_of(data: Any) -> str:
+    base = data.get("base") if isinstance(data, dict) else None
+    sha = base.get("sha") if isinstance(base, dict) else None
+    return sha if isinstance(sha, str) else ""
 
 
 def run_trigger(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
