@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from github_fake import payloads
@@ -20,11 +21,12 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 
 from buildbot_bsdkm.github.controller import PrBuilder, PullRequestBuilds, _newer_head_queued, _unfinished_for
-from buildbot_bsdkm.github.events import parse_pull_request_event
+from buildbot_bsdkm.github.events import parse_comment_event, parse_pull_request_event
 from buildbot_bsdkm.github.hook import BsdkmGitHubEventHandler
 from buildbot_bsdkm.github.inbox import Inbox, Queued, read_journal
 from buildbot_bsdkm.github.settings import parse_settings
 from buildbot_bsdkm.github.signature import sign
+from buildbot_bsdkm.github.store import MemoryStore
 from buildbot_bsdkm.github.trust import PrRecord
 
 SECRET = "s3cret"
@@ -139,3 +141,47 @@ def test_only_a_newer_head_queued_behind_a_push_supersedes_it() -> None:
     # B's event was acted on already: a late A behind it is older, and B must still build
     assert not _newer_head_queued(_event(b), [_event(a)], {a})
     assert not _newer_head_queued(_event(a), [_event(b, draft=True)], set())  # a draft builds nothing
+
+
+def test_a_retest_whose_head_has_its_push_queued_leaves_the_build_to_that_push() -> None:
+    """Found under load: a retest acted on late read GitHub's head, newer than the pushes queued before
+    it; building it let those older pushes cancel it, and its own push then found it stale, so the
+    PR's newest head was never built."""
+    from buildbot_bsdkm.github.controller import _heads_of
+
+    a, b = "a" * 40, "b" * 40
+    assert _heads_of([_event(a), _event(b, draft=True)]) == frozenset({a})
+
+    class Client:
+        async def get_pull(self, repo: str, number: int) -> Any:
+            doc = payloads.pull_request("synchronize", head_sha=b, association="MEMBER")["pull_request"]
+            return SimpleNamespace(data=doc)
+
+    ctl = controller(MemoryStore())
+    ctl.store = MemoryStore()
+    ctl.publisher = SimpleNamespace(client=Client())  # type: ignore[assignment]
+    built: list[str] = []
+
+    async def build(pull: Any, *args: Any) -> Any:
+        built.append(pull.head_sha)
+        return SimpleNamespace(action="build", reason="test")
+
+    ctl._build = build  # type: ignore[method-assign]
+    comment = parse_comment_event(payloads.issue_comment("retest this please", association="COLLABORATOR"))
+    got = _run(ctl.on_comment(comment, 0.0, queued_heads=frozenset({b})))
+    assert got.action == "coalesced" and built == [], got
+    comment = parse_comment_event(payloads.issue_comment("retest this please", association="COLLABORATOR"))
+    got = _run(ctl.on_comment(comment, 0.0, queued_heads=frozenset({a})))  # an older push: b's comes later
+    assert got.action == "coalesced" and built == [], got
+    _run(ctl.on_comment(parse_comment_event(payloads.issue_comment(
+        "retest this please", association="COLLABORATOR")), 0.0))
+    assert built == [b]  # with nothing queued, the retest builds GitHub's head
+
+
+def _run(coro: Any) -> Any:
+    got: list[Any] = []
+    defer.ensureDeferred(coro).addBoth(got.append)
+    assert got, "did not finish at once"
+    if hasattr(got[0], "raiseException"):
+        got[0].raiseException()
+    return got[0]

@@ -253,7 +253,7 @@ class PullRequestBuilds(service.BuildbotService):
                 newer = [p for _, p in list(queue)[1:]]
                 try:
                     superseded = _newer_head_queued(parsed, newer, self._acted_heads.get(key, set()))
-                    await act_on(self, item, parsed, superseded=superseded)
+                    await act_on(self, item, parsed, superseded=superseded, queued_heads=_heads_of(newer))
                 except Exception as e:  # noqa: BLE001 - one event's bug must not stop its PR's queue
                     log.err(e, f"bsdkm github: delivery {item.delivery} ({item.event}) failed")
                 queue.popleft()
@@ -306,8 +306,10 @@ class PullRequestBuilds(service.BuildbotService):
             return Outcome("superseded", f"a newer head of PR #{pull.number} is queued behind this event")
         return await self._build(pull, record, decision, None, received, replayed)
 
-    async def on_comment(self, event: CommentEvent, received: float, replayed: bool = False) -> Outcome:
-        """``replayed``: read back from the inbox after a restart, maybe acted on already in part."""
+    async def on_comment(self, event: CommentEvent, received: float, replayed: bool = False,
+                         queued_heads: frozenset[str] = frozenset()) -> Outcome:
+        """``replayed``: read back from the inbox after a restart, maybe acted on already in part.
+        ``queued_heads``: the heads that PR events queued behind this comment name."""
         trigger = parse_comment(event.body, self.settings.triggers)
         if event.action != "created" or not event.is_pull_request or trigger is None:
             decision = decide_comment(event, trigger, None, self.settings.trust, self.approvals)
@@ -327,6 +329,11 @@ class PullRequestBuilds(service.BuildbotService):
                 return Outcome(decision.action, decision.reason)
             if decision.approve_head:
                 self.approvals.approve(pull.repo, pull.number, pull.head_sha)
+            if queued_heads:
+                # A push queued behind this comment supersedes whatever it would build; and GitHub's
+                # head may be newer than those pushes, which would then cancel it, and its own push
+                # find it stale.
+                return Outcome("coalesced", f"a push of PR #{pull.number} queued behind this comment builds")
             return await self._build(pull, record, decision, decision.trigger, received, replayed)
 
     @contextlib.asynccontextmanager
@@ -554,7 +561,8 @@ def parse_queued(item: Queued) -> Any:
     raise EventError(f"event '{item.event}' is not queued")
 
 
-async def act_on(controller: Any, item: Queued, parsed: Any, *, superseded: bool = False) -> Outcome | None:
+async def act_on(controller: Any, item: Queued, parsed: Any, *, superseded: bool = False,
+                 queued_heads: frozenset[str] = frozenset()) -> Outcome | None:
     """One queued event: acted on once per delivery (``once_keys``), then by its kind.
 
     A replayed event (read back after a restart) may have been marked handled just before the
@@ -570,7 +578,8 @@ async def act_on(controller: Any, item: Queued, parsed: Any, *, superseded: bool
         outcome = await controller.on_pull_request(parsed, item.received, superseded=superseded,
                                                    replayed=item.replayed)
     else:
-        outcome = await controller.on_comment(parsed, item.received, replayed=item.replayed)
+        outcome = await controller.on_comment(parsed, item.received, replayed=item.replayed,
+                                              queued_heads=queued_heads)
     log.msg(f"bsdkm github: delivery {item.delivery} ({item.event}): {outcome.action}: {outcome.reason}")
     return outcome
 
@@ -589,6 +598,12 @@ def _newer_head_queued(parsed: Any, later: list[Any], acted: set[str]) -> bool:
         return False
     return any(isinstance(p, PullRequestEvent) and p.action in HEAD_ACTIONS and not p.pull.draft
                and p.pull.head_sha != parsed.pull.head_sha and p.pull.head_sha not in acted for p in later)
+
+
+def _heads_of(events: list[Any]) -> frozenset[str]:
+    """The heads PR events among ``events`` name (those that build or wait for approval)."""
+    return frozenset(p.pull.head_sha for p in events
+                     if isinstance(p, PullRequestEvent) and p.action in HEAD_ACTIONS and not p.pull.draft)
 
 
 def _unfinished_for(record: PrRecord, head: str, contexts: set[str]) -> bool:
