@@ -14,10 +14,14 @@ then the counted fixed work), with the policy's ``instructions.kernel_count`` on
   the user-space proxy cannot see), rebuilt, counted once, compared 1 vs 1 with the base;
 - healthy rebuilds: the module rebuilt from scratch ``--rebuilds`` times (a comment changed, so the
   cache key changes), each counted once and compared with the first count (false alarms);
-- forged: a module build whose init executes the start signal without the nonce gets no count;
-- cost: each boot's wall seconds with the plugin against the same boot without it.
+- forged: ``kmod/qemu/forgemod``, a module whose init executes the start and stop signals itself
+  (kernel space, a nonce of zeros), booted by the real harness with the plugin on: no count, and why;
+- cost: counted boots (the first, and every healthy rebuild's boot in ``--work``) against
+  ``--plain-boots`` boots of the same module without the plugin and the counted work, each split
+  by the console's markers into the load (the module's timed self-test and benchmark), the step
+  after it (the timed AF_ALG benchmark, plus the counted work when counting) and the whole guest.
 
-Parts: spread, variants, planted, rebuilds, cost. Writes Markdown (default
+Parts: spread, variants, planted, rebuilds, forged, cost. Writes Markdown (default
 ``bench/results/kernel_counts.md``) and the raw counts beside it (``.json``). ``--build-only``
 builds the modules the later parts need (into the shared cache, sources under ``--work``), so a
 second process can build while the first boots.
@@ -29,6 +33,7 @@ import argparse
 import json
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, load_config  # noqa: E402
 from buildbot_bsdkm.perf.instructions import InstructionCounts, compare_counts, fmt_change  # noqa: E402
+from buildbot_bsdkm.perf.kernel_counts import CountPlan, module_counts, parse_plugin_output  # noqa: E402
+from buildbot_bsdkm.pipeline.runtime import qemu_plugin  # noqa: E402
 from buildbot_bsdkm.pipeline.runtime.source import cache_root, wolfssl_source  # noqa: E402
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import afalg  # noqa: E402
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm  # noqa: E402
@@ -95,6 +102,51 @@ def boot(config: Config, variant: str, ko: Path, work: Path, *, count: bool = Tr
     wall = time.monotonic() - started
     counts = linuxkm.read_module_counts(vm, vm / "console.log") if count else None
     return Boot(counts, wall, outcome.load_rc, work)
+
+
+_UPTIME = re.compile(r"^### bsdkm-ci: (load begin|load rc=-?\d+|after-load begin|after-load rc=-?\d+"
+                     r"|poweroff).* uptime=([0-9.]+)")
+
+
+def guest_times(console: Path) -> dict[str, float] | None:
+    """Guest seconds of a boot from its markers: ``load_s`` (the module's init: self-test and timed
+    benchmark), ``after_load_s`` (the timed AF_ALG benchmark, and the counted work when counted),
+    ``guest_s`` (boot to power-off); None when the boot did not get that far."""
+    at: dict[str, float] = {}
+    for line in console.read_text(errors="replace").splitlines() if console.is_file() else []:
+        m = _UPTIME.match(line)
+        if m:
+            at.setdefault(m[1].split(" rc=")[0] + (" rc" if " rc=" in m[1] else ""), float(m[2]))
+    need = ("load begin", "load rc", "after-load begin", "after-load rc", "poweroff")
+    if not all(k in at for k in need):
+        return None
+    return {"load_s": round(at["load rc"] - at["load begin"], 2),
+            "after_load_s": round(at["after-load rc"] - at["after-load begin"], 2),
+            "guest_s": round(at["poweroff"], 2)}
+
+
+def forged(work: Path) -> dict[str, object]:
+    """``kmod/qemu/forgemod`` booted by the real harness with the plugin on: what the plugin and the
+    record say of a module that executes the signals itself."""
+    shutil.rmtree(work, ignore_errors=True)
+    src = work / "forgemod"
+    shutil.copytree(ROOT / "kmod" / "qemu" / "forgemod", src)
+    subprocess.run(["nice", "-n", "10", "make", "-C", str(linuxkm.linux_source_dir()), f"M={src}", "modules"],
+                   check=True, capture_output=True, timeout=600)
+    ko = src / "bsdkm_countforge.ko"
+    plugin = qemu_plugin.plugin_for(cache_root(None))
+    layout = qemu_plugin.module_layout(ko)
+    syms = work / "text.syms"
+    syms.write_text(layout.symbols_file())
+    plan = CountPlan(65536, (16, 1024, 16384))
+    request = linuxkm.CountRequest(plugin.path, syms, layout.size, plan)
+    outcome = linuxkm.run_linux_module(ko, work / "vm", timeout_s=600, count=request)
+    text = (work / "vm" / linuxkm.COUNT_FILE).read_text()
+    out = parse_plugin_output(text)
+    counts = module_counts(plan, out, linuxkm.parse_harness_lines(()))
+    return {"load_rc": outcome.load_rc, "plugin_lines": text.splitlines(), "void_reason": out.void_reason,
+            "items_counted": len(counts.measured), "items": len(counts.items),
+            "item_reasons": sorted({i.reason or "" for i in counts.items}), "notes": counts.notes}
 
 
 def build(config: Config, variant: str, source: Path | None = None) -> Path:
@@ -190,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--boots", type=int, default=10)
     ap.add_argument("--first-boot", type=int, default=0, help="number of the first spread boot")
     ap.add_argument("--rebuilds", type=int, default=10)
-    ap.add_argument("--only", default="spread,variants,planted,rebuilds,cost")
+    ap.add_argument("--only", default="spread,variants,planted,rebuilds,forged,cost")
+    ap.add_argument("--plain-boots", type=int, default=3, help="uncounted boots the cost part compares with")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "kernel_counts.md")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bsdkm-kcount")
     ap.add_argument("--build-only", action="store_true")
@@ -244,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
         first = Boot(InstructionCounts.from_dict(json.loads((tmp / "spread-0.json").read_text())),
                      float((tmp / "spread-0.wall").read_text()) if (tmp / "spread-0.wall").is_file() else 0.0,
                      0, tmp / "spread-0")
+    if first is None and (tmp / "first" / "vm" / "counts.txt").is_file():  # an earlier run's first boot
+        kept = linuxkm.read_module_counts(tmp / "first" / "vm", tmp / "first" / "vm" / "console.log")
+        if kept is not None and kept.measured:
+            first = Boot(kept, 0.0, 0, tmp / "first")
     if first is None:
         first = boot(config, "lkcapi", ko, tmp / "first")
     assert first.counts is not None
@@ -273,22 +330,56 @@ def main(argv: list[str] | None = None) -> int:
             md += ["## Planted extra AES block per GCM call (#ifdef WOLFSSL_LINUXKM)", ""]
             md += compare("planted vs base", pb.counts)
     if "rebuilds" in parts:
-        alarms = 0
+        alarms = not_counted = 0
+        healthy: list[dict[str, object]] = []
         for i in range(args.rebuilds):
             hsrc = planted_source(source, tmp / f"src-healthy-{i}", marker=str(i))
             hko = build(config, "lkcapi", hsrc)
             hb = boot(config, "lkcapi", hko, tmp / f"healthy-{i}")
             changes = compare_counts(first.counts, hb.counts, LIMIT_PCT) if hb.counts else []
+            (tmp / f"healthy-{i}.json").write_text(json.dumps(hb.counts.to_dict() if hb.counts else None))
+            if not changes:  # a rebuild whose boot counted nothing is no sample, and no pass either
+                not_counted += 1
             alarms += sum(1 for c in changes if c.regressed)
-            print(f"healthy rebuild {i}: alarms so far {alarms}", flush=True)
+            worst = max((abs(c.change_pct) for c in changes if c.change_pct is not None), default=None)
+            healthy.append({"rebuild": i, "wall_s": round(hb.wall_s, 1),
+                            "alarms": sum(c.regressed for c in changes), "max_abs_change_pct": worst})
+            print(f"healthy rebuild {i}: {hb.wall_s:.0f} s, largest change {worst}, alarms so far {alarms}",
+                  flush=True)
         raw["healthy_alarms"] = alarms
         raw["healthy_rebuilds"] = args.rebuilds
+        raw["healthy_not_counted"] = not_counted
+        raw["healthy"] = healthy
         md += [f"## Healthy rebuilds: {args.rebuilds}, alarms: {alarms}", ""]
+    if "forged" in parts:
+        f = forged(tmp / "forged")
+        raw["forged"] = f
+        md += ["## A module that executes the signals itself", "",
+               f"load rc {f['load_rc']}; plugin: `{f['void_reason']}`; items counted {f['items_counted']} of "
+               f"{f['items']}; reason: {'; '.join(f['item_reasons'])}", ""]  # type: ignore[arg-type]
     if "cost" in parts:
-        plain = boot(config, "lkcapi", ko, tmp / "plain", count=False)
-        raw["cost"] = {"counted_s": round(first.wall_s, 1), "plain_s": round(plain.wall_s, 1)}
-        md += ["## Cost per run", "", f"A counted boot: {first.wall_s:.0f} s; the same boot without the "
-               f"plugin and the counted work: {plain.wall_s:.0f} s.", ""]
+        counted = [{"boot": "first", **({"wall_s": round(first.wall_s, 1)} if first.wall_s else {}),
+                    **(guest_times(tmp / "first" / "vm" / "console.log") or {})}]
+        rebuilt = [p for p in tmp.glob("healthy-*") if p.is_dir()]
+        for d in sorted(rebuilt, key=lambda p: int(p.name.split("-")[1])):
+            if t := guest_times(d / "vm" / "console.log"):
+                counted.append({"boot": d.name, **t})
+        plain = []
+        for d in sorted(tmp.glob("plain*")):  # uncounted boots of an earlier run, wall time not kept
+            if d.is_dir() and (t := guest_times(d / "vm" / "console.log")):
+                plain.append({"boot": d.name, **t})
+        done = len(list(tmp.glob("plain-*")))
+        for i in range(done, done + args.plain_boots):
+            pb = boot(config, "lkcapi", ko, tmp / f"plain-{i}", count=False)
+            plain.append({"boot": f"plain-{i}", "wall_s": round(pb.wall_s, 1),
+                          **(guest_times(tmp / f"plain-{i}" / "vm" / "console.log") or {})})
+            print(f"plain boot {i}: {pb.wall_s:.0f} s", flush=True)
+        raw["cost"] = {"counted": counted, "plain": plain}
+        md += ["## Cost per run", "", "| boot | wall s | load (timed self-test + benchmark) s | "
+               "after load s | guest s |", "|---|---:|---:|---:|---:|"]
+        md += [f"| {b['boot']} | {b.get('wall_s', '')} | {b.get('load_s')} | {b.get('after_load_s')} | "
+               f"{b.get('guest_s')} |" for b in counted + plain]
+        md += [""]
     args.out.write_text("\n".join(md) + "\n")
     args.out.with_suffix(".json").write_text(json.dumps(raw, indent=1) + "\n")
     print(args.out.read_text())
