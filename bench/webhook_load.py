@@ -322,7 +322,7 @@ def run_load(
         heads_pushed=sum(1 for e in events if e.kind == "push"),
         buildsets=sum(ours.values()),
         double_built=[f"#{n} {h[:12]}: {c} buildsets" for (n, h), c in ours.items() if c > 1],
-        last_heads_missing=[f"#{n} {h[:12]}" for n, h in last_head.items() if (n, h) not in ours],
+        last_heads_missing=[f"#{n} {h}" for n, h in last_head.items() if (n, h) not in ours],
         latency_p50_s=statistics.median(ok_latencies),
         latency_p99_s=ok_latencies[int(0.99 * (len(ok_latencies) - 1))],
         latency_max_s=ok_latencies[-1],

@@ -404,7 +404,7 @@ class PullRequestBuilds(service.BuildbotService):
         latency = (time.monotonic() - received) * 1000.0
         self.latencies_ms.append(latency)
         log.msg(
-            f"bsdkm github: PR #{pull.number} head {pull.head_sha[:12]}: buildset {bsid} for "
+            f"bsdkm github: PR #{pull.number} head {pull.head_sha}: buildset {bsid} for "
             f"{len(chosen)} builder(s), {latency:.1f} ms after the webhook arrived ({decision.reason})"
         )
         if self.settings.statuses:
