@@ -96,7 +96,7 @@ class GitHubSettings:
     resend_interval_s: float = 60.0
     # The hook answers once the event is acted on or this long after it is in the inbox, whichever
     # comes first: GitHub gives up on a delivery after 10 s.
-    answer_within_s: float = 0.5
+    answer_within_s: float = 0.2
     statuses: bool = True
     comment: bool = True
     dialect: str = "github"
@@ -264,7 +264,7 @@ def parse_settings(
         outbox=str(section.get("outbox", "github-outbox.json")),
         reply_window_s=_number(section, "reply_window_s", 3600.0),
         resend_interval_s=_number(section, "resend_interval_s", 60.0),
-        answer_within_s=_number(section, "answer_within_s", 0.5),
+        answer_within_s=_number(section, "answer_within_s", GitHubSettings.answer_within_s),
         statuses=_flag(section, "statuses", True),
         comment=_flag(section, "comment", True),
         dialect=str(section.get("dialect", "github")),
