@@ -20,12 +20,13 @@ import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from twisted.internet import defer
-from twisted.python import log
-from twisted.python.failure import Failure
-from twisted.python.threadpool import ThreadPool
+# Twisted only where the master's writer thread runs: the Action's `comment` keeps an outbox too,
+# and in the FreeBSD VM bsdkm-ci is installed without Twisted.
+if TYPE_CHECKING:
+    from twisted.internet import defer
+    from twisted.python.threadpool import ThreadPool
 
 OUTBOX_VERSION = 1
 
@@ -82,6 +83,8 @@ class Outbox:
         """Write the file in a thread of its own from now on (the master's services call this)."""
         if self.path is None or self._writer is not None:
             return
+        from twisted.python.threadpool import ThreadPool
+
         self._reactor = reactor
         self._writer = ThreadPool(1, 1, name="bsdkm-github-outbox")
         self._writer.start()
@@ -100,11 +103,15 @@ class Outbox:
             self._write(self._doc())
             return None
         if self._queued is None:
+            from twisted.internet import defer
+
             self._queued = defer.Deferred()
             self._writer.callInThread(self._write_queued)
         return self._queued
 
     def _write_queued(self) -> None:
+        from twisted.python.failure import Failure
+
         with self._lock:  # held for the copy only: the reactor keeps and discards meanwhile
             done, self._queued = self._queued, None
             doc = self._doc()
@@ -179,4 +186,6 @@ class Outbox:
     def _quiet(saved: defer.Deferred[None] | None) -> None:
         """A write nobody waits for: its failure is logged, not left unhandled."""
         if saved is not None:
+            from twisted.python import log
+
             saved.addErrback(lambda f: log.err(f, "bsdkm github: outbox not written"))
