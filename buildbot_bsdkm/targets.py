@@ -7,7 +7,7 @@ are the pipeline's callers or the pipeline's own imports, so they could not impo
 without a cycle (and need none of its weight). This module imports nothing of the package.
 
 A new target: its file under ``pipeline/targets/`` (a ``Target`` subclass with ``facts = <its row>``),
-its row here, its line in ``pipeline/targets/__init__.py`` (``tests/test_targets.py`` checks the two
+its row here, its line in ``pipeline/targets/__init__.py`` (``tests/unit/test_targets.py`` checks the two
 agree). A target that lives outside this repository is a package named in ``BSDKM_TARGETS``: its
 ``__init__`` holds the row (``FACTS``, importing nothing of this package but this module) and its
 ``target`` module the class (``TARGET``); rows and registry read it the same way.

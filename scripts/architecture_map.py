@@ -2,8 +2,8 @@
 """Print the folder map of ``docs/architecture.md`` from the code: one row per folder of the package,
 each described by the first sentence of its ``__init__.py``, and the loose modules by theirs.
 
-``python scripts/architecture_map.py --write`` puts the map into the page; ``tests/test_architecture_page.py``
-checks the page holds what this prints.
+``python scripts/architecture_map.py --write`` puts the map into the page;
+``tests/unit/test_architecture_page.py`` checks the page holds what this prints.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ documentation. Planted on top, each at the position asked for:
 * ``broken``: a syntax error in ``wolfcrypt/src/hash.c``, fixed by the next commit;
 * ``oops``: the Linux module's init writes through a NULL pointer (a kernel oops on load).
 
-Used by tests/test_bisect_real.py and bench/bisect_bench.py; nothing binary is committed.
+Used by tests/integration/test_bisect_real.py and bench/bisect_bench.py; nothing binary is committed.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,20 @@ import pytest
 from buildbot_bsdkm.pipeline.rounds import describe as describe_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+
+
+def _test_folders() -> list[str]:
+    found = []
+    for here, dirs, files in os.walk(TESTS):
+        dirs[:] = [d for d in dirs if not d.startswith(("node", ".", "__"))]
+        if here != str(TESTS) and any(f.startswith("test_") and f.endswith(".py") for f in files):
+            found.append(here)
+    return sorted(found)
+
+
+# Test modules borrow each other's builders and fixtures by module name, wherever in the tree they are.
+sys.path[1:1] = _test_folders()
 SHARED = Path(os.environ.get("BSDKM_SHARED", ROOT.parent / "shared")).resolve()
 FIXTURES = SHARED / "fixtures"
 

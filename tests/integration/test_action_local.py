@@ -34,7 +34,7 @@ import yaml
 from buildbot_bsdkm.commands.action.workflow import read_outputs
 from buildbot_bsdkm.model import from_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ACTION_DIR = ROOT / "action"
 VENV_BIN = Path(sys.executable).parent
 

@@ -14,7 +14,7 @@ from conftest import FIXTURES
 
 from buildbot_bsdkm.model import from_json, to_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # the installed console script, as CI runs it (``python -m buildbot_bsdkm.cli`` would load cli.py twice)
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
 FIXED_POLICY = ROOT / "policies" / "fixed-limits.yml"  # the previous default: judges one run a side

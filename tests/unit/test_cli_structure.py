@@ -17,7 +17,7 @@ from buildbot_bsdkm.pipeline import gating as report_out
 from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix
 from buildbot_bsdkm.pipeline.runtime.proc import run_streamed
 
-PACKAGE = Path(__file__).resolve().parent.parent / "buildbot_bsdkm"
+PACKAGE = Path(__file__).resolve().parents[2] / "buildbot_bsdkm"
 
 
 def _imported(path: Path) -> set[str]:

@@ -10,7 +10,7 @@ import ast
 import functools
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "buildbot_bsdkm"
+PACKAGE = Path(__file__).resolve().parents[2] / "buildbot_bsdkm"
 SHELLS = {"commands", "buildbot", "github", "cli"}
 
 

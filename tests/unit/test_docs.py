@@ -24,7 +24,7 @@ import yaml
 from buildbot_bsdkm.config import bsdkm_yml as config
 from buildbot_bsdkm.policy import rules
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 

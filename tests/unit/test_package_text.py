@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "buildbot_bsdkm"
+PACKAGE = Path(__file__).resolve().parents[2] / "buildbot_bsdkm"
 ISSUE = re.compile(r"\b[Ii]ssues? #?\d+")
 
 

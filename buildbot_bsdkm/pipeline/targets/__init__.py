@@ -3,7 +3,7 @@
 A target is its module's ``TARGET`` (a ``base.Target``); what it is (a kernel target, a perf target,
 one whose benchmark repeats) is its row in ``buildbot_bsdkm/targets.py``, which the layers below the
 pipeline read directly. A new target is its own file, its row there and a line here
-(``tests/test_targets.py``: the rows and this list agree). A package named in ``BSDKM_TARGETS``
+(``tests/unit/test_targets.py``: the rows and this list agree). A package named in ``BSDKM_TARGETS``
 brings its own row and its ``target`` module, read here after the list.
 """
 

@@ -20,7 +20,7 @@ from buildbot_bsdkm.pipeline.targets.freebsd_kmod.offload import offload_logs, r
 from buildbot_bsdkm.policy import KIND_CROSSOVER, evaluate, parse_policy
 from buildbot_bsdkm.report.offload import KIND_OFFLOAD
 
-KMOD = Path(__file__).resolve().parents[1] / "kmod" / "freebsd"
+KMOD = Path(__file__).resolve().parents[3] / "kmod" / "freebsd"
 SH = shutil.which("dash") or "/bin/sh"
 POLICY = """
 crossovers:

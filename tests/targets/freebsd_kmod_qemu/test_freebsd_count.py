@@ -35,7 +35,7 @@ from buildbot_bsdkm.perf.kernel_counts import (
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import counting
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 NONCE = "0123456789abcdef0123456789abcdef"
 PLAN = CountPlan(4096, (16, 1024), FREEBSD_ALGS)
 

@@ -21,7 +21,7 @@ from buildbot_bsdkm.pipeline.targets import kernel
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 
 LOGS = SHARED / "freebsd" / "logs"
-REAL = Path(__file__).parent / "freebsd_double" / "real"
+REAL = Path(__file__).parents[2] / "freebsd_double" / "real"
 AESNI_PANIC = "debug-kernel_aesni-nobench_aesni-panic.log"
 FPECC_PANIC = "debug-kernel_plain_fpecc-panic.log"
 RELEASE_PASS = "release-kernel_aesni-fpecc_selftest-pass.log"

@@ -23,7 +23,7 @@ from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 
-REAL = Path(__file__).parent / "freebsd_double" / "real"
+REAL = Path(__file__).parents[2] / "freebsd_double" / "real"
 KLDLOAD_RUN = REAL / "kldload-release-crypto_aesni.console.log"
 LOGS = SHARED / "freebsd" / "logs"
 NONCE = "0d6f3b1c9a2e4f57"

@@ -5,7 +5,8 @@
   of order, which must void the run;
 - ``kmod/qemu/forgemod``: a module whose init executes the start and stop signals itself (kernel
   space, no nonce), loaded by the real harness with the plugin on: no count, and the reason.
-The real wolfSSL module is counted in ``tests/test_offload_qemu.py`` (the lkcapi boot).
+The real wolfSSL module is counted in ``tests/targets/linux_kmod_qemu/test_offload_qemu.py``
+(the lkcapi boot).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from buildbot_bsdkm.policy import KIND_CROSSOVER, PolicyError, evaluate, parse_p
 from buildbot_bsdkm.report.offload import KIND_OFFLOAD, offload_blocks, offload_svg, path_series
 from buildbot_bsdkm.report.verdict import html_report, markdown_report
 
-SAVED = Path(__file__).parent / "data" / "afalg" / "lkcapi-tcg.afalg.log"
+SAVED = Path(__file__).parents[2] / "data" / "afalg" / "lkcapi-tcg.afalg.log"
 PATHS_POLICY = """
 crossovers:
   - pattern: "afalg:*"
@@ -33,7 +33,7 @@ crossovers:
 """
 
 # Hand-made, in the program's format: 16 B / 64 B / 256 B, offload wins from 256 B against user space.
-SMALL = (Path(__file__).parent / "data" / "afalg" / "small.afalg.log").read_text()
+SMALL = (Path(__file__).parents[2] / "data" / "afalg" / "small.afalg.log").read_text()
 
 
 def _run(text: str, variant: str = "lkcapi") -> RunResult:

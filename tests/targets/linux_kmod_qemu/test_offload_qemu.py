@@ -22,7 +22,7 @@ import pytest
 from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.model import LogFormat, from_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 POLICY = """\
 instructions: {kernel_count: true, kernel_bytes: 16384, kernel_sizes: [16, 1024]}
 regressions:

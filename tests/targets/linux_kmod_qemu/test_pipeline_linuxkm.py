@@ -16,7 +16,7 @@ from junitparser import JUnitXml
 
 from buildbot_bsdkm.model import from_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 CONFIG = f"""\
 source: {{debian: {{suite: sid, package: wolfssl, version: "5.9.2"}}}}
 targets:

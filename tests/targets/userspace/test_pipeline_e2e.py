@@ -22,7 +22,7 @@ from buildbot_bsdkm.config.bsdkm_yml import Config, parse_config
 from buildbot_bsdkm.model import FailureCategory, from_json
 from buildbot_bsdkm.pipeline.jobs.matrix import MatrixResult, run_matrix
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 ACCEL = "--enable-aesni, --enable-intelasm, --enable-sp-asm, --disable-ecc"
 CONFIG = f"""\
 source: {{debian: {{suite: sid, package: wolfssl, version: "5.9.2"}}}}

@@ -168,7 +168,7 @@ def test_master_cfg_with_broken_bsdkm_yml_names_the_problem(tmp_path: Path):
 
 
 def _github_services(c: dict) -> list:
-    """The master's services but the bisect trigger (tests/test_bisect_buildbot.py)."""
+    """The master's services but the bisect trigger (tests/unit/buildbot/test_bisect_buildbot.py)."""
     from buildbot_bsdkm.buildbot.bisect import BisectOnNewSignatures
 
     return [s for s in c["services"] if not isinstance(s, BisectOnNewSignatures)]

@@ -28,13 +28,13 @@ from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure, to_js
 from buildbot_bsdkm.policy import load_policy
 from buildbot_bsdkm.support.resources import default_policy_path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
 def _child_finds_this_module(monkeypatch: pytest.MonkeyPatch) -> None:
     # The renderer's child unpickles SlowReport from this module.
-    paths = [str(TESTS), os.environ.get("PYTHONPATH")]
+    paths = [str(Path(__file__).resolve().parent), str(TESTS), os.environ.get("PYTHONPATH")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
 
 

@@ -27,7 +27,7 @@ FIXTURE_LINES = sorted(
 FREEBSD_LINES = sorted(
     {
         line
-        for p in (Path(__file__).parent / "data/freebsd").glob("*.log")
+        for p in (Path(__file__).parents[2] / "data/freebsd").glob("*.log")
         for line in p.read_text().splitlines()
     }
 )

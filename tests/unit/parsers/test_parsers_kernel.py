@@ -10,7 +10,7 @@ from conftest import FIXTURES
 from buildbot_bsdkm.model import BenchKind, LogFormat, LogResult
 from buildbot_bsdkm.parsers import parse_file, parse_text
 
-FREEBSD = Path(__file__).parent / "data" / "freebsd"
+FREEBSD = Path(__file__).parents[2] / "data" / "freebsd"
 
 
 def linux(name: str) -> LogResult:

@@ -150,7 +150,7 @@ def test_cli_exit_1_for_failed_or_incomplete(capsys: pytest.CaptureFixture[str])
     assert rc == cli.EXIT_FAILED and "PWDBASED" in out and "FAILED" in out
     rc, out, _ = run_cli(capsys, str(FIXTURES / "userspace/accel/bench_timeout3_TERM.txt"))
     assert rc == cli.EXIT_FAILED and "INCOMPLETE" in out
-    rc, _, _ = run_cli(capsys, str(Path(__file__).parent / "data/freebsd/fips-hash-mismatch.log"))
+    rc, _, _ = run_cli(capsys, str(Path(__file__).parents[2] / "data/freebsd/fips-hash-mismatch.log"))
     assert rc == cli.EXIT_FAILED  # nothing tested, but the module failed to load
 
 

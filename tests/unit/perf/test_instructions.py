@@ -30,7 +30,7 @@ from buildbot_bsdkm.report.instructions import instruction_blocks, summary_line
 from buildbot_bsdkm.report.junit import junit_xml
 from buildbot_bsdkm.report.verdict import markdown_report
 
-DATA = Path(__file__).parent / "data" / "instructions"
+DATA = Path(__file__).parents[2] / "data" / "instructions"
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
 

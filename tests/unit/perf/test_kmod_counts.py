@@ -1,7 +1,7 @@
 """The real module's instruction counts (QEMU plugin): parsing, the record, the gate, the report.
 
 No VM here: plugin outputs and readelf text as the plugin and binutils write them
-(``tests/test_kmod_count_qemu.py`` boots them for real).
+(``tests/targets/linux_kmod_qemu/test_kmod_count_qemu.py`` boots them for real).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from test_perf import repeats, run
 
 from buildbot_bsdkm.model import to_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
 FIELDS = {"name", "target", "variant", "change", "ci_low", "ci_high", "limit", "min_detectable", "n_base",
           "n_head", "verdict"}

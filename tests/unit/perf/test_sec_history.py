@@ -13,7 +13,7 @@ from test_perf import repeats, run
 from buildbot_bsdkm.model import to_json
 from buildbot_bsdkm.perf.store import DirStore, SqlStore, StoreError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
 
 

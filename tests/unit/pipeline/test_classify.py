@@ -179,7 +179,7 @@ def broken_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _job(tree: Path, out: Path, flags: str) -> Job:
-    base = load_config(Path(__file__).resolve().parents[1] / "bsdkm.yml")
+    base = load_config(Path(__file__).resolve().parents[3] / "bsdkm.yml")
     cfg = parse_config(f"""\
 source: {{local: {tree}}}
 targets: {{userspace: {{flags: [--enable-cryptonly, --enable-crypttests]}}}}

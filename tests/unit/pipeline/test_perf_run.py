@@ -1,8 +1,9 @@
 """``bsdkm-ci run`` with a base build: base and head measured in alternating rounds.
 
 The base here is the same wolfSSL source as the head (the build is shared by its inputs, and with
-tests/test_pipeline_e2e.py's config, so nothing extra is compiled): what is tested is the plumbing
-(two sources, interleaved repeats, the gate judging the head's repeats against the base's).
+tests/targets/userspace/test_pipeline_e2e.py's config, so nothing extra is compiled): what is tested
+is the plumbing (two sources, interleaved repeats, the gate judging the head's repeats against the
+base's).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from buildbot_bsdkm.policy import Verdict
 from buildbot_bsdkm.report.verdict import markdown_report
 from buildbot_bsdkm.support.redact import redact_url
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
 TOKEN = "ghp_s3cr3tT0kenValue"
 

@@ -26,7 +26,7 @@ from buildbot_bsdkm.parsers import parse_file, parse_text
 from buildbot_bsdkm.policy import BaselineMismatch, evaluate, load_policy, parse_policy
 from buildbot_bsdkm.report.verdict import html_report, markdown_report
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
 ASM_TABLE = FIXTURES / "userspace" / "accel" / "bench_default.txt"
 NOASM_TABLE = FIXTURES / "userspace" / "noasm" / "bench_default.txt"

@@ -21,7 +21,7 @@ from buildbot_bsdkm.policy import Policy, evaluate, kernel_health, parse_policy
 from buildbot_bsdkm.report.junit import junit_xml
 from buildbot_bsdkm.report.verdict import html_report, markdown_report
 
-DATA = Path(__file__).parent / "data" / "kernel"
+DATA = Path(__file__).parents[2] / "data" / "kernel"
 FREEBSD_LOGS = SHARED / "freebsd" / "logs"
 
 # A NULL dereference in the module during the AES-GCM benchmark, in 6.1's exact shapes.
@@ -287,7 +287,7 @@ def test_buildbot_summary_line_names_the_lockups() -> None:
 def test_main_job_tcg_settings_leave_out_the_long_rsa_key_generations_on_the_kernel_target_only() -> None:
     from buildbot_bsdkm.config.bsdkm_yml import load_config
 
-    cfg = load_config(Path(__file__).resolve().parents[1] / "bsdkm.yml")
+    cfg = load_config(Path(__file__).resolve().parents[3] / "bsdkm.yml")
     assert "-DRSA_MAX_SIZE=2048" in cfg.cflags("linux-kmod-qemu", "noasm")
     assert "-DRSA_MAX_SIZE=2048" not in cfg.cflags("userspace", "noasm")
     assert "RSA 3072 and 4096 key generation" in cfg.targets["linux-kmod-qemu"].options["bench_skipped"]

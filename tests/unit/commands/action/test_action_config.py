@@ -12,7 +12,7 @@ import yaml
 from buildbot_bsdkm.commands.action.workflow import read_outputs
 from buildbot_bsdkm.config.bsdkm_yml import LocalSource, load_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
 
 

@@ -9,7 +9,7 @@ import yaml
 from buildbot_bsdkm.commands.action.config import config_with_source
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 KNOWN = """\
 - id: aesni-panic
   signatures: ["panic: malloc: called with spinlock or critical section held | AES_set_decrypt_key_AESNI"]

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 ACTION_DIR = ROOT / "action"
 ACTION_YML = ACTION_DIR / "action.yml"
 EXAMPLES = sorted((ACTION_DIR / "examples").glob("*.yml"))
-NODE_DIR = Path(__file__).resolve().parent / "node_action"
+NODE_DIR = Path(__file__).resolve().parents[3] / "node_action"
 VALIDATOR = NODE_DIR / "node_modules" / ".bin" / "action-validator"
 LINT_SCRIPT = NODE_DIR / "lint.mjs"
 

@@ -47,7 +47,7 @@ def parse_to(out: Path, *logs: str) -> Path:
 
 # One run a side: judged by the fixed limits of the previous default (the default's learned
 # limits call a single run inconclusive).
-FIXED_POLICY = Path(__file__).resolve().parents[1] / "policies" / "fixed-limits.yml"
+FIXED_POLICY = Path(__file__).resolve().parents[4] / "policies" / "fixed-limits.yml"
 
 class Runner:
     """The runner's files for one step, as the Actions runner provides them."""

@@ -16,7 +16,7 @@ import yaml
 from buildbot_bsdkm.commands.action.config import cache_keys
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, default_config_path, load_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 ACTION = ROOT / "action" / "action.yml"
 STEPS = yaml.safe_load(ACTION.read_text())["runs"]["steps"]
 

@@ -12,7 +12,7 @@ from test_action_github import FakeGitHubWithPermissions, action, read_outputs, 
 from buildbot_bsdkm.model import LogResult, RunResult
 from buildbot_bsdkm.policy import evaluate, parse_policy
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "action" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "action" / "examples"
 
 
 def _retest(github: FakeGitHubWithPermissions, tmp: Path, *, suites: list[str], written: str) -> dict:

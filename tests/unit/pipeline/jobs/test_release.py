@@ -234,7 +234,7 @@ def test_fips_round_trip_fails_when_the_rebuilt_module_is_refused_again(tmp_path
 def test_fips_detection_and_the_default_source_is_not_fips() -> None:
     assert fips.is_fips(["--enable-cryptonly", "--enable-fips=v6"])
     assert not fips.is_fips(["--enable-fips=v6", "--disable-fips"]) and not fips.is_fips(["--enable-aesni"])
-    cfg = parse_config(Path(__file__).resolve().parents[1].joinpath("bsdkm.yml").read_text())
+    cfg = parse_config(Path(__file__).resolve().parents[4].joinpath("bsdkm.yml").read_text())
     assert not any(fips.is_fips(cfg.configure_flags(t, v)) for t, v in cfg.pairs(list(cfg.variants)))
 
 
