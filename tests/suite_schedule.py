@@ -9,6 +9,8 @@ must run before the files that start the real reactor in a thread, in the same p
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,14 +19,27 @@ from xdist.scheduler import LoadScopeScheduling
 HERE = Path(__file__).resolve().parent
 DURATIONS = HERE / "durations.json"
 REACTOR_UNIT = "twisted-reactor"
-# A real reactor left running with connections cached makes trial's cases find it unclean.
-TRIAL_FILES = frozenset({
-    "test_bb_release.py", "test_bb_steps.py", "test_bb_worker_trust_files.py", "test_bisect_buildbot.py",
-})
-REACTOR_THREAD_FILES = frozenset({
-    "test_bisect_github.py", "test_gh_app_auth.py", "test_gh_bisect_range.py", "test_gh_client.py",
-    "test_gh_render.py", "test_gh_security.py",
-})
+# A real reactor left running with connections cached makes trial's cases find it unclean, so the
+# files using either go in one unit, trial's first. Found by what they import, so a new file joins.
+TRIAL_MARKS = re.compile(r"^from (?:twisted\.trial|buildbot\.test\.reactor|test_bb_steps) import", re.M)
+REACTOR_THREAD_MARKS = re.compile(
+    r"^from github_fake(?:\.reactor_thread import|\s+import .*\breactor_thread\b)", re.M)
+
+
+def _files_with(marks: re.Pattern[str]) -> frozenset[str]:
+    found = set()
+    for here, dirs, files in os.walk(HERE):
+        dirs[:] = [d for d in dirs if not d.startswith(("node", ".", "__"))]
+        for name in files:
+            if name.startswith("test_") and name.endswith(".py") and name != Path(__file__).name:
+                text = (Path(here) / name).read_text(encoding="utf-8", errors="replace")
+                if marks.search(text):
+                    found.add(name)
+    return frozenset(found)
+
+
+TRIAL_FILES = _files_with(TRIAL_MARKS)
+REACTOR_THREAD_FILES = _files_with(REACTOR_THREAD_MARKS) - TRIAL_FILES
 REACTOR_FILES = TRIAL_FILES | REACTOR_THREAD_FILES
 UNKNOWN_FILE_S = 10.0  # a file no recorded run has seen yet
 

@@ -52,6 +52,9 @@ DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"the boot had no nonce", "worker-setup"),
 )
 
+BEFORE_MODULE_RE = re.compile(r"the kernel panicked before the initramfs /init ran, so before the module was "
+                              r"loaded: .*")
+
 # Stages whose output the PR writes: configure scripts and Makefiles, compilers echoing source
 # lines, the module's console, the test programs. None of it is evidence of infrastructure.
 PR_OUTPUT_STAGES = frozenset({"configure", "build", "load", "selftest", "benchmark", "unload", "collect"})
@@ -189,6 +192,10 @@ def classify(
     ev = list(evidence)
     logs = list(log_results)
 
+    if stage == "load" and (hit := BEFORE_MODULE_RE.search(harness)):
+        # The harness's own word that the kernel fell over before it loaded the module: no PR code
+        # ran, so whatever the console shows is not the module's.
+        return StageFailure(stage, f"load failed (vm-boot): {hit.group(0)}", INFRA, "vm-boot", ev)
     definitive = _kernel_failure(stage, logs, ev) or _selftest_failure(stage, logs, ev)
     if definitive:
         return definitive

@@ -82,7 +82,8 @@ def test_a_change_within_the_noise_ends_could_not_decide(repo: tuple[Path, str, 
     code, result = _bisect(config, hist, tmp_path / "out", "--regression", "SHA-256", "--pct", "10")
     assert code == 1
     assert result["status"] == "could not decide" and result["culprit"] is None
-    assert "the bad end" in result["why"]
+    # Within the noise the bad end stays undecided; on a loaded host the commits before it may too.
+    assert "the bad end" in result["why"] or "could not be tested" in result["why"]
     assert len(result["remaining"]) == 8
     assert result["steps"][0]["rounds"] >= 5
 

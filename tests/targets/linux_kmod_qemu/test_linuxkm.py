@@ -341,3 +341,21 @@ def test_the_first_marker_after_the_firmwares_unfinished_line_counts(tmp_path: P
     console.write_bytes(b"Booting from ROM..\x1bc\x1b[?7l\x1b[2J" + first.encode() + rest)
     report = linuxkm.read_console(console, NONCE)
     assert report.markers[0].body == "init begin kernel=6.1.0-57-amd64" and report.markers[0].uptime == 1.80
+
+
+def test_a_panic_before_init_is_the_boots_and_retried_not_the_modules(tmp_path: Path) -> None:
+    """Seen under TCG on a loaded host: the kernel panicked while booting, before /init loaded the
+    module. The old harness judged it a real panic, and a bisection's verify step took it for the
+    module's."""
+    from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
+
+    console = tmp_path / "console.log"
+    console.write_text("[    0.000000] Linux version 6.1.0-57-amd64\n"
+                       "[    1.210000] ..MP-BIOS bug: 8254 timer not connected to IO-APIC\n"
+                       "[    1.230000] Kernel panic - not syncing: IO-APIC + timer doesn't work!  Boot with "
+                       "apic=debug and send a report.  Then try booting with the 'noapic' option.\n")
+    outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=3.0)
+    failure = judge_outcome(outcome, parse_kernel_log(linux_target.TARGET.log_format, console), 60)
+    assert failure is not None
+    assert (failure.category, failure.reason) == (FailureCategory.INFRASTRUCTURE, "vm-boot")
+    assert "before the module was loaded: Kernel panic - not syncing: IO-APIC" in failure.message

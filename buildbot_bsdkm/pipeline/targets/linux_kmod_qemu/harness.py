@@ -266,6 +266,9 @@ LOADER_RE = re.compile(
     r"(?:ok|failed errno=(?P<errno>\d+)(?: \((?P<text>[^)]*)\))?)\s*$"
 )
 PANIC_RE = re.compile(r"Kernel panic - not syncing: .*")
+# A panic before /init's first marker: the kernel's own boot (under TCG on a loaded host, "IO-APIC +
+# timer doesn't work" say); the module is loaded by /init, so none of the PR's code had run.
+KERNEL_BEFORE_MODULE = "the kernel panicked before the initramfs /init ran, so before the module was loaded"
 ESCAPES_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[A-Za-z])")  # SeaBIOS/kernel terminal resets
 IMITATION_HINT = "### bsdkm-ci:"
 TERMINAL_RESET = "\x1bc"
@@ -437,7 +440,9 @@ def _notes(report: ConsoleReport, qemu_rc: int, host_timed_out: bool, qemu_stder
         notes.append(f"delete_module failed: errno {report.unload_errno}")
     if report.guest_timeout_stage:
         notes.append(f"module {report.guest_timeout_stage} did not return before the guest watchdog fired")
-    if report.panic:
+    if report.panic and not report.markers:
+        notes.append(f"{KERNEL_BEFORE_MODULE}: {report.panic}")
+    elif report.panic:
         notes.append(f"kernel panic: {report.panic}")
     if not report.markers and not host_timed_out:
         notes.append("no bsdkm-ci marker on the console: the initramfs /init never ran")
