@@ -146,6 +146,26 @@ class Master:
     def log(self) -> str:
         return (self.layout.master / "twistd.log").read_text(encoding="utf-8", errors="replace")
 
+    def acted_on_everything(self) -> bool:
+        """Every event the hook answered for has been acted on (the inbox journal has its done mark)."""
+        inbox = self.layout.master / "github-inbox.jsonl"
+        if not inbox.exists():
+            return True
+        seqs, done = set(), set()
+        for line in inbox.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                doc = json.loads(line)
+                (done.add(doc["done"]) if "done" in doc else seqs.add(doc.get("seq")))
+        return seqs <= done
+
+    def wait_acted(self, timeout: float = 30.0) -> None:
+        """Until the master has acted on what it answered: the hook answers first, then acts."""
+        deadline = time.monotonic() + timeout
+        while not self.acted_on_everything():
+            if time.monotonic() > deadline:
+                raise AssertionError("the master has not acted on every answered event")
+            time.sleep(0.1)
+
     def buildsets_for(self, number: int) -> list[dict[str, Any]]:
         out = []
         for bs in self.rest.get("buildsets"):
