@@ -21,6 +21,12 @@ from ...support.resources import data_path
 
 QEMU = "qemu-system-x86_64"
 PLUGIN_NAME = "bsdkm_count.so"
+# The files of a counted boot, in its directory, for every target that counts in a guest.
+COUNT_FILE = "counts.txt"  # the plugin's output
+COUNT_PLAN = "counts.plan.json"  # the fixed work asked for; its presence means counting was asked
+COUNT_UNAVAILABLE = "counts.unavailable"  # why the plugin could not count (one sentence)
+COUNT_SYMBOLS = "text.syms"
+PROXY_STATE_KEY = "instructions_proxy"  # the build's proxy counts, kept while the module's stand in
 
 
 class PluginUnavailable(RuntimeError):
@@ -99,8 +105,9 @@ def plugin_for(cache: Path, *, cc: str = "gcc", qemu: str = QEMU) -> Plugin:
     return Plugin(so, version)
 
 
-def module_layout(ko: Path) -> TextLayout:
-    """The module's ``.text`` size and symbols (PluginUnavailable when readelf cannot say)."""
+def readelf_tables(ko: Path) -> tuple[str, str]:
+    """``readelf -SW`` and ``-sW`` of ``ko``: its sections and its symbols (PluginUnavailable when
+    readelf cannot read it)."""
     outs = []
     for flag in ("-SW", "-sW"):
         try:
@@ -111,7 +118,12 @@ def module_layout(ko: Path) -> TextLayout:
         if res.returncode != 0:
             raise PluginUnavailable(f"readelf could not read {ko.name}: {res.stderr.strip()[:200]}")
         outs.append(res.stdout)
+    return outs[0], outs[1]
+
+
+def module_layout(ko: Path) -> TextLayout:
+    """The module's ``.text`` size and symbols (PluginUnavailable when readelf cannot say)."""
     try:
-        return text_layout(outs[0], outs[1])
+        return text_layout(*readelf_tables(ko))
     except KernelCountError as e:
         raise PluginUnavailable(f"{ko.name}: {e}") from None

@@ -26,7 +26,6 @@ without it and every item is *not counted* with that reason, never a pass.
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,18 +46,23 @@ from ....perf.kernel_counts import (
 )
 from ....policy import load_policy
 from ...runtime.console import console_lines
-from ...runtime.qemu_plugin import PluginUnavailable, plugin_for, plugin_source
+from ...runtime.qemu_plugin import (
+    COUNT_FILE,
+    COUNT_PLAN,
+    COUNT_SYMBOLS,
+    COUNT_UNAVAILABLE,
+    PROXY_STATE_KEY,
+    PluginUnavailable,
+    plugin_for,
+    plugin_source,
+    readelf_tables,
+)
 from ...runtime.source import cache_root
 
-COUNT_FILE = "counts.txt"  # the plugin's output, in the boot's directory
-COUNT_PLAN = "counts.plan.json"  # the fixed work asked for; its presence means counting was asked
-COUNT_UNAVAILABLE = "counts.unavailable"  # why the plugin could not count (one sentence)
-COUNT_SYMBOLS = "text.syms"
 # FreeBSD/amd64 links kernel modules for the kernel code model: they live above KERNBASE.
 AREA = "ffffffff80000000-fffffffffffff000"
 # A symbol every crypto-register build has; any global function of .text would do.
 PREFERRED_ANCHORS = ("wc_AesGcmEncrypt", "wc_AesCbcEncrypt", "wolfCrypt_Init")
-PROXY_STATE_KEY = "instructions_proxy"
 _NOT_COUNTED = "the module itself was not counted"
 
 
@@ -90,20 +94,6 @@ class CountRequest:
         return lines
 
 
-def _readelf(ko: Path) -> tuple[str, str]:
-    outs = []
-    for flag in ("-SW", "-sW"):
-        try:
-            res = subprocess.run(["readelf", flag, str(ko)], capture_output=True, text=True, timeout=120,
-                                 check=False)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise PluginUnavailable(f"readelf could not read {ko.name}: {e}") from None
-        if res.returncode != 0:
-            raise PluginUnavailable(f"readelf could not read {ko.name}: {res.stderr.strip()[:200]}")
-        outs.append(res.stdout)
-    return outs[0], outs[1]
-
-
 def prepare_count(config: Config, ko: Path, work: Path, *, crypto: bool, mode: str) -> CountRequest | None:
     """The count of this boot when the policy asks for it, the module registers with opencrypto and
     the boot runs kldinit (kldload); None otherwise, or when the plugin cannot count (the reason
@@ -118,7 +108,7 @@ def prepare_count(config: Config, ko: Path, work: Path, *, crypto: bool, mode: s
     (work / COUNT_PLAN).write_text(json.dumps({"bytes": plan.bytes, "sizes": list(plan.sizes)}))
     try:
         plugin = plugin_for(cache_root(config))
-        sections, symbols = _readelf(ko)
+        sections, symbols = readelf_tables(ko)
         try:
             layout = text_layout(sections, symbols)
         except KernelCountError as e:

@@ -41,7 +41,17 @@ from ...runtime.errors import StageError, infra_error, real_error
 from ...runtime.loading import ModuleLoadOutcome
 from ...runtime.locks import exclusive
 from ...runtime.proc import run_logged
-from ...runtime.qemu_plugin import PluginUnavailable, module_layout, plugin_for, plugin_source
+from ...runtime.qemu_plugin import (
+    COUNT_FILE,
+    COUNT_PLAN,
+    COUNT_SYMBOLS,
+    COUNT_UNAVAILABLE,
+    PROXY_STATE_KEY,
+    PluginUnavailable,
+    module_layout,
+    plugin_for,
+    plugin_source,
+)
 from ...runtime.source import cache_root
 
 BOOT_DIR = Path("/boot")
@@ -612,12 +622,6 @@ def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version
 
 
 # --------------------------------------------------------------------------- counting the module
-
-COUNT_FILE = "counts.txt"  # the plugin's output, in the VM directory
-COUNT_PLAN = "counts.plan.json"  # the fixed work asked for; its presence means counting was asked
-COUNT_UNAVAILABLE = "counts.unavailable"  # why the plugin could not count (one sentence)
-COUNT_SYMBOLS = "text.syms"
-PROXY_STATE_KEY = "instructions_proxy"  # the build's proxy counts, kept while the module's stand in
 
 
 @dataclass(frozen=True)
