@@ -52,8 +52,9 @@ DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"the boot had no nonce", "worker-setup"),
 )
 
-BEFORE_MODULE_RE = re.compile(r"the kernel panicked before the initramfs /init ran, so before the module was "
-                              r"loaded: .*")
+# The Linux harness's note on a panic before /init, which loads the module, wrote its first marker.
+KERNEL_BEFORE_MODULE = "the kernel panicked before the initramfs /init ran, so before the module was loaded"
+BEFORE_MODULE_RE = re.compile(re.escape(KERNEL_BEFORE_MODULE) + r": .*")
 
 # Stages whose output the PR writes: configure scripts and Makefiles, compilers echoing source
 # lines, the module's console, the test programs. None of it is evidence of infrastructure.

@@ -33,7 +33,7 @@ from ....perf.kernel_counts import (
     parse_plugin_output,
 )
 from ....policy import load_policy
-from ....retry.classify import Patterns, classify, first_compile_error
+from ....retry.classify import KERNEL_BEFORE_MODULE, Patterns, classify, first_compile_error
 from ....support.resources import kmod_dir
 from ...runtime.build import source_fingerprint
 from ...runtime.console import console_lines
@@ -276,9 +276,6 @@ LOADER_RE = re.compile(
     r"(?:ok|failed errno=(?P<errno>\d+)(?: \((?P<text>[^)]*)\))?)\s*$"
 )
 PANIC_RE = re.compile(r"Kernel panic - not syncing: .*")
-# A panic before /init's first marker: the kernel's own boot (under TCG on a loaded host, "IO-APIC +
-# timer doesn't work" say); the module is loaded by /init, so none of the PR's code had run.
-KERNEL_BEFORE_MODULE = "the kernel panicked before the initramfs /init ran, so before the module was loaded"
 ESCAPES_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[A-Za-z])")  # SeaBIOS/kernel terminal resets
 IMITATION_HINT = "### bsdkm-ci:"
 TERMINAL_RESET = "\x1bc"
@@ -451,6 +448,8 @@ def _notes(report: ConsoleReport, qemu_rc: int, host_timed_out: bool, qemu_stder
     if report.guest_timeout_stage:
         notes.append(f"module {report.guest_timeout_stage} did not return before the guest watchdog fired")
     if report.panic and not report.markers:
+        # The kernel's own boot fell over (under TCG on a loaded host: "IO-APIC + timer doesn't
+        # work"); /init loads the module, so none of the PR's code had run.
         notes.append(f"{KERNEL_BEFORE_MODULE}: {report.panic}")
     elif report.panic:
         notes.append(f"kernel panic: {report.panic}")
