@@ -71,7 +71,8 @@ def make_freebsd_console(path: Path, mib: int) -> None:
 CHILD = {
     "linux-judge": """
 from pathlib import Path
-from buildbot_bsdkm.pipeline import linux_target, linuxkm
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
+from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
 console = Path(ARG)
 out = linuxkm.outcome_from_console(console, qemu_rc=124, wall_s=60.0)
@@ -81,7 +82,7 @@ print(f.category, f.reason, "|", f.message[:80])
 """,
     "freebsd-judge": """
 from pathlib import Path
-from buildbot_bsdkm.pipeline import freebsd_qemu as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
 from buildbot_bsdkm.pipeline.targets.base import parse_kernel_log
 console = Path(ARG)
@@ -94,7 +95,7 @@ print(f.category, f.reason, "|", f.message[:80])
     "freebsd-watch": """
 import sys, time
 from pathlib import Path
-from buildbot_bsdkm.pipeline import freebsd_qemu as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 from buildbot_bsdkm.pipeline.runtime.proc import run_watched
 src, log = ARG.split("|")
 copy = f"import shutil, sys, time\\nshutil.copyfileobj(open({src!r}, 'rb'), sys.stdout.buffer)\\n"
