@@ -8,7 +8,9 @@ branch scheduler does not also build it and a per-variant retest builds only tha
 The hook answers GitHub as soon as an event is verified, parsed and written to the inbox
 (``inbox.py``); this service acts on it afterwards, so the answer never waits for the database.
 Each PR's events are acted on one at a time, in the order they arrived; a push whose PR has a
-newer head queued behind it builds nothing (that build would be superseded at once). What must
+newer head queued behind it builds nothing (that build would be superseded at once), and neither
+does one GitHub shows older than a head already acted on (``head_order``: pushes can arrive out
+of order). What must
 survive a restart (approvals, the PR's unfinished buildsets, the deliveries and comments already
 acted on) is in the master's database (``store.py``), and an event answered but not acted on is in
 the inbox, acted on after the restart: a PR head with an unfinished buildset for the same builders
@@ -52,6 +54,7 @@ from .events import (
     parse_pull_request_event,
     pull_request_from,
 )
+from .head_order import HeadMark, shown_later
 from .inbox import Inbox, Queued
 from .publisher import Publisher
 from .settings import GitHubSettings
@@ -253,7 +256,8 @@ class PullRequestBuilds(service.BuildbotService):
                 newer = [p for _, p in list(queue)[1:]]
                 try:
                     superseded = _newer_head_queued(parsed, newer, self._acted_heads.get(key, set()))
-                    await act_on(self, item, parsed, superseded=superseded, queued_heads=_heads_of(newer))
+                    queued = _heads_of(newer, self._newest_mark(parsed))
+                    await act_on(self, item, parsed, superseded=superseded, queued_heads=queued)
                 except Exception as e:  # noqa: BLE001 - one event's bug must not stop its PR's queue
                     log.err(e, f"bsdkm github: delivery {item.delivery} ({item.event}) failed")
                 queue.popleft()
@@ -264,6 +268,13 @@ class PullRequestBuilds(service.BuildbotService):
         finally:
             if not queue and self._queues.get(key) is queue:
                 del self._queues[key]
+
+    def _newest_mark(self, parsed: Any) -> HeadMark:
+        """The newest head acted on for ``parsed``'s PR, as far as this master knows yet."""
+        repo, number = ((parsed.pull.repo, parsed.pull.number) if isinstance(parsed, PullRequestEvent)
+                        else (parsed.repo, parsed.issue_number))
+        record = self.approvals.records.get((repo, number))
+        return _record_mark(record) if record is not None else HeadMark("")
 
     @property
     def queued(self) -> int:
@@ -290,10 +301,16 @@ class PullRequestBuilds(service.BuildbotService):
                                superseded: bool = False, replayed: bool = False) -> Outcome:
         pull = event.pull
         if event.action in HEAD_ACTIONS:
+            if shown_later(_record_mark(record), HeadMark.of(event)):
+                # A push that reached us after a newer one: building it would cancel the newer head's
+                # build, and its trust must not become the head's.
+                return Outcome("superseded", f"GitHub showed PR #{pull.number} head {record.head} later "
+                               f"than {pull.head_sha}")
             self._acted_heads.setdefault((pull.repo.lower(), pull.number), set()).add(pull.head_sha)
             # A retest of this head later must know whether someone untrusted pushed it.
             vetted = event_push_problem(event, self.settings.trust, self.approvals) is None
-            self.approvals.saw_head(pull.repo, pull.number, pull.head_sha, pull.updated_at, vetted=vetted)
+            self.approvals.saw_head(pull.repo, pull.number, pull.head_sha, pull.updated_at, vetted=vetted,
+                                    before=event.before)
         decision = decide_pull_request(event, self.settings.trust, self.approvals)
         if decision.action == Action.AWAIT_APPROVAL:
             self._supersede(pull, record)
@@ -592,18 +609,33 @@ def _queue_key(parsed: Any) -> tuple[str, int]:
 
 def _newer_head_queued(parsed: Any, later: list[Any], acted: set[str]) -> bool:
     """Whether a PR event naming a newer head of the same PR waits behind ``parsed``: one that will
-    build or wait for approval, either of which supersedes this head's build. A head whose events
-    were acted on already is an older one (a late or redelivered event), and a draft builds nothing."""
+    build or wait for approval, either of which supersedes this head's build. Which head is newer is
+    GitHub's to say (``head_order``); where it does not say, a head whose events were acted on
+    already is an older one (a late or redelivered event). A draft builds nothing."""
     if not isinstance(parsed, PullRequestEvent) or parsed.action not in HEAD_ACTIONS:
         return False
-    return any(isinstance(p, PullRequestEvent) and p.action in HEAD_ACTIONS and not p.pull.draft
-               and p.pull.head_sha != parsed.pull.head_sha and p.pull.head_sha not in acted for p in later)
+    mark = HeadMark.of(parsed)
+    for p in later:
+        if not isinstance(p, PullRequestEvent) or p.action not in HEAD_ACTIONS or p.pull.draft:
+            continue
+        other = HeadMark.of(p)
+        if other.head == mark.head or shown_later(mark, other):
+            continue
+        if shown_later(other, mark) or other.head not in acted:
+            return True
+    return False
 
 
-def _heads_of(events: list[Any]) -> frozenset[str]:
-    """The heads PR events among ``events`` name (those that build or wait for approval)."""
+def _heads_of(events: list[Any], newest: HeadMark | None = None) -> frozenset[str]:
+    """The heads PR events among ``events`` name (those that build or wait for approval), less those
+    GitHub showed before ``newest``, whose events will build nothing."""
     return frozenset(p.pull.head_sha for p in events
-                     if isinstance(p, PullRequestEvent) and p.action in HEAD_ACTIONS and not p.pull.draft)
+                     if isinstance(p, PullRequestEvent) and p.action in HEAD_ACTIONS and not p.pull.draft
+                     and not (newest is not None and shown_later(newest, HeadMark.of(p))))
+
+
+def _record_mark(record: PrRecord) -> HeadMark:
+    return HeadMark(record.head, record.head_seen_at, record.head_before)
 
 
 def _unfinished_for(record: PrRecord, head: str, contexts: set[str]) -> bool:

@@ -98,6 +98,7 @@ class PullRequestEvent:
     action: str
     sender: str
     pull: PullRequest
+    before: str = ""  # synchronize: the head this push replaced (``head_order``)
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,7 @@ def parse_pull_request_event(payload: dict[str, Any]) -> PullRequestEvent:
         action=_field(payload, "action", str),
         sender=_field(payload, "sender.login", str),
         pull=pull_request_from(_field(payload, "pull_request", dict), repo),
+        before=_sha_or_empty(payload.get("before")),
     )
 
 
@@ -170,6 +172,13 @@ def parse_comment_event(payload: dict[str, Any]) -> CommentEvent:
         html_url=str(comment.get("html_url") or ""),
         created_at=str(comment.get("created_at") or ""),
     )
+
+
+def _sha_or_empty(value: Any) -> str:
+    """A commit sha as GitHub writes it, or "" (a missing or odd value orders nothing)."""
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", value):
+        return ""
+    return value
 
 
 def _base_sha(pr: Any) -> str:

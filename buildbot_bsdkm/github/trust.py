@@ -95,6 +95,7 @@ class PrRecord:
 
     head: str = ""
     head_seen_at: str = ""  # GitHub's time of the event that showed this head first
+    head_before: str = ""  # the head that push replaced, when its event said (``head_order``)
     head_vetted: bool = True  # False: pushed by, or from a fork of, someone the policy does not trust
     approved: list[str] = field(default_factory=list)
     # Unfinished buildsets of this PR: bsid -> {"head": sha, "requests": {brid: status context}}.
@@ -104,6 +105,7 @@ class PrRecord:
         return {
             "head": self.head,
             "head_seen_at": self.head_seen_at,
+            "head_before": self.head_before,
             "head_vetted": self.head_vetted,
             "approved": list(self.approved),
             "buildsets": self.buildsets,
@@ -117,6 +119,7 @@ class PrRecord:
         return cls(
             head=str(doc.get("head") or ""),
             head_seen_at=str(doc.get("head_seen_at") or ""),
+            head_before=str(doc.get("head_before") or ""),
             head_vetted=bool(doc.get("head_vetted", True)),
             approved=[str(x) for x in doc.get("approved") or []],
             buildsets=dict(buildsets) if isinstance(buildsets, Mapping) else {},
@@ -142,13 +145,15 @@ class ApprovalBook:
         record = self.records.get((repo, number))
         return record is not None and head_sha in record.approved
 
-    def saw_head(self, repo: str, number: int, head_sha: str, at: str, vetted: bool) -> bool:
+    def saw_head(self, repo: str, number: int, head_sha: str, at: str, vetted: bool,
+                 before: str = "") -> bool:
         """Note a pull_request event's head; True when it is a head not seen before."""
         record = self.record(repo, number)
         if record.head == head_sha:
             record.head_vetted = record.head_vetted and vetted
             return False
         record.head, record.head_seen_at, record.head_vetted = head_sha, at, vetted
+        record.head_before = before
         return True
 
     def head_vetted(self, repo: str, number: int, head_sha: str) -> bool:

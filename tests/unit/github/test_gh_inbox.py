@@ -185,3 +185,66 @@ def _run(coro: Any) -> Any:
     if hasattr(got[0], "raiseException"):
         got[0].raiseException()
     return got[0]
+
+
+def _push(head: str, at: str, before: str = "") -> Any:
+    payload = payloads.pull_request("synchronize", head_sha=head, association="MEMBER", updated_at=at)
+    payload["before"], payload["after"] = before or "0" * 40, head
+    return parse_pull_request_event(payload)
+
+
+def _building_controller() -> tuple[PullRequestBuilds, list[str]]:
+    ctl = controller(MemoryStore())
+    ctl.store = MemoryStore()
+    built: list[str] = []
+
+    async def build(pull: Any, *args: Any) -> Any:
+        built.append(pull.head_sha)
+        return SimpleNamespace(action="build", reason="test")
+
+    ctl._build = build  # type: ignore[method-assign]
+    return ctl, built
+
+
+def test_a_push_that_arrives_after_a_newer_one_builds_nothing() -> None:
+    """Fails on the old code: pushes of one PR sent a few ms apart on separate connections reached the
+    master in the other order; the older was built last and cancelled the newer, so the PR's newest
+    head was never built (seen under load)."""
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+    for older, newer in [
+        (_push(a, "2026-12-02T10:00:00Z"), _push(b, "2026-12-02T10:00:01Z")),  # GitHub's clock says
+        (_push(a, "2026-12-02T10:00:00Z", c), _push(b, "2026-12-02T10:00:00Z", a)),  # the same second
+    ]:
+        ctl, built = _building_controller()
+        assert _run(ctl.on_pull_request(newer, 0.0)).action == "build"
+        late = _run(ctl.on_pull_request(older, 0.0))
+        assert late.action == "superseded" and built == [b], (late, built)
+        assert ctl.approvals.record("Codertocat/Hello-World", newer.pull.number).head == b
+        # Queued behind the newer push, the late one neither supersedes it nor builds itself.
+        assert not _newer_head_queued(newer, [older], set())
+        assert _newer_head_queued(older, [newer], set())
+
+
+def test_a_push_order_github_does_not_tell_is_arrival_order() -> None:
+    a, b = "a" * 40, "b" * 40
+    ctl, built = _building_controller()
+    _run(ctl.on_pull_request(_push(b, "2026-12-02T10:00:00Z"), 0.0))
+    _run(ctl.on_pull_request(_push(a, "2026-12-02T10:00:00Z"), 0.0))
+    assert built == [b, a]
+    # A head pushed back again within the second: each push names the other as replaced.
+    ctl, built = _building_controller()
+    _run(ctl.on_pull_request(_push(b, "2026-12-02T10:00:00Z", a), 0.0))
+    _run(ctl.on_pull_request(_push(a, "2026-12-02T10:00:00Z", b), 0.0))
+    assert built == [b, a]
+
+
+def test_a_retest_does_not_wait_for_a_queued_push_that_is_older_than_the_built_head() -> None:
+    """A retest left its build to a queued push; a push GitHub shows older builds nothing now, so
+    the retest would have built nothing at all."""
+    from buildbot_bsdkm.github.controller import _heads_of
+    from buildbot_bsdkm.github.head_order import HeadMark
+
+    a, b = "a" * 40, "b" * 40
+    older = _push(a, "2026-12-02T10:00:00Z")
+    assert _heads_of([older], HeadMark(b, "2026-12-02T10:00:01Z")) == frozenset()
+    assert _heads_of([older], HeadMark(b, "2026-12-02T09:59:59Z")) == frozenset({a})
