@@ -29,6 +29,7 @@ from ..retry.rules import RetrySettings
 from . import bisect as bisect_builder
 from . import candidate
 from . import steps as bsdkm_steps
+from .heap import FrozenStartupHeap
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
 from .trust_levels import warn_without_levels
 from .worker_config import WorkerCopy, send_config_first, worker_copy
@@ -262,7 +263,7 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
             "port": _endpoint(where.www_port, where.www_interface),
             "plugins": {"waterfall_view": {}, "console_view": {}, "grid_view": {}},
         },
-        "services": [],
+        "services": [FrozenStartupHeap()],
         "secretsProviders": [],
         "buildbotNetUsageData": None,
     }

@@ -168,10 +168,12 @@ def test_master_cfg_with_broken_bsdkm_yml_names_the_problem(tmp_path: Path):
 
 
 def _github_services(c: dict) -> list:
-    """The master's services but the bisect trigger (tests/unit/buildbot/test_bisect_buildbot.py)."""
+    """The master's services but the bisect trigger (tests/unit/buildbot/test_bisect_buildbot.py) and
+    the frozen startup heap."""
     from buildbot_bsdkm.buildbot.bisect import BisectOnNewSignatures
+    from buildbot_bsdkm.buildbot.heap import FrozenStartupHeap
 
-    return [s for s in c["services"] if not isinstance(s, BisectOnNewSignatures)]
+    return [s for s in c["services"] if not isinstance(s, BisectOnNewSignatures | FrozenStartupHeap)]
 
 
 def test_github_block_plugs_in_the_github_services(tmp_path: Path, monkeypatch):
