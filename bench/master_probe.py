@@ -6,7 +6,8 @@ files arrive.
 * a 10 ms tick on the reactor; every gap beyond the tick is time the reactor spent on something
   else (a request handler, a report, a transfer) or waited for (the interpreter lock, the CPU):
   its maximum and percentiles are the figures, and beside them the reactor thread's own CPU time
-  in each gap (``cpu_*``), which a CPU-starved machine does not inflate;
+  in each gap (``cpu_*``), which a CPU-starved machine does not inflate (the first 3 s, the
+  master still starting, are left out);
 * a PR report rendered every ``render_every_s`` exactly as the GitHub reporter renders one
   (``render.Renderer`` in a thread, one at a time): the comment and the status of a build whose
   FreeBSD panic line is 1500 dashes, the input that took the signature's patterns seconds;
@@ -16,13 +17,25 @@ files arrive.
   3 MiB) parsed and its report rendered in the reactor's thread pool, as the Collect and Gate steps
   do with ``results.json``.
 
+Where the reactor thread's own CPU goes in a long gap: every reactor callback (an I/O event, a
+timed call, a thread's result) that holds the reactor thread's CPU for more than 50 ms is named in
+``slow_calls``, with the garbage collection inside it; a sampler thread looks at the reactor
+thread's stack every 20 ms while a tick is overdue and that thread's CPU clock advances, and the
+stacks seen most go into the figures (``stall_stacks``), with the garbage collector's passes run on
+the reactor thread (``gc_*``).
+
 The figures go to ``out`` (JSON) every second and when the master stops.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import sys
+import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +43,66 @@ from buildbot.util import service
 from twisted.internet import defer, task, threads
 
 TICK_S = 0.01
+SAMPLE_S = 0.02
+OVERDUE_S = 0.05  # a tick this late is a stall worth a look
+
+
+def _where(frame: Any, depth: int = 8) -> str:
+    """The innermost ``depth`` frames, innermost first, as ``file:line function``."""
+    parts = []
+    while frame is not None and len(parts) < depth:
+        code = frame.f_code
+        parts.append(f"{os.path.basename(code.co_filename)}:{frame.f_lineno} {code.co_name}")
+        frame = frame.f_back
+    return " < ".join(parts)
+
+
+SLOW_CALL_S = 0.05
+WARMUP_S = 3.0  # the bench waits 5 s after the master started before it sends anything
+
+
+def _name(f: Any) -> str:
+    """What a reactor callback is: a Deferred firing is named by its first callback."""
+    owner = getattr(f, "__self__", None)
+    if isinstance(owner, defer.Deferred) and owner.callbacks:
+        first = owner.callbacks[0][0][0]
+        return f"Deferred -> {getattr(first, '__qualname__', repr(first))}"
+    return str(getattr(f, "__qualname__", None) or repr(f))[:200]
+
+
+def _io_name(selectable: Any) -> str:
+    protocol = getattr(selectable, "protocol", None)
+    name = type(protocol or selectable).__name__
+    requests = getattr(protocol, "requests", None)
+    if requests:
+        last = requests[-1]
+        name += f" {getattr(last, 'method', b'').decode()} {getattr(last, 'uri', b'').decode()[:80]}"
+    return name
+
+
+class StallSampler(threading.Thread):
+    """Samples the reactor thread's stack while its tick is overdue and it is itself on a CPU (a
+    thread waiting for the interpreter lock or the machine is not what a handler costs)."""
+
+    def __init__(self, probe: ReactorProbe, reactor_thread: int) -> None:
+        super().__init__(name="bsdkm-stall-sampler", daemon=True)
+        self.probe, self.thread_id = probe, reactor_thread
+        self.clock = time.pthread_getcpuclockid(reactor_thread)
+        self.stacks: Counter[str] = Counter()
+        self.samples = 0
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        last_cpu = time.clock_gettime(self.clock)
+        while not self.halt.wait(SAMPLE_S):
+            cpu = time.clock_gettime(self.clock)
+            busy, last_cpu = cpu - last_cpu > SAMPLE_S / 2, cpu
+            if not busy or time.monotonic() - self.probe.last - TICK_S < OVERDUE_S:
+                continue
+            frame = sys._current_frames().get(self.thread_id)
+            if frame is not None:
+                self.samples += 1
+                self.stacks[_where(frame)] += 1
 
 
 def _panic_facts() -> Any:
@@ -85,6 +158,20 @@ class ReactorProbe(service.BuildbotService):
         self.payload = (b"test passed!\n" * int(self.read_mib * 1024 * 1024 / 13))
         self.results = _results_text(self.results_tests)
         self.lock = defer.DeferredLock()
+        self.reactor_thread = threading.get_ident()
+        self.gc_s: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._gc_started = 0.0
+        gc.callbacks.append(self._gc)
+        self.sampler = StallSampler(self, self.reactor_thread)
+        self.sampler.start()
+        self.slow_calls: list[dict[str, Any]] = []
+        self.gc_total = 0.0
+        self.started = time.monotonic()
+        self._time_callbacks(reactor)
+        self.cpu_stalls: list[dict[str, float]] = []
+        self.heap_objects = len(gc.get_objects())
+        # From here on, not from before the setup above, which is the probe's own work.
+        self.last, self.last_cpu = time.monotonic(), time.thread_time()
         self.loops = []
         for fn, every in ((self._tick, TICK_S), (self._render, self.render_every_s),
                           (self._read, self.read_every_s), (self._dump, 1.0)):
@@ -93,10 +180,51 @@ class ReactorProbe(service.BuildbotService):
             loop.start(every, now=False)
             self.loops.append(loop)
 
+    def _time_callbacks(self, reactor: Any) -> None:
+        """Wrap what the reactor runs so that a callback holding its CPU long is named."""
+
+        def timed(kind: str, name: Any, fn: Any) -> Any:
+            def run(*a: Any, **kw: Any) -> Any:
+                cpu, wall, collected = time.thread_time(), time.monotonic(), self.gc_total
+                try:
+                    return fn(*a, **kw)
+                finally:
+                    took = time.thread_time() - cpu
+                    if took > SLOW_CALL_S:
+                        self.slow_calls.append({
+                            "kind": kind, "name": name(*a) if callable(name) else name,
+                            "cpu_s": round(took, 4), "wall_s": round(time.monotonic() - wall, 4),
+                            "gc_s": round(self.gc_total - collected, 4),
+                            "at_s": round(wall - self.started, 2)})
+            return run
+
+        io = reactor._doReadOrWrite
+        reactor._doReadOrWrite = timed("io", lambda sel, fd, event: _io_name(sel), io)
+        call_later, from_thread = reactor.callLater, reactor.callFromThread
+        reactor.callLater = lambda delay, f, *a, **kw: call_later(delay, timed("timed", _name(f), f),
+                                                                  *a, **kw)
+        reactor.callFromThread = lambda f, *a, **kw: from_thread(timed("thread", _name(f), f), *a, **kw)
+
+    def _gc(self, phase: str, info: dict[str, Any]) -> None:
+        if threading.get_ident() != self.reactor_thread:
+            return
+        if phase == "start":
+            self._gc_started = time.thread_time()
+        else:
+            took = time.thread_time() - self._gc_started
+            self.gc_s[int(info["generation"])].append(took)
+            self.gc_total += took
+
     def _tick(self) -> None:
         now, cpu = time.monotonic(), time.thread_time()
+        if now - self.started < WARMUP_S:  # the master still starting, before any load
+            self.last, self.last_cpu = now, cpu
+            return
         self.gaps.append(now - self.last - TICK_S)
         self.cpu_gaps.append(cpu - self.last_cpu)
+        if cpu - self.last_cpu > 0.1:
+            self.cpu_stalls.append({"at_s": round(now - self.started, 2), "wall_s": round(now - self.last, 4),
+                                    "cpu_s": round(cpu - self.last_cpu, 4)})
         self.last, self.last_cpu = now, cpu
 
     @defer.inlineCallbacks
@@ -163,7 +291,16 @@ class ReactorProbe(service.BuildbotService):
                 **{k: v for k, v in self.stats.items() if not k.endswith("_s")},
                 "render_max_s": max(self.stats["render_s"], default=0.0),
                 "read_max_s": max(self.stats["read_s"], default=0.0),
-                "render_errors": sorted(set(self.stats["render_errors"]))}
+                "render_errors": sorted(set(self.stats["render_errors"])),
+                **{f"gc{g}_{k}": v for g, times in self.gc_s.items() for k, v in (
+                    ("count", len(times)), ("max_s", max(times, default=0.0)),
+                    ("over_100ms", sum(1 for t in times if t > 0.1)))},
+                "heap_objects_at_start": self.heap_objects, "frozen_objects": gc.get_freeze_count(),
+                "cpu_stalls": self.cpu_stalls,
+                "slow_calls": sorted(self.slow_calls, key=lambda c: -c["cpu_s"])[:30],
+                "stall_samples": self.sampler.samples,
+                "stall_stacks": [{"samples": n, "stack": where}
+                                 for where, n in self.sampler.stacks.most_common(15)]}
 
     def _dump(self) -> None:
         self.out.write_text(json.dumps(self.figures(), indent=2) + "\n", encoding="utf-8")
@@ -173,6 +310,9 @@ class ReactorProbe(service.BuildbotService):
         for loop in self.loops:
             if loop.running:
                 loop.stop()
+        self.sampler.halt.set()
+        if self._gc in gc.callbacks:
+            gc.callbacks.remove(self._gc)
         self._dump()
         yield threads.deferToThread(self.renderer.close)
         yield super().stopService()

@@ -58,16 +58,21 @@ sys.path.insert(0, {bench!r})
 """
 PROBE_SERVICE = """from master_probe import ReactorProbe
 BuildmasterConfig.setdefault("services", []).append(ReactorProbe(out={out!r}))"""
+UNFROZEN_SERVICE = """from buildbot_bsdkm.buildbot.heap import FrozenStartupHeap
+BuildmasterConfig["services"] = [s for s in BuildmasterConfig["services"]
+                                 if not isinstance(s, FrozenStartupHeap)]"""
 PROFILE_SERVICE = """from master_profile import ReactorProfile
 BuildmasterConfig.setdefault("services", []).append(ReactorProfile(out={out!r}))"""
 
 
-def with_services(probe: Path | None = None, profile: Path | None = None) -> None:
+def with_services(probe: Path | None = None, profile: Path | None = None, unfrozen: bool = False) -> None:
     """Make the next master ``control.create`` lays out load bench/master_probe.py (figures to
-    ``probe``) and bench/master_profile.py (a reactor profile to ``profile``) too."""
+    ``probe``) and bench/master_profile.py (a reactor profile to ``profile``) too; ``unfrozen``:
+    without the master's frozen startup heap, to compare."""
     plain = master_control.create
     lines = ([PROBE_SERVICE.format(out=str(probe))] if probe else []) + (
-        [PROFILE_SERVICE.format(out=str(profile))] if profile else [])
+        [PROFILE_SERVICE.format(out=str(profile))] if profile else []) + (
+        [UNFROZEN_SERVICE] if unfrozen else [])
     if not lines:
         return
 
@@ -181,6 +186,9 @@ def schedule(rate: float, duration: float, prs: int) -> list[Event]:
             serial[number] += 1
             head = _head(number, serial[number])
             payload = payloads.pull_request("synchronize", number=number, head_sha=head, association="MEMBER")
+            # As GitHub sends a push: the head it replaced, and updated_at stamped when it is sent.
+            payload["before"] = _head(number, serial[number] - 1)
+            payload["after"] = head
             last[number] = payload
             events.append(Event(i / rate, "push", number, head, "pull_request", payload))
         elif slot == 2:
@@ -273,6 +281,7 @@ def run_load(
         lags[index] = loop.time() - (start + event.at)
         try:
             if event.kind == "push":  # GitHub knows the new head before it sends the event
+                event.payload["pull_request"]["updated_at"] = payloads.github_time()
                 await _post(github.url + "/_fake/pulls", json.dumps(event.payload).encode(),
                             {"Content-Type": "application/json"})
             sent_at[index] = began = loop.time()
@@ -346,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master-log", type=Path, help="keep the master's twistd.log here")
     parser.add_argument("--busy", action="store_true",
                         help="reports rendering and worker file transfers during the load; reactor gaps")
+    parser.add_argument("--unfrozen-heap", action="store_true",
+                        help="without the master's frozen startup heap (buildbot/heap.py), to compare")
     parser.add_argument("--profile", type=Path, help="cProfile the master's reactor thread into this file")
     args = parser.parse_args(argv)
     # Every delivery waits on a connection of its own: a slow master holds thousands open at once
@@ -356,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bsdkm-webhook-load-") as tmp:
         base = Path(tmp)
         probe = base / "probe.json"
-        with_services(probe if args.busy else None, args.profile.resolve() if args.profile else None)
+        with_services(probe if args.busy else None, args.profile.resolve() if args.profile else None,
+                      unfrozen=args.unfrozen_heap)
         master = Master(base, github)  # type: ignore[arg-type]
         try:
             config = write_config(base / "bsdkm.yml", github.url, answer_within_s=ANSWER_WITHIN_S)
