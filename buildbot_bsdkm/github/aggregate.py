@@ -191,13 +191,6 @@ def _inconclusive(build: BuildFacts) -> str:
     return f"⚠️ inconclusive: {count} not judged (too few repeats or too noisy)"
 
 
-def _inconclusive(build: BuildFacts) -> str:
-    """The gate's INCONCLUSIVE verdict (policy.Verdict.status) with its count: never "passed"."""
-    n = build.properties.get(INCONCLUSIVE_PROPERTY)
-    count = f"{n} gated item(s)" if isinstance(n, int) and n > 0 else "gated items"
-    return f"⚠️ inconclusive: {count} not judged (too few repeats or too noisy)"
-
-
 def _with(text: str, retry: str) -> str:
     text = f"{text}; {retry}" if retry else text
     return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[:STATUS_DESCRIPTION_LIMIT - 1] + "…"
