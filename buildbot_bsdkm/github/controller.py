@@ -10,11 +10,10 @@ The hook answers GitHub as soon as an event is verified, parsed and written to t
 Each PR's events are acted on one at a time, in the order they arrived; a push whose PR has a
 newer head queued behind it builds nothing (that build would be superseded at once), and neither
 does one GitHub shows older than a head already acted on (``head_order``: pushes can arrive out
-of order). What must
-survive a restart (approvals, the PR's unfinished buildsets, the deliveries and comments already
-acted on) is in the master's database (``store.py``), and an event answered but not acted on is in
-the inbox, acted on after the restart: a PR head with an unfinished buildset for the same builders
-is not built again.
+of order). What must survive a restart (approvals, the PR's unfinished buildsets, the deliveries
+and comments already acted on) is in the master's database (``store.py``), and an event answered
+but not acted on is in the inbox, acted on after the restart: a PR head with an unfinished
+buildset for the same builders is not built again.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ class HeadMark:
 
 def shown_later(a: HeadMark, b: HeadMark) -> bool:
     """True when GitHub showed head ``a`` after head ``b``; False when it did not, or cannot say."""
-    if not a.head or a.head == b.head:
+    if not a.head or not b.head or a.head == b.head:
         return False
     at, bt = parse_time(a.updated_at), parse_time(b.updated_at)
     if at is not None and bt is not None and at != bt:

@@ -248,3 +248,10 @@ def test_a_retest_does_not_wait_for_a_queued_push_that_is_older_than_the_built_h
     older = _push(a, "2026-12-02T10:00:00Z")
     assert _heads_of([older], HeadMark(b, "2026-12-02T10:00:01Z")) == frozenset()
     assert _heads_of([older], HeadMark(b, "2026-12-02T09:59:59Z")) == frozenset({a})
+
+
+def test_no_head_is_shown_later_than_an_unknown_one() -> None:
+    from buildbot_bsdkm.github.head_order import HeadMark, shown_later
+
+    assert not shown_later(HeadMark("a" * 40), HeadMark(""))
+    assert not shown_later(HeadMark(""), HeadMark("a" * 40))
