@@ -19,10 +19,9 @@ files arrive.
 
 Where the reactor thread's own CPU goes in a long gap: every reactor callback (an I/O event, a
 timed call, a thread's result) that holds the reactor thread's CPU for more than 50 ms is named in
-``slow_calls``, with the garbage collection inside it; a sampler thread looks at the reactor
-thread's stack every 20 ms while a tick is overdue and that thread's CPU clock advances, and the
-stacks seen most go into the figures (``stall_stacks``), with the garbage collector's passes run on
-the reactor thread (``gc_*``).
+``slow_calls``, with the garbage collection inside it, and the garbage collector's passes run on
+the reactor thread are in ``gc_*``. (A sampler of the reactor's stack would see none of the long
+ones: a collection holds the interpreter lock from start to end.)
 
 The figures go to ``out`` (JSON) every second and when the master stops.
 """
@@ -31,11 +30,8 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import sys
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -43,20 +39,6 @@ from buildbot.util import service
 from twisted.internet import defer, task, threads
 
 TICK_S = 0.01
-SAMPLE_S = 0.02
-OVERDUE_S = 0.05  # a tick this late is a stall worth a look
-
-
-def _where(frame: Any, depth: int = 8) -> str:
-    """The innermost ``depth`` frames, innermost first, as ``file:line function``."""
-    parts = []
-    while frame is not None and len(parts) < depth:
-        code = frame.f_code
-        parts.append(f"{os.path.basename(code.co_filename)}:{frame.f_lineno} {code.co_name}")
-        frame = frame.f_back
-    return " < ".join(parts)
-
-
 SLOW_CALL_S = 0.05
 WARMUP_S = 3.0  # the bench waits 5 s after the master started before it sends anything
 
@@ -78,31 +60,6 @@ def _io_name(selectable: Any) -> str:
         last = requests[-1]
         name += f" {getattr(last, 'method', b'').decode()} {getattr(last, 'uri', b'').decode()[:80]}"
     return name
-
-
-class StallSampler(threading.Thread):
-    """Samples the reactor thread's stack while its tick is overdue and it is itself on a CPU (a
-    thread waiting for the interpreter lock or the machine is not what a handler costs)."""
-
-    def __init__(self, probe: ReactorProbe, reactor_thread: int) -> None:
-        super().__init__(name="bsdkm-stall-sampler", daemon=True)
-        self.probe, self.thread_id = probe, reactor_thread
-        self.clock = time.pthread_getcpuclockid(reactor_thread)
-        self.stacks: Counter[str] = Counter()
-        self.samples = 0
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        last_cpu = time.clock_gettime(self.clock)
-        while not self.halt.wait(SAMPLE_S):
-            cpu = time.clock_gettime(self.clock)
-            busy, last_cpu = cpu - last_cpu > SAMPLE_S / 2, cpu
-            if not busy or time.monotonic() - self.probe.last - TICK_S < OVERDUE_S:
-                continue
-            frame = sys._current_frames().get(self.thread_id)
-            if frame is not None:
-                self.samples += 1
-                self.stacks[_where(frame)] += 1
 
 
 def _panic_facts() -> Any:
@@ -162,8 +119,6 @@ class ReactorProbe(service.BuildbotService):
         self.gc_s: dict[int, list[float]] = {0: [], 1: [], 2: []}
         self._gc_started = 0.0
         gc.callbacks.append(self._gc)
-        self.sampler = StallSampler(self, self.reactor_thread)
-        self.sampler.start()
         self.slow_calls: list[dict[str, Any]] = []
         self.gc_total = 0.0
         self.started = time.monotonic()
@@ -297,10 +252,7 @@ class ReactorProbe(service.BuildbotService):
                     ("over_100ms", sum(1 for t in times if t > 0.1)))},
                 "heap_objects_at_start": self.heap_objects, "frozen_objects": gc.get_freeze_count(),
                 "cpu_stalls": self.cpu_stalls,
-                "slow_calls": sorted(self.slow_calls, key=lambda c: -c["cpu_s"])[:30],
-                "stall_samples": self.sampler.samples,
-                "stall_stacks": [{"samples": n, "stack": where}
-                                 for where, n in self.sampler.stacks.most_common(15)]}
+                "slow_calls": sorted(self.slow_calls, key=lambda c: -c["cpu_s"])[:30]}
 
     def _dump(self) -> None:
         self.out.write_text(json.dumps(self.figures(), indent=2) + "\n", encoding="utf-8")
@@ -310,7 +262,6 @@ class ReactorProbe(service.BuildbotService):
         for loop in self.loops:
             if loop.running:
                 loop.stop()
-        self.sampler.halt.set()
         if self._gc in gc.callbacks:
             gc.callbacks.remove(self._gc)
         self._dump()

@@ -20,12 +20,6 @@ from twisted.python import log
 class FrozenStartupHeap(service.BuildbotService):
     name = "bsdkm-frozen-startup-heap"
 
-    def checkConfig(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def reconfigService(self, *args: Any, **kwargs: Any) -> Any:
-        return super().reconfigService()
-
     def startService(self) -> Any:
         started = super().startService()
         # Once the reactor runs every service has started; what is garbage by then is collected

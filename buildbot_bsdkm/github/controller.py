@@ -53,7 +53,7 @@ from .events import (
     parse_pull_request_event,
     pull_request_from,
 )
-from .head_order import HeadMark, shown_later
+from .head_order import NO_HEAD, HeadMark, shown_later
 from .inbox import Inbox, Queued
 from .publisher import Publisher
 from .settings import GitHubSettings
@@ -273,7 +273,7 @@ class PullRequestBuilds(service.BuildbotService):
         repo, number = ((parsed.pull.repo, parsed.pull.number) if isinstance(parsed, PullRequestEvent)
                         else (parsed.repo, parsed.issue_number))
         record = self.approvals.records.get((repo, number))
-        return _record_mark(record) if record is not None else HeadMark("")
+        return _record_mark(record) if record is not None else NO_HEAD
 
     @property
     def queued(self) -> int:
@@ -625,12 +625,12 @@ def _newer_head_queued(parsed: Any, later: list[Any], acted: set[str]) -> bool:
     return False
 
 
-def _heads_of(events: list[Any], newest: HeadMark | None = None) -> frozenset[str]:
+def _heads_of(events: list[Any], newest: HeadMark = NO_HEAD) -> frozenset[str]:
     """The heads PR events among ``events`` name (those that build or wait for approval), less those
     GitHub showed before ``newest``, whose events will build nothing."""
     return frozenset(p.pull.head_sha for p in events
                      if isinstance(p, PullRequestEvent) and p.action in HEAD_ACTIONS and not p.pull.draft
-                     and not (newest is not None and shown_later(newest, HeadMark.of(p))))
+                     and not shown_later(newest, HeadMark.of(p)))
 
 
 def _record_mark(record: PrRecord) -> HeadMark:

@@ -184,7 +184,4 @@ def _sha_or_empty(value: Any) -> str:
 def _base_sha(pr: Any) -> str:
     """``base.sha`` when it is a commit sha; anything else is left out (the gate then uses history)."""
     base = pr.get("base") if isinstance(pr, dict) else None
-    sha = base.get("sha") if isinstance(base, dict) else None
-    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", sha):
-        return ""
-    return sha.lower()
+    return _sha_or_empty(base.get("sha") if isinstance(base, dict) else None).lower()

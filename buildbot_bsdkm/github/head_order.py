@@ -27,6 +27,9 @@ class HeadMark:
         return cls(event.pull.head_sha, event.pull.updated_at, event.before)
 
 
+NO_HEAD = HeadMark("")  # a PR no event has shown a head of yet: no head is older than it
+
+
 def shown_later(a: HeadMark, b: HeadMark) -> bool:
     """True when GitHub showed head ``a`` after head ``b``; False when it did not, or cannot say."""
     if not a.head or not b.head or a.head == b.head:
