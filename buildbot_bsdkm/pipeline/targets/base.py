@@ -10,6 +10,7 @@ log; such a target says only how its module is built and loaded.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,7 +22,7 @@ from ...retry.classify import DEFAULT_PATTERNS, Patterns, classify
 from ...targets import TargetFacts
 from ..job import CONFIGURE_ARGS, KO, MEASURE_LOCK, OUTCOME, REPEATS, SOURCE, Job
 from ..runtime.console import pattern_lines
-from ..runtime.errors import StageError
+from ..runtime.errors import StageError, infra_error
 from ..runtime.fips import is_fips
 from ..runtime.instructions import proxy_counts
 from ..runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
@@ -32,6 +33,21 @@ def source_of(job: Job) -> tuple[Path, str]:
     """The fetched tree's path, and what identifies its contents (digest, commit, else the path)."""
     src = job.need(SOURCE, "fetch")
     return Path(src["path"]), str(src.get("sha256") or src.get("commit") or src["path"])
+
+
+@dataclass(frozen=True)
+class Prerequisite:
+    """One thing a worker needs for a target: whether it is there, what was found, and the fix.
+
+    ``bsdkm-ci doctor`` prints one line per prerequisite; the configure stage fails on the first
+    required one that is missing, naming its fix, as an infrastructure failure.
+    """
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
 
 
 class Target:
@@ -67,8 +83,17 @@ class Target:
         """Whether a PR build (or ``run --base-*``) builds the base and measures both in rounds."""
         return self.facts.measures_base
 
+    def prerequisites(self, config: Config) -> list[Prerequisite]:
+        """Every prerequisite of this target on this worker, one each, checked now."""
+        return []
+
     def check_worker(self, config: Config) -> None:
-        """Raise StageError when this worker cannot run the target at all."""
+        """Raise StageError when this worker cannot run the target at all: the first missing
+        required prerequisite, with its fix."""
+        for need in self.prerequisites(config):
+            if need.required and not need.ok:
+                fix = f"; fix: {need.fix}" if need.fix else ""
+                raise infra_error("configure", "worker-setup", f"{need.name}: {need.detail}{fix}")
 
     def configure(self, job: Job) -> None:
         """The configure stage: records ``CONFIGURE_ARGS``."""
