@@ -40,6 +40,7 @@ from ..phases import build_phase, measure_phase
 from ..rounds import extend_while_undecided, measure_pairs
 from ..runtime.errors import StageError
 from ..runtime.instructions import count_instructions
+from ..runtime.locks import exclusive
 from ..runtime.source import cache_root
 from ..stages import run_stage
 
@@ -69,11 +70,13 @@ def _git(repo: Path, *args: str, timeout_s: float = 300) -> str:
 def mirror(url: str, refs: list[str], cache: Path) -> Path:
     """A bare clone of ``url`` holding ``refs`` (in the cache), to read the history from."""
     repo = cache / "git" / f"bisect-{hashlib.sha256(url.encode()).hexdigest()[:16]}.git"
-    if not (repo / "HEAD").is_file():
-        repo.mkdir(parents=True, exist_ok=True)
-        _git(repo, "init", "-q", "--bare")
-    for ref in refs:
-        _git(repo, "fetch", "-q", "--no-tags", url, f"+{ref}:refs/bisect/{_ref_name(ref)}", timeout_s=900)
+    # Two bisections of one repository at once would both init it and race on its refs.
+    with exclusive(repo.with_name(repo.name + ".lock")):
+        if not (repo / "HEAD").is_file():
+            repo.mkdir(parents=True, exist_ok=True)
+            _git(repo, "init", "-q", "--bare")
+        for ref in refs:
+            _git(repo, "fetch", "-q", "--no-tags", url, f"+{ref}:refs/bisect/{_ref_name(ref)}", timeout_s=900)
     return repo
 
 

@@ -51,6 +51,7 @@ from ..phases import build_phase, concurrency, measure_phase, record_failure, ti
 from ..runtime import fips as fipsmod
 from ..runtime.errors import StageError
 from ..runtime.loading import outcome_record
+from ..runtime.locks import write_atomic
 from ..runtime.source import SourceTree, cache_root, fetch_source
 from ..stages import collect, stage_fetch, target_of
 from ..targets import kernel
@@ -421,7 +422,8 @@ def _build_facts(job: Job) -> dict[str, Any]:
             known = json.loads(sidecar.read_text())
             build_s, warnings = known["build_s"], Counter(known["warnings"])
         elif not reused:
-            sidecar.write_text(json.dumps({"build_s": build_s, "warnings": dict(warnings or {})}))
+            # Read by another release run reusing this build, perhaps at this very moment.
+            write_atomic(sidecar, json.dumps({"build_s": build_s, "warnings": dict(warnings or {})}))
     return {
         "build_s": build_s,
         "reused": reused,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ...perf.kernel_counts import KernelCountError, TextLayout, text_layout
 from ...support.resources import data_path
+from .locks import exclusive
 
 QEMU = "qemu-system-x86_64"
 PLUGIN_NAME = "bsdkm_count.so"
@@ -85,24 +86,31 @@ def plugin_for(cache: Path, *, cc: str = "gcc", qemu: str = QEMU) -> Plugin:
     key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
     home = cache / "qemu-plugin" / key
     so, record = home / PLUGIN_NAME, home / "plugin.json"
-    if not (so.is_file() and record.is_file()):
-        home.mkdir(parents=True, exist_ok=True)
-        tmp = home / f"{PLUGIN_NAME}.tmp"
-        try:
-            res = subprocess.run([cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(tmp), str(src)],
-                                 capture_output=True, text=True, timeout=300, check=False)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise PluginUnavailable(f"the counting plugin did not compile: {e}") from None
-        if res.returncode != 0:
-            first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:200])
-            raise PluginUnavailable(f"the counting plugin did not compile: {first}")
-        why = probe(tmp, qemu)
-        if why is not None:
-            tmp.unlink(missing_ok=True)
-            raise PluginUnavailable(why)
-        tmp.replace(so)
-        record.write_text(json.dumps(ident))
+    # Runs that start together would compile into one temporary file and move it twice.
+    with exclusive(cache / "locks" / f"qemu-plugin-{key}.lock"):
+        if not (so.is_file() and record.is_file()):
+            _build_plugin(src, home, so, record, ident, cc, qemu)
     return Plugin(so, version)
+
+
+def _build_plugin(src: Path, home: Path, so: Path, record: Path, ident: dict[str, str | None], cc: str,
+                  qemu: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    tmp = home / f"{PLUGIN_NAME}.tmp"
+    try:
+        res = subprocess.run([cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(tmp), str(src)],
+                             capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PluginUnavailable(f"the counting plugin did not compile: {e}") from None
+    if res.returncode != 0:
+        first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:200])
+        raise PluginUnavailable(f"the counting plugin did not compile: {first}")
+    why = probe(tmp, qemu)
+    if why is not None:
+        tmp.unlink(missing_ok=True)
+        raise PluginUnavailable(why)
+    tmp.replace(so)
+    record.write_text(json.dumps(ident))
 
 
 def readelf_tables(ko: Path) -> tuple[str, str]:

@@ -30,7 +30,7 @@ from debian.debian_support import Version as DebianVersion
 from ...config.bsdkm_yml import Config, DebianSource, GitSource, LocalSource, SourceSpec, TarballSource
 from ...support.redact import redact_text, redact_url
 from .errors import infra_error, real_error
-from .locks import exclusive
+from .locks import exclusive, private_part, write_atomic
 
 Progress = Callable[[str], None]
 READY_STAMP = ".bsdkm-ready.json"  # written last: a tree without it is half-made and is redone
@@ -100,9 +100,8 @@ def _network_failure(url: str, err: BaseException) -> Exception:
 
 def download(url: str, dest: Path, *, expect_sha256: str | None = None, progress: Progress = _quiet) -> str:
     """Stream ``url`` to ``dest`` (atomically) and return its SHA-256; mismatch → StageError."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
     shown = redact_url(url)
-    part = dest.with_name(dest.name + ".part")
+    part = private_part(dest)
     digest = hashlib.sha256()
     started = time.monotonic()
     try:
@@ -266,9 +265,12 @@ def pick_package(entries: list[SourcePackage], spec: DebianSource, where: str) -
 def sources_index(spec: DebianSource, cache: Path, progress: Progress = _quiet) -> Path:
     """The suite's ``Sources.xz``, read again only when the cached one is older than allowed."""
     local = cache / "debian" / spec.suite / "Sources.xz"
-    fresh = local.is_file() and time.time() - local.stat().st_mtime < spec.index_max_age_s
-    if not fresh:
-        download(f"{spec.mirror}/dists/{spec.suite}/main/source/Sources.xz", local, progress=progress)
+    # Runs that start together find the index stale together: one downloads, the others wait
+    # for it and then find it fresh.
+    with _locked(cache, f"debian-{spec.suite}-Sources"):
+        fresh = local.is_file() and time.time() - local.stat().st_mtime < spec.index_max_age_s
+        if not fresh:
+            download(f"{spec.mirror}/dists/{spec.suite}/main/source/Sources.xz", local, progress=progress)
     return local
 
 
@@ -300,16 +302,14 @@ def debian_tarball(
             "fetch", "fetch", f"fetch failed: {spec.package} {pkg.version} lists no .orig tarball"
         )
     tarball = cache / "downloads" / orig.name
-    if not (tarball.is_file() and sha256_of(tarball) == orig.sha256):
-        url = f"{spec.mirror}/{pkg.directory}/{orig.name}"
-        download(url, tarball, expect_sha256=orig.sha256, progress=progress)
-        fetched.append(url)
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(
-        json.dumps(
-            {"name": orig.name, "sha256": orig.sha256, "size": orig.size, "debian_version": pkg.version}
-        )
-    )
+    with _locked(cache, f"download-{orig.name}"):
+        if not (tarball.is_file() and sha256_of(tarball) == orig.sha256):
+            url = f"{spec.mirror}/{pkg.directory}/{orig.name}"
+            download(url, tarball, expect_sha256=orig.sha256, progress=progress)
+            fetched.append(url)
+    write_atomic(record, json.dumps(
+        {"name": orig.name, "sha256": orig.sha256, "size": orig.size, "debian_version": pkg.version}
+    ))
     return tarball, orig.sha256, fetched
 
 
@@ -526,14 +526,16 @@ def tarball_tree(
     if spec.is_url:
         name = re.sub(r"[^\w.+-]", "_", spec.location.rstrip("/").rsplit("/", 1)[-1]) or "source.tar.gz"
         local = cache / "downloads" / name
-        if not (local.is_file() and spec.sha256 and sha256_of(local) == spec.sha256):
-            download(spec.location, local, expect_sha256=spec.sha256, progress=progress)
-            fetched.append(redact_url(spec.location))
+        with _locked(cache, f"download-{name}"):
+            if not (local.is_file() and spec.sha256 and sha256_of(local) == spec.sha256):
+                download(spec.location, local, expect_sha256=spec.sha256, progress=progress)
+                fetched.append(redact_url(spec.location))
+            sha = sha256_of(local)  # before another run may fetch the URL again over it
     else:
         local = Path(spec.location)
         if not local.is_file():
             raise real_error("fetch", "fetch", f"fetch failed: tarball {local} does not exist")
-    sha = sha256_of(local)
+        sha = sha256_of(local)
     if spec.sha256 and sha != spec.sha256:
         raise real_error(
             "fetch", "integrity", f"checksum mismatch for {local}: expected sha256 {spec.sha256}, got {sha}"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,8 +98,8 @@ def _bench_once(job: Job, log: Path) -> ProgramRun | None:
     prog = Path(programs["benchmark"])
     log.write_bytes(b"")
     run = ProgramRun("benchmark", log, [str(prog), *job.config.benchmark.userspace_args])
-    with MEASURE_LOCK:
-        res = run_logged(run.argv, cwd=prog.parent.parent.parent, log=log,
+    with MEASURE_LOCK, program_cwd(prog) as cwd:
+        res = run_logged(run.argv, cwd=cwd, log=log,
                          timeout_s=job.config.timeout("benchmark"),
                          shell_prefix=job.config.variants[job.variant].run_prefix, header=False)
     run.exit_code, run.seconds, run.timed_out = res.exit_code, res.seconds, res.timed_out
@@ -139,6 +142,23 @@ class UserspaceOutcome:
         return [r.record() for r in self.runs]
 
 
+@contextlib.contextmanager
+def program_cwd(prog: Path) -> Iterator[Path]:
+    """A directory of its own for one run of a build's program, holding only the build's ``certs/``.
+
+    testwolfcrypt reads ``./certs/`` and writes its keys and certificates into ``./``. The build
+    directory is shared by every run of the same inputs, so two runs at once would read each
+    other's half-written files there. The directory goes afterwards, so no upload of the run's
+    folder carries the keys or the certificates.
+    """
+    build_dir = prog.parent.parent.parent
+    with tempfile.TemporaryDirectory(prefix="bsdkm-run-") as tmp:
+        cwd = Path(tmp)
+        if (build_dir / "certs").is_dir():
+            (cwd / "certs").symlink_to((build_dir / "certs").resolve())
+        yield cwd
+
+
 FORMATS = {"testwolfcrypt": LogFormat.WOLFCRYPT_TEST, "benchmark": LogFormat.WOLFCRYPT_BENCH}
 TIMEOUT_STAGE = {"testwolfcrypt": "selftest", "benchmark": "benchmark"}
 
@@ -163,14 +183,15 @@ def run_programs(
         if any(r.exit_code != 0 for r in outcome.runs[:-1]):
             run.skipped = True
             continue
-        res: CommandResult = run_logged(
-            run.argv,
-            cwd=prog.parent.parent.parent,
-            log=log,
-            timeout_s=timeouts[name],
-            shell_prefix=run_prefix,
-            header=False,
-        )
+        with program_cwd(prog) as cwd:
+            res: CommandResult = run_logged(
+                run.argv,
+                cwd=cwd,
+                log=log,
+                timeout_s=timeouts[name],
+                shell_prefix=run_prefix,
+                header=False,
+            )
         run.exit_code, run.seconds, run.timed_out = res.exit_code, res.seconds, res.timed_out
     return outcome
 

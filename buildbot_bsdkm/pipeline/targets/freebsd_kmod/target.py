@@ -25,6 +25,7 @@ from ....model import LogFormat, LogResult
 from ....retry.classify import Patterns, classify
 from ...runtime.errors import StageError, infra_error
 from ...runtime.loading import ModuleLoadOutcome, read_status
+from ...runtime.locks import exclusive
 from ...runtime.proc import run_captured, run_logged
 from .._freebsd import FREEBSD_BASE_FLAGS, FreeBSDFlagError, check_flag, freebsd_kmod_dir
 from ..base import KernelTarget
@@ -283,28 +284,34 @@ class FreeBSDWorkerTarget(KernelTarget):
         # One tree per source: a PR build's base and head of one variant build at the same time.
         where = hashlib.sha256(str(Path(source).resolve()).encode()).hexdigest()[:12]
         work = cache / "build" / f"freebsd-{variant}-{where}"
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(source, work, symlinks=True)
         cflags = " ".join(config.cflags(self.name, variant))
         if cflags:
             args.append(f"CFLAGS={cflags}")
-        for stage, cmd in (("configure", ["./configure", *args]), ("build", ["make", f"-j{jobs}"])):
-            res = run_logged(cmd, cwd=work, log=log, timeout_s=config.timeout(stage))
-            if res.exit_code != 0:
-                raise StageError(
-                    classify(
-                        stage,
-                        exit_code=res.exit_code,
-                        output=log.read_text(errors="replace"),
-                        timed_out=res.timed_out,
-                        timeout_s=config.timeout(stage),
-                        patterns=patterns,
-                        evidence=[str(log)],
+        # Another run of the same variant and source (two release builders on one worker) makes
+        # this tree afresh: one build at a time, and the module is copied out to this run's own folder.
+        with exclusive(work.with_name(work.name + ".lock")):
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.copytree(source, work, symlinks=True)
+            for stage, cmd in (("configure", ["./configure", *args]), ("build", ["make", f"-j{jobs}"])):
+                res = run_logged(cmd, cwd=work, log=log, timeout_s=config.timeout(stage))
+                if res.exit_code != 0:
+                    raise StageError(
+                        classify(
+                            stage,
+                            exit_code=res.exit_code,
+                            output=log.read_text(errors="replace"),
+                            timed_out=res.timed_out,
+                            timeout_s=config.timeout(stage),
+                            patterns=patterns,
+                            evidence=[str(log)],
+                        )
                     )
-                )
-        ko = work / "bsdkm" / "libwolfssl.ko"
-        if not ko.is_file():
-            raise StageError(classify("build", exit_code=0, output=f"make succeeded but produced no {ko}"))
+            built = work / "bsdkm" / "libwolfssl.ko"
+            if not built.is_file():
+                raise StageError(classify("build", exit_code=0,
+                                          output=f"make succeeded but produced no {built}"))
+            ko = log.parent / "libwolfssl.ko"
+            shutil.copyfile(built, ko)
         return ko
 
     def measured_logs(self, state: dict[str, Any], run_dir: Path, outcome: ModuleLoadOutcome,

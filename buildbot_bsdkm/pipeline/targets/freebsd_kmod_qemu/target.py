@@ -28,6 +28,7 @@ backtrace frames.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import lzma
@@ -169,7 +170,9 @@ def src_kit(config: Config, cache: Path) -> Kit:
     for rel, target in links.items():
         link = root / rel
         link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.is_symlink():
+        # Another run may make the same link at the same moment: the key names its target, so
+        # whichever of the two is there is the right one.
+        with contextlib.suppress(FileExistsError):
             link.symlink_to(target.resolve())
     return Kit(root)
 
@@ -417,6 +420,13 @@ def init_program(cache: Path, tools: Toolchain | None = None) -> Path:
     out = cache / "freebsd-qemu" / f"kldinit-{key}"
     if out.is_file():
         return out
+    with exclusive(cache / "locks" / f"freebsd-kldinit-{key}.lock"):
+        if not out.is_file():  # another run may have built it while this one waited
+            _build_init_program(tools, src, out)
+    return out
+
+
+def _build_init_program(tools: Toolchain, src: Path, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     cmd = [str(tools.bin_dir / "clang"), f"--target={FREEBSD_TRIPLE}", "-static", "-nostdlib",
@@ -426,7 +436,6 @@ def init_program(cache: Path, tools: Toolchain | None = None) -> Path:
     if proc.returncode != 0:
         raise infra_error("load", "worker-setup", f"init program did not build: {proc.stderr.strip()[:300]}")
     tmp.replace(out)
-    return out
 
 
 # --------------------------------------------------------------------------- boots
