@@ -117,10 +117,13 @@ class _Answers(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_HEAD(self) -> None:  # noqa: N802 - http.server's name
-        self.send_response(200 if self.path.endswith(f"/{RELEASE}/MANIFEST") or self.path.endswith("/amd64/")
-                           else 404)
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        found = self.path.endswith(f"/{RELEASE}/MANIFEST") or self.path.endswith("/amd64/")
+        body = b"kernel.txz\t0123\t1\tkernel\t\"Kernel\"\ton\n" if found else b"not here\n"
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        self.wfile.write(body)
 
 
 @pytest.fixture()

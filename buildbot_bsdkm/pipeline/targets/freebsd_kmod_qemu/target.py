@@ -320,7 +320,9 @@ def mirror_answer(spec: ReleaseSpec, timeout_s: float = PROBE_TIMEOUT_S) -> tupl
         path = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
         return url, None if path.exists() else f"no {path}"
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout_s):  # noqa: S310
+        # GET, not HEAD (a CDN may refuse HEAD); the first bytes say the mirror has it.
+        with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # noqa: S310
+            answer.read(4096)
             return url, None
     except urllib.error.HTTPError as e:
         return url, f"HTTP {e.code} from {url}"
