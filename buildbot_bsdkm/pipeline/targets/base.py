@@ -10,6 +10,7 @@ log; such a target says only how its module is built and loaded.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -48,6 +49,17 @@ class Prerequisite:
     detail: str
     fix: str = ""
     required: bool = True
+
+    def line(self) -> str:
+        """``name: detail; fix: fix``: what the doctor prints and a failed configure stage says."""
+        return f"{self.name}: {self.detail}" + (f"; fix: {self.fix}" if self.fix else "")
+
+
+def require(needs: Iterable[Prerequisite], stage: str = "configure") -> None:
+    """Raise the infrastructure failure ``worker-setup`` naming the first missing required one."""
+    for need in needs:
+        if need.required and not need.ok:
+            raise infra_error(stage, "worker-setup", need.line())
 
 
 class Target:
@@ -90,10 +102,7 @@ class Target:
     def check_worker(self, config: Config) -> None:
         """Raise StageError when this worker cannot run the target at all: the first missing
         required prerequisite, with its fix."""
-        for need in self.prerequisites(config):
-            if need.required and not need.ok:
-                fix = f"; fix: {need.fix}" if need.fix else ""
-                raise infra_error("configure", "worker-setup", f"{need.name}: {need.detail}{fix}")
+        require(self.prerequisites(config))
 
     def configure(self, job: Job) -> None:
         """The configure stage: records ``CONFIGURE_ARGS``."""

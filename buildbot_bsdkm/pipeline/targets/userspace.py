@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import targets
+from ...config.bsdkm_yml import Config
 from ...model import LogFormat, LogResult, Problem, StageFailure
 from ...parsers import ParseError, parse_file
 from ...perf.instructions import BASE_METADATA_KEY, METADATA_KEY
@@ -19,7 +20,8 @@ from ..runtime.build import UserspaceBuild, userspace_build
 from ..runtime.instructions import counts_for
 from ..runtime.proc import CommandResult, run_logged
 from ..runtime.source import cache_root
-from .base import Target, source_of
+from . import prerequisites as needs
+from .base import Prerequisite, Target, source_of
 
 
 class UserspaceTarget(Target):
@@ -31,7 +33,12 @@ class UserspaceTarget(Target):
         path, ident = source_of(job)
         return userspace_build(job.config, job.variant, path, ident, cache_root(job.config), job.jobs)
 
+    def prerequisites(self, config: Config) -> list[Prerequisite]:
+        return [needs.c_compiler(), needs.make(), *needs.autotools(config),
+                *needs.valgrind(config, kernel=False)]
+
     def configure(self, job: Job) -> None:
+        self.check_worker(job.config)
         b = self._build(job)
         job.put(BUILD_DIR, str(b.build_dir))
         job.put(CONFIGURE_ARGS, b.configure_args)

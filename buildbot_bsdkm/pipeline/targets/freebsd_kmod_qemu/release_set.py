@@ -204,7 +204,7 @@ def release_kit(spec: ReleaseSpec, cache: Path, *, timeout_s: float = 900.0) -> 
     if spec.manifest_sha256 is not None and not SHA256.fullmatch(spec.manifest_sha256):
         raise real_error("fetch", "config", f"freebsd.manifest_sha256: {spec.manifest_sha256!r} is not "
                          "64 lowercase hex digits")
-    home = cache / "freebsd-sets" / f"{spec.tree}-{spec.release}-{spec.arch}"
+    home = set_home(spec, cache)
     kit = home / "kit"
     manifest = home / "MANIFEST"
     with exclusive(cache / "locks" / f"freebsd-sets-{spec.tree}-{spec.release}-{spec.arch}.lock"):
@@ -259,3 +259,15 @@ def release_kit(spec: ReleaseSpec, cache: Path, *, timeout_s: float = 900.0) -> 
         for name in SETS:  # unpacked: the archives would only double the cache
             (home / name).unlink(missing_ok=True)
     return kit
+
+
+def set_home(spec: ReleaseSpec, cache: Path) -> Path:
+    """Where ``spec``'s sets are kept in the cache: ``MANIFEST`` and the unpacked ``kit/``."""
+    return cache / "freebsd-sets" / f"{spec.tree}-{spec.release}-{spec.arch}"
+
+
+def cached_kit(spec: ReleaseSpec, cache: Path) -> Path | None:
+    """The kit an earlier fetch unpacked for ``spec``, if there is one (no network asked)."""
+    home = set_home(spec, cache)
+    kit = home / "kit"
+    return kit if (kit / STAMP).is_file() and (home / "MANIFEST").is_file() else None

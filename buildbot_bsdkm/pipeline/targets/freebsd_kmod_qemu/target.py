@@ -38,13 +38,16 @@ import secrets
 import shutil
 import subprocess
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .... import targets
-from ....config.bsdkm_yml import Config
+from ....config.bsdkm_yml import Config, release_mirror_problem
 from ....contract import TARGET_UNAVAILABLE
 from ....model import FailureCategory, LogFormat, LogResult, StageFailure
 from ....retry.classify import Patterns, classify
@@ -55,10 +58,11 @@ from ...runtime.loading import ModuleLoadOutcome, outcome_from_record
 from ...runtime.locks import exclusive
 from ...runtime.proc import CONSOLE_FLOOD, Watched, run_logged, run_watched
 from ...runtime.source import cache_root
+from .. import prerequisites as needs
 from .._freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
-from ..base import KernelTarget, append_log, judge_outcome, parse_kernel_log
+from ..base import KernelTarget, Prerequisite, append_log, judge_outcome, parse_kernel_log, require
 from .counting import COUNT_FILE, CountRequest, merge_counts, prepare_count, read_counts
-from .release_set import CLANG_HEADERS, DEFAULT_MIRROR, STAMP, ReleaseSpec, release_kit
+from .release_set import CLANG_HEADERS, DEFAULT_MIRROR, STAMP, ReleaseSpec, cached_kit, release_kit
 
 TARGET_NAME = targets.FREEBSD_KMOD_QEMU.name
 DEFAULT_VERSION = "15.0"  # a kit whose sources do not say their version
@@ -74,6 +78,7 @@ CONFIGURE_VARS = ("CC=clang", "ac_cv_header_machine_atomic_h=yes")
 # stops in the debugger instead, give the trace this long to reach the console.
 PANIC_GRACE_S = 20.0
 MIB = 1 << 20
+PROBE_TIMEOUT_S = 5.0  # a mirror asked whether it has a set: the configure stage fetches it later
 
 
 # --------------------------------------------------------------------------- the kit
@@ -279,16 +284,121 @@ def find_toolchain(stage: str = "build") -> Toolchain:
                       "(install clang-19 lld-19 llvm-19)")
 
 
+def toolchain_prerequisite() -> Prerequisite:
+    name = "LLVM toolchain"
+    try:
+        tools = find_toolchain("configure")
+    except StageError:
+        where = os.environ.get("BSDKM_LLVM_BIN") or "/usr/lib/llvm-*/bin"
+        return Prerequisite(name, False, f"no clang, ld.lld, llvm-objcopy and llvm-nm in {where}",
+                            "install clang-19 lld-19 llvm-19")
+    return Prerequisite(name, True, f"{tools.bin_dir} ({tools.version})")
+
+
+def tool_prerequisites(config: Config) -> list[Prerequisite]:
+    """What builds the module and boots it: the cross toolchain, bmake, QEMU with OVMF, the FAT tools."""
+    return [
+        toolchain_prerequisite(),
+        needs.command("bmake", "bmake"),
+        needs.command("gawk", "gawk"),
+        needs.command("qemu-system-x86_64", "qemu-system-x86"),
+        needs.file("OVMF firmware", OVMF_CODE, "ovmf"),
+        needs.file("OVMF variables", OVMF_VARS, "ovmf"),
+        needs.command("mkfs.vfat", "dosfstools", what="the FAT root"),
+        needs.command("mcopy", "mtools", what="the FAT root"),
+        *needs.autotools(config),
+        *needs.valgrind(config, kernel=True),
+    ]
+
+
+def mirror_answer(spec: ReleaseSpec, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[str, str | None]:
+    """What was asked of the mirror for ``spec`` and why it did not answer (None: it did).
+
+    A version-less snapshot name asks for the snapshots' directory, where it is looked up.
+    """
+    url = spec.url("MANIFEST")
+    if not re.match(r"\d", spec.release):
+        url = url.rsplit("/", 2)[0] + "/"
+    if url.startswith("file:"):
+        path = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+        return url, None if path.exists() else f"no {path}"
+    try:
+        # GET, not HEAD (a CDN may refuse HEAD); the first bytes say the mirror has it.
+        with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # noqa: S310
+            answer.read(4096)
+            return url, None
+    except urllib.error.HTTPError as e:
+        return url, f"HTTP {e.code} from {url}"
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return url, f"cannot reach {url} (within {timeout_s:g} s): {getattr(e, 'reason', e)}"
+
+
+def set_prerequisite(kind: str, key: str, spec: ReleaseSpec, cache: Path, timeout_s: float) -> Prerequisite:
+    """One kernel's sets: in the cache, else the mirror answering for them (the sets are fetched later)."""
+    name = f"{kind} kernel ({key}: {spec.release})"
+    problem = release_mirror_problem(spec.mirror)
+    if problem:
+        return Prerequisite(name, False, f"freebsd.mirror: {problem}",
+                            "set freebsd.mirror to an https:// mirror or a local directory of sets")
+    kit = cached_kit(spec, cache)
+    if kit is not None:
+        return Prerequisite(name, True, f"sets cached in {kit.parent}")
+    url, why = mirror_answer(spec, timeout_s)
+    if why is None:
+        return Prerequisite(name, True, f"{url} answers")
+    return Prerequisite(name, False, why,
+                        f"set freebsd.mirror to a mirror this worker reaches or a directory holding "
+                        f"{spec.tree}/{spec.arch}/{spec.release}/ (its MANIFEST and sets); or check {key}")
+
+
+def kernel_prerequisites(config: Config, timeout_s: float = PROBE_TIMEOUT_S) -> list[Prerequisite]:
+    """Where each configured kernel comes from, checked without fetching anything big: a kit complete, a
+    source tree with its kernel and loader there, or each set cached or its mirror answering."""
+    fb = config.freebsd
+    if fb.kit is not None:
+        kit = Kit(fb.kit)
+        missing = kit.missing() if kit.root.is_dir() else [str(kit.root)]
+        return [Prerequisite("FreeBSD kit (freebsd.kit)", False, "missing " + ", ".join(missing),
+                             "set freebsd.kit to a directory in the kit layout (boot/, sysroot/)")
+                if missing else Prerequisite("FreeBSD kit (freebsd.kit)", True, str(kit.root))]
+    if fb.src is not None:
+        wanted = {"freebsd.src": (fb.src / "sys/conf/kmod.mk", fb.src / "share/mk/bsd.kmod.mk"),
+                  "freebsd.kernel": (fb.kernel,),
+                  "freebsd.loader": (fb.loader or Path("/boot/loader_simp.efi"),)}
+        lines = []
+        for key, paths in wanted.items():
+            gone = [str(p) for p in paths if p is None or not p.is_file()]
+            lines.append(Prerequisite(f"FreeBSD {key}", False, "no " + ", ".join(gone), f"set {key}") if gone
+                         else Prerequisite(f"FreeBSD {key}", True, str(paths[0])))
+        return lines
+    try:
+        kinds = kernels_option(config)
+    except StageError as e:
+        return [Prerequisite("FreeBSD kernels", False, e.failure.message,
+                             f"set targets.{TARGET_NAME}.kernels to debug, release or both")]
+    keys = {"release": ("freebsd.release", fb.release), "debug": ("freebsd.snapshot", fb.snapshot)}
+    if not any(keys[k][1] for k in kinds):
+        return [Prerequisite("FreeBSD kernels", False, "none configured",
+                             "set freebsd.release and freebsd.snapshot (or freebsd.src and freebsd.kernel, "
+                             "or freebsd.kit) in bsdkm.yml")]
+    out = []
+    for kind in kinds:
+        key, release = keys[kind]
+        if not release:  # the user's choice: that kernel is reported not covered
+            out.append(Prerequisite(f"{kind} kernel ({key})", False, "not configured: not run",
+                                    f"set {key}", required=False))
+            continue
+        spec = ReleaseSpec(release, fb.mirror or DEFAULT_MIRROR, fb.arch,
+                           fb.manifest_sha256 if kind == "release" else None)
+        out.append(set_prerequisite(kind, key, spec, cache_root(config), timeout_s))
+    return out
+
+
 def check_worker(config: Config) -> None:
-    """Configure-stage check: the kit, the cross toolchain, bmake and QEMU are all here."""
+    """Configure-stage check: the kernels fetched as the build takes them (a kernel that cannot be had
+    is the target's, not the worker's: not run), then every tool of ``tool_prerequisites``."""
     find_kit(config, "configure")
-    find_toolchain("configure")
-    for tool, package in (("bmake", "bmake"), ("gawk", "gawk"), ("qemu-system-x86_64", "qemu-system-x86"),
-                          ("mkfs.vfat", "dosfstools"), ("mcopy", "mtools")):
-        if shutil.which(tool) is None:
-            raise infra_error("configure", "worker-setup", f"{tool} not found (install {package})")
-    if not OVMF_CODE.is_file():
-        raise infra_error("configure", "worker-setup", f"{OVMF_CODE} not found (install ovmf)")
+    require(tool_prerequisites(config))
 
 
 # --------------------------------------------------------------------------- building
@@ -988,6 +1098,9 @@ class FreeBSDQemuTarget(KernelTarget):
     facts = targets.FREEBSD_KMOD_QEMU
     log_format = LogFormat.FREEBSD_KERNEL_LOG
     log_name = "console.log"
+
+    def prerequisites(self, config: Config) -> list[Prerequisite]:
+        return [*kernel_prerequisites(config), *tool_prerequisites(config)]
 
     def check_worker(self, config: Config) -> None:
         check_worker(config)

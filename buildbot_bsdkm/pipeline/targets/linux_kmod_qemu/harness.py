@@ -53,8 +53,10 @@ from ...runtime.qemu_plugin import (
     plugin_source,
 )
 from ...runtime.source import cache_root
+from ..base import Prerequisite
 
 BOOT_DIR = Path("/boot")
+KERNEL_VERSION_KEY = "targets.linux-kmod-qemu.kernel_version"
 HEADER_DIRS = (Path("/usr/src"),)
 KMOD_DIR = kmod_dir("linux")  # package data: the harness scripts, loader and test modules
 
@@ -132,6 +134,35 @@ def linux_source_dir(kernel_version: str | None = None) -> Path:
                           f"kernel {version} is installed but its headers are not "
                           f"(no /usr/src/linux-headers-{version}); install linux-headers-{version}")
     return headers
+
+
+def kernel_prerequisites(kernel_version: str | None = None, boot: Path = BOOT_DIR) -> list[Prerequisite]:
+    """The kernel image QEMU boots and the headers the module is built against, one line each.
+
+    Without ``kernel_version`` the kernel is the one ``default_kernel_version`` would take: the newest
+    with its headers, else the newest installed (whose headers are then what is missing).
+    """
+    versions = installed_kernel_versions(boot)
+    if kernel_version:
+        version: str | None = kernel_version
+        image_fix = f"install linux-image-{kernel_version}, or set {KERNEL_VERSION_KEY} to an installed one"
+        headers_fix = f"install linux-headers-{kernel_version}"
+    else:
+        usable = [v for v in versions if headers_for(v) is not None]
+        version = (usable or versions or [None])[-1]
+        image_fix = "install linux-image-amd64"
+        headers_fix = f"install linux-headers-{version}" if version else "install linux-headers-amd64"
+    if version is None:
+        return [Prerequisite("Linux kernel image", False, f"no {boot}/vmlinuz-*", image_fix),
+                Prerequisite("Linux kernel headers", False, "no kernel installed", headers_fix)]
+    image, headers = boot / f"vmlinuz-{version}", headers_for(version)
+    installed = ", ".join(versions) or "none"
+    return [
+        Prerequisite("Linux kernel image", True, str(image)) if image.is_file() else
+        Prerequisite("Linux kernel image", False, f"no {image} (installed: {installed})", image_fix),
+        Prerequisite("Linux kernel headers", True, str(headers)) if headers is not None else
+        Prerequisite("Linux kernel headers", False, f"no /usr/src/linux-headers-{version}", headers_fix),
+    ]
 
 
 # --------------------------------------------------------------------------- building the module

@@ -17,14 +17,15 @@ from ....retry.classify import Patterns
 from ...job import KO, Job, StateKey
 from ...runtime.loading import ModuleLoadOutcome
 from ...runtime.source import cache_root
-from ..base import KernelTarget, append_log, module_flags
+from .. import prerequisites as needs
+from ..base import KernelTarget, Prerequisite, append_log, module_flags
 from .afalg import build_bench, stage_overlay, wants_afalg
 from .afalg_console import console_logs
 from .harness import (
     LinuxModuleSpec,
     VmOptions,
     cached_linux_module,
-    linux_source_dir,
+    kernel_prerequisites,
     merge_module_counts,
     prepare_count,
     read_module_counts,
@@ -42,8 +43,19 @@ class LinuxQemuTarget(KernelTarget):
     log_format = LogFormat.LINUX_KERNEL_LOG
     log_name = "console.log"
 
-    def check_worker(self, config: Config) -> None:
-        linux_source_dir(config.targets[self.name].options.get("kernel_version"))
+    def prerequisites(self, config: Config) -> list[Prerequisite]:
+        own = config.targets.get(self.name)
+        return [
+            *kernel_prerequisites(own.options.get("kernel_version") if own else None),
+            needs.command("qemu-system-x86_64", "qemu-system-x86"),
+            needs.static_busybox(),
+            needs.command("cpio", "cpio", what="the initramfs"),
+            needs.c_compiler(),
+            needs.static_libc(),
+            needs.make(),
+            *needs.autotools(config),
+            *needs.valgrind(config, kernel=True),
+        ]
 
     def measured_logs(self, state: dict[str, Any], run_dir: Path, outcome: ModuleLoadOutcome,
                       kernel_log: Path) -> list[LogResult]:
