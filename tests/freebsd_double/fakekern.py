@@ -45,8 +45,17 @@ class FakeKernel:
 
     # -- state -------------------------------------------------------------
     def sysctl(self, oid: str) -> str | None:
-        value = self.scenario.get("sysctl", {}).get(oid)
+        value = self.sysctl_set().get(oid, self.scenario.get("sysctl", {}).get(oid))
         return None if value is None else str(value)
+
+    def sysctl_set(self) -> dict[str, str]:
+        """The values written with ``sysctl oid=value`` since boot (over the scenario's)."""
+        path = self.state / "sysctl.json"
+        data: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+        return data
+
+    def write_sysctl(self, oid: str, value: str) -> None:
+        (self.state / "sysctl.json").write_text(json.dumps({**self.sysctl_set(), oid: value}))
 
     def loaded(self) -> dict[str, list[str]]:
         if not self.loaded_path.exists():
@@ -171,6 +180,11 @@ def cycle_lines(k: FakeKernel, lines: list[str], ko: str) -> list[str]:
             for line in lines]
 
 
+# Modules of the base system's /boot/kernel the scripts may load by name (GENERIC has no
+# `device cryptodev`: /dev/crypto appears when cryptodev.ko is loaded).
+BASE_MODULES = {"cryptodev": ["cryptodev"]}
+
+
 def cmd_kldload(k: FakeKernel, args: list[str]) -> int:
     files = [a for a in args if not a.startswith("-")]
     if len(files) != 1:
@@ -181,6 +195,10 @@ def cmd_kldload(k: FakeKernel, args: list[str]) -> int:
     if file_key(ko) in loaded:
         print(f"kldload: can't load {ko}: module already loaded or in kernel", file=sys.stderr)
         return 1
+    if "/" not in ko and file_key(ko) in BASE_MODULES:
+        loaded[file_key(ko)] = BASE_MODULES[file_key(ko)]
+        k.save_loaded(loaded)
+        return 0
     if "/" in ko and not Path(ko).exists():
         print(f"kldload: can't load {ko}: No such file or directory", file=sys.stderr)
         return 1
@@ -268,6 +286,16 @@ def cmd_sysctl(k: FakeKernel, args: list[str]) -> int:
     oids = [a for a in args if not a.startswith("-")]
     rc = 0
     for oid in oids:
+        if "=" in oid:  # sysctl oid=value: as FreeBSD's sysctl(8) prints a change
+            oid, value = oid.split("=", 1)
+            old = k.sysctl(oid)
+            if old is None:
+                print(f"sysctl: unknown oid '{oid}'", file=sys.stderr)
+                rc = 1
+                continue
+            k.write_sysctl(oid, value)
+            print(f"{oid}: {old} -> {value}")
+            continue
         value = k.visible_buffer() if oid == "kern.msgbuf" else k.sysctl(oid)
         if value is None:
             print(f"sysctl: unknown oid '{oid}'", file=sys.stderr)
