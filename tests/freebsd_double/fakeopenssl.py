@@ -76,8 +76,8 @@ def dump_info(conf: dict, loaded: dict, argv: list[str]) -> int:
     print("Information about ciphers supported by the /dev/crypto engine:", file=sys.stderr)
     for name, nid in (("aes-128-cbc", 419), ("aes-192-cbc", 423), ("aes-256-cbc", 427)):
         if driver is None:
-            print(f"Cipher {name}, NID={nid}, /dev/crypto info: id=11, CIOCGSESSION (session open call) failed",
-                  file=sys.stderr)
+            print(f"Cipher {name}, NID={nid}, /dev/crypto info: id=11, "
+                  "CIOCGSESSION (session open call) failed", file=sys.stderr)
         else:
             print(f"Cipher {name}, NID={nid}, /dev/crypto info: id=11, driver={driver} (hw accelerated)",
                   file=sys.stderr)
