@@ -61,11 +61,29 @@ def command_prerequisites() -> list[Prerequisite]:
             for name, path, fix in COMMANDS]
 
 
-def freebsd_version() -> Prerequisite:
+def _first_line(cmd: list[str]) -> str | None:
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = res.stdout.strip().splitlines()
+    return lines[0] if res.returncode == 0 and lines else None
+
+
+def running_system() -> tuple[str, str]:
+    """The system's name (uname(1)) and its running kernel's version (``freebsd-version -r``, which
+    also names -STABLE and -CURRENT), as the worker's own commands say them."""
     uname = os.uname()
-    major = re.match(r"(\d+)\.", uname.release)
-    ok = uname.sysname == "FreeBSD" and major is not None and int(major.group(1)) in SUPPORTED_MAJORS
-    return Prerequisite("FreeBSD version", ok, f"{uname.sysname} {uname.release} {uname.machine}",
+    sysname = _first_line(["/usr/bin/uname", "-s"]) or uname.sysname
+    release = (_first_line(["/bin/freebsd-version", "-r"]) if sysname == "FreeBSD" else None) or uname.release
+    return sysname, release
+
+
+def freebsd_version() -> Prerequisite:
+    sysname, release = running_system()
+    major = re.match(r"(\d+)\.", release)
+    ok = sysname == "FreeBSD" and major is not None and int(major.group(1)) in SUPPORTED_MAJORS
+    return Prerequisite("FreeBSD version", ok, f"{sysname} {release}",
                         "a FreeBSD 13.x or 14.x machine (amd64), dedicated to the worker")
 
 
@@ -154,7 +172,7 @@ def kernel_sources(sys_dir: Path) -> Prerequisite:
            "kernel_source to a tree of the running kernel")
     if not (sys_dir / "conf" / "kmod.mk").is_file():
         return Prerequisite(name, False, f"no {sys_dir}/conf/kmod.mk", fix)
-    running = re.sub(r"-p\d+$", "", os.uname().release)
+    running = re.sub(r"-p\d+$", "", running_system()[1])
     tree = _newvers(sys_dir)
     if tree != running:
         return Prerequisite(name, False, f"the tree is {tree or 'of an unknown version'}, "
