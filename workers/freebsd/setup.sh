@@ -89,7 +89,7 @@ bsdkm_ci_spec=${BSDKM_CI_SPEC:-buildbot-bsdkm @ git+https://github.com/wolfSSL/b
 # The builds run `bsdkm-ci` from the venv, and the kernel tools from /sbin (hier(7)).
 worker_path="$venv/bin:/sbin:/bin:/usr/sbin:/usr/bin:/usr/local/sbin:/usr/local/bin"
 worker_cmd=/usr/local/bin/buildbot-worker
-start_worker="PATH=$worker_path $worker_cmd start $basedir"
+start_worker="PATH=$worker_path $worker_cmd start --quiet $basedir"
 cron_mark="# bsdkm-ci worker (workers/freebsd/setup.sh)"
 
 say "1/8 packages"
