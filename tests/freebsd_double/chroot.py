@@ -200,10 +200,14 @@ class FreeBSDRoot:
         py.mkdir(parents=True)
         shutil.copy2(self.prefix / "bin" / "python3.11", py / "python3.11")
         (repo / "python311" / site).mkdir(parents=True)
+        (repo / "python3" / "usr/local/bin").mkdir(parents=True)  # lang/python3: the python3 link only
+        (repo / "python3" / "usr/local/bin" / "python3").symlink_to("python3.11")
+        (repo / "python3" / "+DEPS").write_text("python311\n")
         host_site = Path(sysconfig.get_paths()["purelib"])
         for pkg, dist in PY_PACKAGES.items():
             out = repo / pkg / site
             out.mkdir(parents=True)
+            (repo / pkg / "+DEPS").write_text("python311\n")
             for f in _distribution_files(dist, set()):
                 if f.is_file() and host_site in f.parents and "__pycache__" not in f.parts:
                     dest = out / f.relative_to(host_site)

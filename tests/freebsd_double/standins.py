@@ -59,17 +59,39 @@ def cmd_pkg(args: list[str]) -> int:
         print(f"pkg: No packages available to install matching '{missing[0]}' have been found in the "
               "repositories", file=sys.stderr)
         return 1
-    for name in names:
+    for name in _with_dependencies(repo, names):
         src = repo / name
         for path in sorted(src.rglob("*")):
+            if path.name == "+DEPS":
+                continue
             dest = Path("/") / path.relative_to(src)
-            if path.is_dir():
+            if path.is_symlink():
+                if not dest.is_symlink():
+                    dest.symlink_to(os.readlink(path))
+            elif path.is_dir():
                 dest.mkdir(parents=True, exist_ok=True)
             elif not dest.exists():
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, dest)
     print(f"pkg: {len(names)} package(s) installed or already up to date")
     return 0
+
+
+def _with_dependencies(repo: Path, names: list[str]) -> list[str]:
+    """``names`` and what they depend on (a package's ``+DEPS``), dependencies first, as pkg installs."""
+    order: list[str] = []
+
+    def add(name: str) -> None:
+        if name in order:
+            return
+        deps = repo / name / "+DEPS"
+        for dep in deps.read_text().split() if deps.is_file() else []:
+            add(dep)
+        order.append(name)
+
+    for name in names:
+        add(name)
+    return order
 
 
 def cmd_pw(args: list[str]) -> int:
