@@ -658,9 +658,10 @@ def test_worker_setup_plan_installs_tools_sources_sudo_rule_and_keeps_the_passwo
     )
     assert r.returncode == 0, r.stderr
     plan = r.stderr
-    assert "pkg install -y python3 git autoconf automake libtool gmake sudo" in plan
+    assert "pkg install -y python311 py311-buildbot-worker py311-cryptography" in plan
     assert "https://download.freebsd.org/releases/amd64/14.1-RELEASE/src.txz" in plan
-    assert "/bin/sh /home/buildbot/worker/*/kmod/freebsd/load.sh *" in plan
+    assert "/bin/sh /usr/local/libexec/bsdkm-ci/load.sh *" in plan
+    assert "/bin/sh /usr/local/libexec/bsdkm-ci/offload.sh *" in plan
     assert "create-worker /home/buildbot/worker master.example:9989 fbsd-14 <password from" in plan
     assert "s3cr3t-worker-pw" not in plan + r.stdout
 
