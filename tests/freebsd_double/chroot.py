@@ -315,11 +315,8 @@ class FreeBSDRoot:
 
 
 def _wrapper(py: str, module: str, name: str) -> str:
-    """A double's command at its FreeBSD path: its state at FreeBSD-looking fixed places, no environment."""
+    """A double's command at its FreeBSD path: its state at fixed places, no environment needed."""
+    console = "BSDKM_DOUBLE_CONSOLE=/dev/console " if module == "fakekern.py" else ""
     return ("#!/bin/sh\n# The faithful FreeBSD double (tests/freebsd_double/chroot.py).\n"
             "BSDKM_DOUBLE_STATE=/var/db/bsdkm-double BSDKM_DOUBLE_SCENARIO=/.double/scenario.json \\\n"
-            f"BSDKM_DOUBLE_CONSOLE=/dev/console exec {py} -S /.double/{module} {name} \"$@\"\n"
-            ).replace(" \"$@\"", " \"$@\"") if name else (
-            "#!/bin/sh\n# The faithful FreeBSD double (tests/freebsd_double/chroot.py).\n"
-            "BSDKM_DOUBLE_STATE=/var/db/bsdkm-double BSDKM_DOUBLE_SCENARIO=/.double/scenario.json \\\n"
-            f"exec {py} -S /.double/{module} \"$@\"\n")
+            f"{console}exec {py} -S /.double/{module} {name + ' ' if name else ''}\"$@\"\n")
