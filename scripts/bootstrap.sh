@@ -14,7 +14,8 @@ pkgs_main=(python3 python3-venv python3-dev gcc libc6-dev make autoconf automake
            git ccache qemu-system-x86 linux-image-amd64 linux-headers-amd64 busybox-static cpio kmod
            # freebsd-kmod-qemu: the kit's intrinsic headers need clang 19 (bookworm's clang is 14)
            clang-19 lld-19 llvm-19 bmake gawk ovmf mtools dosfstools)
-pkgs_test=(postgresql shellcheck dash original-awk chromium)  # chromium: the Buildbot UI screenshot test
+pkgs_test=(postgresql shellcheck dash original-awk chromium  # chromium: the Buildbot UI screenshot test
+           sudo)  # sudo: the faithful FreeBSD double runs Debian's sudo as FreeBSD's
 
 missing=()
 want=("${pkgs_main[@]}")

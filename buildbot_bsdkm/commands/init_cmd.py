@@ -264,7 +264,10 @@ def run_worker(args: argparse.Namespace) -> int:
         # and creates the worker itself; this directory carries it and the password there.
         print(f"bsdkm-ci: FreeBSD worker {args.name} in {target}: copy it to the FreeBSD machine, "
               "then as root:")
-        print(f"  cd {target.name} && sh setup.sh {host}:{port} {args.name} password")
+        # The third argument is the path of the file holding the password, never the password.
+        print(f"  cd {target.name} && sh setup.sh {host}:{port} {args.name} ./password")
+        print("  (./password is the file in this directory holding the worker's password; setup.sh reads it "
+              "and never prints it)")
         return EXIT_OK
     # The tac reads worker.json and the password file: the password is never in a command line.
     shutil.copyfile(resources.local_worker_tac_path(), target / "buildbot.tac")

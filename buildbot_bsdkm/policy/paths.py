@@ -19,6 +19,7 @@ from .measure import crossover_block, matches
 from .rules import CrossoverRule
 
 WOLFCRYPT_MODULE = "libwolfssl"
+WOLFCRYPT_FREEBSD_DRIVER = "libwolf"  # the device name of the crypto-register driver (libwolf0, ...)
 _NAME = re.compile(r"\A(?P<prefix>[^:@]+):(?P<path>[^:@]+):(?P<alg>[^@]+)@(?P<size>\d+)")
 _KERNEL_ALG = {"AES-128-GCM": "gcm(aes)", "AES-128-CBC": "cbc(aes)", "SHA-256": "sha256",
                "HMAC-SHA256": "hmac(sha256)"}
@@ -136,15 +137,23 @@ def _driver_checks(ev: Evaluation, run: RunResult, series: dict[str, dict[str, d
 
 
 def _crid_check(ev: Evaluation, run: RunResult, name: str, family: str) -> None:
-    """FreeBSD (``freebsd_offload.py``): the driver registered a crid with the crypto framework."""
+    """FreeBSD (``freebsd_offload.py``): the driver registered a crid with the crypto framework, and
+    /dev/crypto gave the engine wolfCrypt's driver (when offload.sh could tell which)."""
     facts = next((log.metadata for log in run.logs if "offload_crid" in log.metadata), None)
     if facts is None:
         return  # not an offload run: nothing to say about drivers
-    crid = facts.get("offload_crid")
-    msg = (f"{family}: wolfCrypt's driver registered crid {crid} with the crypto framework "
-           f"(openssl engine {facts.get('offload_engine')})" if crid else
-           f"{family}: no 'driver loaded: <crid>' line: the driver did not register with the crypto "
-           "framework")
-    ev.add(run, name, CheckKind.OFFLOAD, bool(crid), msg, value=float(crid) if crid else None, unit="crid",
-           detail={"crid": crid, "engine": facts.get("offload_engine"),
+    crid, driver = facts.get("offload_crid"), facts.get("offload_driver")
+    other = driver not in (None, "unknown") and not str(driver).startswith(WOLFCRYPT_FREEBSD_DRIVER)
+    if not crid:
+        msg = (f"{family}: no 'driver loaded: <crid>' line: the driver did not register with the crypto "
+               "framework")
+    elif other:
+        msg = (f"{family}: wolfCrypt's driver registered crid {crid}, but /dev/crypto gave the openssl "
+               f"engine {driver}: the engine path measured another driver")
+    else:
+        msg = (f"{family}: wolfCrypt's driver registered crid {crid} with the crypto framework "
+               f"(openssl engine {facts.get('offload_engine')}, driver {driver or 'not named'})")
+    ev.add(run, name, CheckKind.OFFLOAD, bool(crid) and not other, msg, value=float(crid) if crid else None,
+           unit="crid",
+           detail={"crid": crid, "engine": facts.get("offload_engine"), "driver": driver,
                    "kern_crypto": facts.get("kern_crypto")})

@@ -23,6 +23,14 @@
 
 BSDKM_MARKER_TAG="bsdkm-ci-marker:"
 
+# Root runs these through sudo, which keeps the caller's PATH (FreeBSD's sudoers sets no
+# secure_path). So the system's own directories, and only they: kldload, kldstat, kldunload,
+# dmesg and sysctl live in /sbin (hier(7)), and nothing the worker user can write may stand in
+# for a command root runs. BSDKM_SYSTEM_PATH replaces them for the replay double on Linux
+# (sudo's env_reset drops it, so it never reaches a run through sudo).
+PATH=${BSDKM_SYSTEM_PATH:-/sbin:/bin:/usr/sbin:/usr/bin}
+export PATH
+
 # Exit statuses shared by load.sh and unload.sh (documented in README.md).
 # shellcheck disable=SC2034 # used by the scripts that source this file
 readonly EX_OK=0 EX_FAILED=1 EX_USAGE=2 EX_TIMEOUT=3 EX_STATE=4 EX_NO_CLEANUP=5
@@ -39,7 +47,7 @@ die_usage() {
 need_commands() {
     for _cmd in "$@"; do
         command -v "$_cmd" >/dev/null 2>&1 ||
-            die_usage "'$_cmd' not found on PATH: this must run on a FreeBSD host"
+            die_usage "'$_cmd' not found in $PATH: this must run on a FreeBSD host"
     done
 }
 

@@ -568,14 +568,20 @@ count_error(const char *reason, long err)
 	put("\n");
 }
 
-/* One value of a sysctl that lets /dev/crypto use a driver that calls itself software. */
+/*
+ * kern.crypto.allow_soft=0, the kernel's default, stated: /dev/crypto then refuses every driver
+ * that registered CRYPTOCAP_F_SOFTWARE alone (cryptosoft0, aesni0, ossl0), while a session bound
+ * to wolfSSL's crid is accepted, because its driver registers CRYPTOCAP_F_HARDWARE as well
+ * (checkforsoftware() in sys/opencrypto/cryptodev.c reads the driver's capabilities). The same
+ * value kmod/freebsd/offload.sh sets on a worker (docs/offload.md).
+ */
 static void
 allow_soft(void)
 {
-	int one = 1;
+	int zero = 0;
 
-	if (sys6(SYS___sysctlbyname, (long)"kern.crypto.allow_soft", 22, 0, 0, (long)&one, sizeof(one)) < 0)
-		sys6(SYS___sysctlbyname, (long)"kern.cryptodevallowsoft", 23, 0, 0, (long)&one, sizeof(one));
+	if (sys6(SYS___sysctlbyname, (long)"kern.crypto.allow_soft", 22, 0, 0, (long)&zero, sizeof(zero)) < 0)
+		sys6(SYS___sysctlbyname, (long)"kern.cryptodevallowsoft", 23, 0, 0, (long)&zero, sizeof(zero));
 }
 
 /* The module's .text base, or 0 (the reason printed). */

@@ -60,6 +60,8 @@ class FreeBSDDouble:
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ if base is None else base)
         env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+        # The scripts search only FreeBSD's system directories; on Linux they search the double's first.
+        env["BSDKM_SYSTEM_PATH"] = env["PATH"]
         env["BSDKM_DOUBLE_STATE"] = str(self.state)
         env["BSDKM_DOUBLE_SCENARIO"] = str(self.scenario_file)
         env["BSDKM_DOUBLE_PYTHON"] = sys.executable

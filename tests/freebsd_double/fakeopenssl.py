@@ -32,16 +32,18 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["version"]:
         print(conf.get("version", "OpenSSL"))
         return 0
+    loaded = json.loads((state / "loaded.json").read_text()) if (state / "loaded.json").exists() else {}
+    if argv[:1] == ["engine"]:
+        return dump_info(conf, loaded, argv)
     if argv[:1] != ["speed"]:
         print(f"openssl: {argv[:1]} is not replayed by the double", file=sys.stderr)
         return 1
     if "-engine" in argv:
         engine = argv[argv.index("-engine") + 1] if argv.index("-engine") + 1 < len(argv) else ""
-        loaded = state / "loaded.json"
-        if engine not in conf.get("engines", []):
+        if engine not in conf.get("engines", []) or "cryptodev" not in loaded:
             print(f'invalid engine "{engine}"', file=sys.stderr)
             return 1
-        if not loaded.exists() or not json.loads(loaded.read_text()):
+        if not any(name != "cryptodev" for name in loaded):
             print(f'engine "{engine}" set.', file=sys.stderr)
             print("EVP_EncryptInit_ex: no driver for the cipher (no crypto device registered)",
                   file=sys.stderr)
@@ -54,6 +56,33 @@ def main(argv: list[str]) -> int:
     for line in run.get("stdout", []):
         print(line)
     return int(run.get("exit", 0))
+
+
+def dump_info(conf: dict, loaded: dict, argv: list[str]) -> int:
+    """``openssl engine -pre DUMP_INFO devcrypto``: the driver /dev/crypto gives each cipher.
+
+    Without cryptodev loaded there is no /dev/crypto and the engine does not load. Otherwise a
+    cipher goes to the scenario's ``dump_driver`` (default: wolfSSL's driver while a module is
+    loaded, as the only driver registered with CRYPTOCAP_F_HARDWARE).
+    """
+    if argv[-1:] != ["devcrypto"] or "DUMP_INFO" not in argv:
+        print(f"openssl: {argv} is not replayed by the double", file=sys.stderr)
+        return 1
+    if "cryptodev" not in loaded or "devcrypto" not in conf.get("engines", []):
+        print('invalid engine "devcrypto"', file=sys.stderr)
+        return 1
+    module = any(name != "cryptodev" for name in loaded)
+    driver = conf.get("dump_driver", "libwolf0" if module else None)
+    print("Information about ciphers supported by the /dev/crypto engine:", file=sys.stderr)
+    for name, nid in (("aes-128-cbc", 419), ("aes-192-cbc", 423), ("aes-256-cbc", 427)):
+        if driver is None:
+            print(f"Cipher {name}, NID={nid}, /dev/crypto info: id=11, "
+                  "CIOCGSESSION (session open call) failed", file=sys.stderr)
+        else:
+            print(f"Cipher {name}, NID={nid}, /dev/crypto info: id=11, driver={driver} (hw accelerated)",
+                  file=sys.stderr)
+    print("(devcrypto) /dev/crypto engine")
+    return 0
 
 
 if __name__ == "__main__":

@@ -371,11 +371,10 @@ def test_load_usage_errors_exit_2_naming_the_problem(tmp_path: Path, args: list[
 
 def test_scripts_refuse_to_run_where_there_is_no_kldload(tmp_path: Path) -> None:
     w = Worker(tmp_path, "success")
-    env = {k: v for k, v in w.double.env().items() if k != "PATH"}
-    env["PATH"] = "/usr/bin:/bin"
-    r = w.sh("load.sh", str(w.ko), "5", str(w.logs), env=env)
+    env = {k: v for k, v in w.double.env().items() if k != "BSDKM_SYSTEM_PATH"}
+    r = w.sh("load.sh", str(w.ko), "5", str(w.logs), env=env)  # Linux's /sbin: no kldload there
     assert r.returncode == 2
-    assert "'kldload' not found on PATH: this must run on a FreeBSD host" in r.stderr
+    assert "'kldload' not found in /sbin:/bin:/usr/sbin:/usr/bin: this must run on a FreeBSD host" in r.stderr
 
 
 def test_collect_without_a_load_says_so(tmp_path: Path) -> None:
@@ -588,8 +587,8 @@ def test_module_errors_name_the_problem(tmp_path: Path) -> None:
         run_freebsd_module(w.ko, w.logs, timeout_s=5, kmod_dir=tmp_path, privilege=[], env=w.double.env())
     with pytest.raises(StageError, match="time limits must be > 0"):
         run_freebsd_module(w.ko, w.logs, timeout_s=0, privilege=[], env=w.double.env())
-    env = dict(w.double.env(), PATH="/usr/bin:/bin")
-    with pytest.raises(StageError, match="'kldload' not found on PATH") as err:
+    env = {k: v for k, v in w.double.env().items() if k != "BSDKM_SYSTEM_PATH"}
+    with pytest.raises(StageError, match="'kldload' not found in /sbin") as err:
         run_freebsd_module(w.ko, w.logs, timeout_s=5, privilege=[], env=env)
     assert err.value.failure.category == "infrastructure"
 
@@ -659,9 +658,10 @@ def test_worker_setup_plan_installs_tools_sources_sudo_rule_and_keeps_the_passwo
     )
     assert r.returncode == 0, r.stderr
     plan = r.stderr
-    assert "pkg install -y python3 git autoconf automake libtool gmake sudo" in plan
+    assert "pkg install -y python311 py311-buildbot-worker py311-cryptography" in plan
     assert "https://download.freebsd.org/releases/amd64/14.1-RELEASE/src.txz" in plan
-    assert "/bin/sh /home/buildbot/worker/*/kmod/freebsd/load.sh *" in plan
+    assert "/bin/sh /usr/local/libexec/bsdkm-ci/load.sh *" in plan
+    assert "/bin/sh /usr/local/libexec/bsdkm-ci/offload.sh *" in plan
     assert "create-worker /home/buildbot/worker master.example:9989 fbsd-14 <password from" in plan
     assert "s3cr3t-worker-pw" not in plan + r.stdout
 

@@ -66,6 +66,7 @@ def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FreeBSDDouble:
         return ko
 
     monkeypatch.setattr(freebsd.FreeBSDWorkerTarget, "build", build)
+    monkeypatch.setattr(freebsd.FreeBSDWorkerTarget, "check_worker", lambda self, config: None)  # not FreeBSD
     return double
 
 

@@ -127,8 +127,10 @@ def test_init_worker_of_each_kind(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert (fb / "setup.sh").read_text() == (ROOT / "workers" / "freebsd" / "setup.sh").read_text()
     assert (fb / "password").stat().st_mode & 0o777 == 0o600
-    command = out.strip().splitlines()[-1].strip()
-    assert command == "cd fbsd && sh setup.sh ci.example.org:9989 fbsd-14 password"
+    command = next(line for line in out.splitlines() if "sh setup.sh" in line).strip()
+    # the third argument is the password FILE's path, and the output says so
+    assert command == "cd fbsd && sh setup.sh ci.example.org:9989 fbsd-14 ./password"
+    assert "./password is the file in this directory holding the worker's password" in out
     # the printed command, dry-run on a stand-in FreeBSD: the worker and its bsdkm-ci, password unseen
     tools = tmp_path / "fbsd-tools"
     tools.mkdir()
@@ -141,7 +143,8 @@ def test_init_worker_of_each_kind(tmp_path: Path, capsys) -> None:
                          timeout=60, check=False)
     assert run.returncode == 0, run.stderr
     plan = run.stderr
-    assert "create-worker /home/buildbot/worker ci.example.org:9989 fbsd-14 <password from password>" in plan
+    assert "create-worker /home/buildbot/worker ci.example.org:9989 fbsd-14 <password from ./password>" \
+        in plan
     assert "buildbot-bsdkm @ git+https://github.com/wolfSSL/bsdkm-ci" in run.stderr
     assert "PATH=/home/buildbot/venv/bin:" in run.stderr  # the builds find bsdkm-ci
     assert "s3cret" not in run.stderr + run.stdout

@@ -1,7 +1,8 @@
 """The FreeBSD side of the offload paths: ``kmod/freebsd/offload.sh``'s files turned into results.
 
 ``offload.sh LOGDIR`` (after ``load.sh`` of a ``--enable-freebsdkm-crypto-register``
-module) leaves ``offload.status`` (``crid``, ``engine``, ``result``, ...),
+module) leaves ``offload.status`` (``crid``, ``driver`` /dev/crypto gave the engine, ``engine``,
+``result``, ...),
 ``sysctl.kern.crypto.txt`` and two ``openssl speed -elapsed -evp <alg>`` outputs:
 ``openssl.devcrypto.txt`` (through /dev/crypto, i.e. the registered driver) and
 ``openssl.software.txt``. Their items are renamed to paths of one run,
@@ -27,7 +28,7 @@ def offload_logs(logdir: Path) -> list[LogResult]:
     status = read_status(logdir / "offload.status")
     sysctl = (logdir / "sysctl.kern.crypto.txt")
     facts = {"offload_crid": status.get("crid") or None, "offload_engine": status.get("engine"),
-             "offload_result": status.get("result"),
+             "offload_driver": status.get("driver") or None, "offload_result": status.get("result"),
              "kern_crypto": sysctl.read_text(errors="replace").strip() if sysctl.is_file() else None}
     logs = []
     for path, name in OUTPUTS.items():

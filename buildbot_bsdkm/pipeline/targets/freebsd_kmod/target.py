@@ -1,8 +1,10 @@
 """wolfSSL's FreeBSD kernel module (bsdkm, ``libwolfssl.ko``) on a FreeBSD worker.
 
 Target ``freebsd-kmod``. The shell side is ``kmod/freebsd/`` (``build.sh``,
-``load.sh``, ``unload.sh``, ``collect.sh``: plain sh, usable by hand on the
-worker). This module runs those scripts and turns what they leave behind
+``load.sh``, ``unload.sh``, ``collect.sh``, ``offload.sh``: plain sh, usable by hand on the
+worker). A worker user runs the root ones through ``sudo -n`` from ``worker.LIBEXEC_DIR``, where
+``workers/freebsd/setup.sh`` installs them; root runs the package's own. This module runs those
+scripts and turns what they leave behind
 (``load.status``/``unload.status`` key=value files, the sliced ``kernel.log``)
 into a ``ModuleLoadOutcome``. Benchmark and self-test lines are left to the
 parsers; nothing here reads them.
@@ -21,6 +23,7 @@ from typing import Any
 
 from .... import targets
 from ....config.bsdkm_yml import Config
+from ....contract import TARGET_UNAVAILABLE
 from ....model import LogFormat, LogResult
 from ....retry.classify import Patterns, classify
 from ...runtime.errors import StageError, infra_error
@@ -28,10 +31,11 @@ from ...runtime.loading import ModuleLoadOutcome, read_status
 from ...runtime.locks import exclusive
 from ...runtime.proc import run_captured, run_logged
 from .._freebsd import FREEBSD_BASE_FLAGS, FreeBSDFlagError, check_flag, freebsd_kmod_dir
-from ..base import KernelTarget
+from ..base import KernelTarget, Prerequisite
 from .offload import offload_logs, registered_crid
+from .worker import INSTALLED_FILES, LIBEXEC_DIR, SETUP_FIX, SH, SUDO, prerequisites
 
-SCRIPTS = ("load.sh", "unload.sh", "collect.sh", "_common.sh")
+SCRIPTS = INSTALLED_FILES
 
 # load.sh / unload.sh exit statuses (kmod/freebsd/README.md).
 EX_USAGE = 2
@@ -76,7 +80,12 @@ def _run_script(cmd: Sequence[str], timeout_s: float, env: dict[str, str] | None
 
 def default_privilege() -> list[str]:
     """kldload/kldunload need root; a non-root worker uses passwordless sudo."""
-    return [] if os.geteuid() == 0 else ["sudo", "-n"]
+    return [] if os.geteuid() == 0 else [SUDO, "-n"]
+
+
+def default_kmod_dir(privilege: Sequence[str]) -> Path:
+    """Root runs the package's scripts; sudo runs only the root-owned copies the sudoers rule names."""
+    return LIBEXEC_DIR if privilege else freebsd_kmod_dir()
 
 
 def _first_line(path: Path) -> str | None:
@@ -104,6 +113,15 @@ def _check_kmod_dir(kmod_dir: Path) -> None:
 def _usage_failure(script: str, run: ScriptRun, work_dir: Path) -> Exception:
     reason = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else "no message"
     return infra_error("load", "ci-exception", f"{script} could not run: {reason}", [str(work_dir)])
+
+
+def _not_run_failure(runner: _Runner, script: str, run: ScriptRun, work_dir: Path) -> Exception:
+    """The script never started (it writes its status first): sudo refused it, or no shell ran it."""
+    said = run.stderr.strip().splitlines()
+    reason = said[-1] if said else f"exit {run.rc} and no message"
+    how = " ".join([*runner.prefix, SH, str(runner.kmod_dir / script)])
+    return infra_error("load", "worker-setup", f"{how} did not run {script}: {reason}; fix: {SETUP_FIX}",
+                       [str(work_dir)])
 
 
 @dataclass
@@ -155,13 +173,16 @@ class _Runner:
     env: dict[str, str] | None
 
     def run(self, script: str, args: Sequence[str], limit_s: float) -> ScriptRun:
-        return _run_script([*self.prefix, "sh", str(self.kmod_dir / script), *args], limit_s, self.env)
+        return _run_script([*self.prefix, SH, str(self.kmod_dir / script), *args], limit_s, self.env)
 
 
 def _load(runner: _Runner, ko: Path, work_dir: Path, timeout_s: int) -> tuple[ScriptRun, dict[str, str]]:
+    (work_dir / "load.status").unlink(missing_ok=True)
     load = runner.run("load.sh", [str(ko), str(timeout_s), str(work_dir)], timeout_s + SCRIPT_SLACK_S)
     if load.rc == EX_USAGE:
         raise _usage_failure("load.sh", load, work_dir)
+    if load.rc not in (0, None) and not (work_dir / "load.status").is_file():
+        raise _not_run_failure(runner, "load.sh", load, work_dir)
     status = read_status(work_dir / "load.status")
     if status.get("result") == "already-loaded":
         msg = f"{ko.stem} was already loaded on the worker before this run"
@@ -213,10 +234,11 @@ def run_freebsd_module(
     registered crypto driver against software (``offload.sh``) while the module is loaded.
     """
     ko, work_dir = Path(ko).resolve(), Path(work_dir).resolve()
-    kmod_dir = Path(kmod_dir) if kmod_dir is not None else freebsd_kmod_dir()
+    prefix = list(default_privilege() if privilege is None else privilege)
+    kmod_dir = Path(kmod_dir) if kmod_dir is not None else default_kmod_dir(prefix)
     _check_inputs(ko, kmod_dir, timeout_s, unload_timeout_s)
     work_dir.mkdir(parents=True, exist_ok=True)
-    runner = _Runner(kmod_dir, list(default_privilege() if privilege is None else privilege), env)
+    runner = _Runner(kmod_dir, prefix, env)
     started = time.monotonic()
 
     load, load_status = _load(runner, ko, work_dir, timeout_s)
@@ -260,6 +282,13 @@ def _int_or_none(text: str | None) -> int | None:
         return None
 
 
+def _only_on_freebsd(stage: str) -> None:
+    if os.uname().sysname != "FreeBSD":
+        this = os.uname().sysname
+        raise infra_error(stage, TARGET_UNAVAILABLE,
+                          f"target not available: freebsd-kmod needs a FreeBSD worker (this is {this})")
+
+
 class FreeBSDWorkerTarget(KernelTarget):
     """``freebsd-kmod``: built and kldloaded on a FreeBSD worker by the ``kmod/freebsd`` scripts."""
 
@@ -267,14 +296,20 @@ class FreeBSDWorkerTarget(KernelTarget):
     log_format = LogFormat.FREEBSD_KERNEL_LOG
     log_name = "kernel.log"
 
+    def prerequisites(self, config: Config) -> list[Prerequisite]:
+        """FreeBSD, its commands where FreeBSD keeps them, the privileged scripts and sudo rule, the
+        kernel sources of the running kernel, cryptodev (for crypto-register) and the kernel log."""
+        opts = config.targets[self.name].options if self.name in config.targets else {}
+        return prerequisites(config, self.name, opts.get("kernel_source"))
+
+    def check_worker(self, config: Config) -> None:
+        # Elsewhere than FreeBSD the run is "not run" with the reason, not a broken worker.
+        _only_on_freebsd("configure")
+        super().check_worker(config)
+
     def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
               patterns: Patterns | None = None) -> Path:
-        if os.uname().sysname != "FreeBSD":
-            raise infra_error(
-                "build",
-                "target-unavailable",
-                f"target not available: freebsd-kmod needs a FreeBSD worker (this is {os.uname().sysname})",
-            )
+        _only_on_freebsd("build")
         try:
             args = freebsd_configure_flags(
                 config.variants[variant].flags, config.targets[self.name].options.get("kernel_source")

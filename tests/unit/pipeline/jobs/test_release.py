@@ -274,6 +274,7 @@ def test_release_through_the_freebsd_double(tmp_path: Path, monkeypatch: pytest.
         config, self.name, variant, *a))
     monkeypatch.setattr(FreeBSDWorkerTarget, "load", lambda self, config, ko, work: load_module(
         config, self.name, ko, work))
+    monkeypatch.setattr(FreeBSDWorkerTarget, "check_worker", lambda self, config: None)  # not FreeBSD here
     config = parse_config(MATRIX.replace("  userspace: {flags: [--enable-cryptonly]}\n", "").replace(
         "targets: [userspace, freebsd-kmod]", "targets: [freebsd-kmod]")
         + f"cache_dir: {tmp_path / 'cache'}\n")
@@ -346,6 +347,7 @@ def test_previous_release_that_fails_to_build_is_reported_and_the_candidate_judg
         config, self.name, variant, *a))
     monkeypatch.setattr(FreeBSDWorkerTarget, "load", lambda self, config, ko, work: load_module(
         config, self.name, ko, work))
+    monkeypatch.setattr(FreeBSDWorkerTarget, "check_worker", lambda self, config: None)  # not FreeBSD here
     config = parse_config(MATRIX.replace("  userspace: {flags: [--enable-cryptonly]}\n", "").replace(
         "targets: [userspace, freebsd-kmod]", "targets: [freebsd-kmod]")
         + f"cache_dir: {tmp_path / 'cache'}\n")
