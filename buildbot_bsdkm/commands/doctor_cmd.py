@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..pipeline.targets.doctor import (
+from ..pipeline.jobs.doctor import (
     DoctorInputError,
     Finding,
     check_up,

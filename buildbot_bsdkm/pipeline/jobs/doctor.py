@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...config.bsdkm_yml import Config
-from . import TARGETS
-from .base import Prerequisite
+from ..targets import TARGETS
+from ..targets.base import Prerequisite
 
 DISTRIBUTION = "buildbot-bsdkm"
 WORKER_DISTRIBUTION = "buildbot-worker"
