@@ -46,6 +46,7 @@ from .... import targets
 from ....config.bsdkm_yml import Config
 from ....contract import TARGET_UNAVAILABLE
 from ....model import FailureCategory, LogFormat, LogResult, StageFailure
+from ....parsers.kernel_trouble import FreeBSDBacktrace, freebsd_machinery
 from ....retry.classify import Patterns, classify
 from ...runtime.build import source_fingerprint
 from ...runtime.console import console_lines
@@ -614,7 +615,6 @@ PRELOAD_RE = re.compile(r"^/boot/modules/libwolfssl\.ko size 0x[0-9a-f]+ at 0x[0
 PRELOADED = 'Preloaded elf obj module "'
 # sys/kern/kern_module.c, when a module's MOD_LOAD handler fails.
 MOD_LOAD_ERROR_RE = re.compile(r"^module_register_init: MOD_LOAD \([^,]+, .*\) error (?P<errno>\d+)")
-FRAME_RE = re.compile(r"^(?P<func>[\w.$]+)\(\) at (?P<where>[\w.$]+\+0x[0-9a-f]+)(?:/frame 0x[0-9a-f]+)?\s*$")
 LINK_ERROR_RE = re.compile(
     r"^(?:link_elf_obj: symbol \S+ undefined|KLD file \S+ - could not finalize loading)")
 
@@ -653,7 +653,7 @@ def read_console(text: str | Iterable[str], nonce: str | None = None) -> Console
     """
     facts = ConsoleFacts()
     reader = _MarkerReader(facts)
-    in_trace = False
+    trace = FreeBSDBacktrace()  # the core parser's reader: DDB's frames and stack(9)'s alike
     for raw in text.splitlines() if isinstance(text, str) else text:
         line = raw.replace("\r", "").rstrip()
         if m := MARKER_RE.match(line):
@@ -666,12 +666,8 @@ def read_console(text: str | Iterable[str], nonce: str | None = None) -> Console
             continue
         if line.startswith("panic: ") and facts.panic is None:
             facts.panic = line
-        elif line.startswith("KDB: stack backtrace:"):
-            in_trace = not facts.backtrace
-        elif in_trace and (m := FRAME_RE.match(line)):
-            facts.backtrace.append(m.group("where"))
-        elif in_trace and line:
-            in_trace = False
+        elif trace.feed(line):
+            continue
         if LINK_ERROR_RE.match(line):
             facts.link_errors.append(line)
         elif PRELOAD_RE.match(line) or (line.startswith(PRELOADED) and "libwolfssl" in line):
@@ -684,6 +680,7 @@ def read_console(text: str | Iterable[str], nonce: str | None = None) -> Console
             facts.selftest_passed = True
         elif (m := MOD_LOAD_ERROR_RE.match(line)) and facts.mod_load_errno is None:
             facts.mod_load_errno = int(m.group("errno"))
+    facts.backtrace = trace.frames
     return facts
 
 
@@ -731,21 +728,13 @@ def module_symbols(ko: Path) -> set[str]:
     return {parts[-1] for parts in (ln.split() for ln in out.splitlines()) if len(parts) >= 2}
 
 
-# Frames of the panic itself and of the allocator check that fired, above the caller at fault.
-PANIC_MACHINERY = frozenset({
-    "db_trace_self_wrapper", "kdb_backtrace", "vpanic", "panic", "kassert_panic", "malloc_dbg", "malloc",
-    "free", "free_dbg", "uma_zalloc_arg", "uma_zalloc_debug", "witness_checkorder", "witness_warn",
-    "trap_fatal", "trap_pfault", "trap", "calltrap",
-})
-
-
 def module_frames(backtrace: Sequence[str], symbols: set[str]) -> list[str]:
     """The module's frames, innermost first: by the module's own symbols when known, else the
     frames below the panic machinery (the kernel's startup frames stay at the end)."""
     if symbols:
         return [f for f in backtrace if f.split("+", 1)[0] in symbols]
     frames = list(backtrace)
-    while frames and frames[0].split("+", 1)[0] in PANIC_MACHINERY:
+    while frames and freebsd_machinery(frames[0].split("+", 1)[0]):
         frames.pop(0)
     return frames
 
