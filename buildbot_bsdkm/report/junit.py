@@ -389,6 +389,11 @@ def _suites(runs: Iterable[RunResult], verdict: Verdict, testcase_files: bool = 
                     for tc, c in zip(testcases, members, strict=True):
                         tc.file, tc.line = c.log, c.line
                 suites.append(TestSuite(name, testcases, file=file))
+        if run.not_run_parts:  # a part the run could not do (a kernel): skipped with why, never passed
+            skipped = [_SkippedCase(part, reason=f"not run: {why}")
+                       for part, why in run.not_run_parts.items()]
+            suites.append(TestSuite(suite_name(run, "not-run"),
+                                    [c.to_testcase(class_name(run, "not-run")) for c in skipped]))
     return suites
 
 
