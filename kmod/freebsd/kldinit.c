@@ -22,7 +22,9 @@
  *
  * Counted fixed work (crypto-register modules, when the host sets bsdkm_ci.count_*):
  * after kldstat, AES-128-GCM and AES-128-CBC through /dev/crypto, bound to wolfSSL's
- * driver by name, so many bytes at each operation size. Each item runs between a start
+ * driver by name, so many bytes at each operation size. GENERIC has device crypto but no
+ * device cryptodev, so /dev/crypto is first made by kldloading /cryptodev.ko, the module
+ * from the same kernel.txz that the host puts on the FAT root (crypto(4)). Each item runs between a start
  * and a stop signal for the host's QEMU counting plugin (kmod/qemu/bsdkm_count.c): a stub
  * written into a fresh page and called, the same bytes kmod/linux/bsdkm_signal.h makes,
  * carrying the nonce, the module's .text base and the item's number. The base is the
@@ -54,6 +56,8 @@
 #define NONCE_MAX 64
 
 #define O_RDWR 2
+#define EEXIST 17
+#define CRYPTODEV_PATH "/cryptodev.ko"
 #define RB_NOSYNC 0x004 /* nothing on the FAT root needs syncing: shorter shutdown */
 #define MAXPATHLEN 1024
 
@@ -644,10 +648,21 @@ count_work(long fileid)
 	put(" base=0x");
 	put_hex(base);
 	put("\n");
+	/* The kernel's own cryptodev.ko; EEXIST: the kernel has device cryptodev built in. */
+	ret = sys3(SYS_kldload, (long)CRYPTODEV_PATH, 0, 0);
+	put("crypto-count: cryptodev ");
+	put(ret >= 0 ? "loaded" : ret == -EEXIST ? "present" : "not-loaded errno=");
+	if (ret < 0 && ret != -EEXIST)
+		put_num(-ret);
+	put("\n");
 	allow_soft();
 	fd = sys3(SYS_open, (long)"/dev/crypto", O_RDWR, 0);
 	if (fd < 0) {
-		count_error("open-dev-crypto", fd);
+		/* No /dev/crypto: say why, the module's load when that failed. */
+		if (ret < 0 && ret != -EEXIST)
+			count_error("cryptodev-kldload", ret);
+		else
+			count_error("open-dev-crypto", fd);
 		return;
 	}
 	for (i = 0; i < (int)sizeof(find); i++)
