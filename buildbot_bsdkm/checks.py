@@ -167,9 +167,11 @@ class Verdict:
 
     @property
     def inconclusive(self) -> list[Check]:
-        """Gated items the gate could not judge (too few repeats, no spread, missing on a side):
-        neither passed nor failed, whatever their check's ``passed`` says."""
-        return [c for c in self.checks if c.passed and c.kind == CheckKind.REGRESSION
+        """Gated items the gate could not judge (too few repeats, no spread, missing on a side, an
+        instruction count flagged as not cleared): neither passed nor failed, whatever their check's
+        ``passed`` says."""
+        gated = (CheckKind.REGRESSION, CheckKind.INSTRUCTIONS)
+        return [c for c in self.checks if c.passed and c.kind in gated
                 and isinstance(c.detail, Mapping) and c.detail.get("verdict") == STATUS_INCONCLUSIVE]
 
     @property

@@ -51,7 +51,7 @@ from ..model import Benchmark, KernelEvent, LogFormat, LogResult, RunResult
 from ..perf.instructions import MEASURED, counts_of
 from ..policy import COMPLETE_PREFIX, Check, CheckKind, Verdict, fmt_num, kernel_health
 from .instructions import GEOMEAN_NAME as INSTRUCTIONS_GEOMEAN
-from .instructions import instruction_facts
+from .instructions import flagged, instruction_facts
 
 _SELFTEST_KINDS = {CheckKind.SELFTEST, CheckKind.COMPLETE}
 
@@ -512,12 +512,17 @@ def _instruction_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
         name = f"instructions:{item.name}"
         if item.status != MEASURED:
             cases.append(_SkippedCase(name, facts=facts, reason=f"not counted: {item.reason or item.status}"))
+        elif check is not None and flagged(check):  # within the limit but not cleared: never a pass
+            cases.append(_SkippedCase(name, facts=facts, reason=f"flagged, not cleared: {flagged(check)}"))
         else:
             cases.append(JUnitCase(name, checks=[check] if check else [], facts=facts))
     for c in checks:
         if c.name.startswith(INSTRUCTIONS_GEOMEAN):
-            cases.append(JUnitCase(c.name, checks=[c], facts={"change": f"{c.value:+.2f}%",
-                                                              "limit": f"+{c.threshold:g}%"}))
+            facts = {"change": f"{c.value:+.2f}%", "limit": f"+{c.threshold:g}%"}
+            if flagged(c):
+                cases.append(_SkippedCase(c.name, facts=facts, reason=f"flagged, not cleared: {flagged(c)}"))
+            else:
+                cases.append(JUnitCase(c.name, checks=[c], facts=facts))
     return cases
 
 

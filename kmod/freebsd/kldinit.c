@@ -30,8 +30,11 @@
  * carrying the nonce, the module's .text base and the item's number. The base is the
  * module's load address (kldstat) plus the offset the host gives (bsdkm_ci.count_text_off),
  * or, when the host names a global .text function instead, the address kldsym(2) gives it
- * less its offset; given both, they must agree. Lines "crypto-count: ..." say what ran, in
- * the shape of the Linux harness's "afalg-count:" lines.
+ * less its offset; given both, they must agree. Before the first item it declares the module's
+ * whole mapping (kldstat's address and size: every section FreeBSD's linker placed, executable
+ * ones outside .text among them) as the plugin's range 1, so no code of the module goes
+ * uncounted. Lines "crypto-count: ..." say what ran, in the shape of the Linux harness's
+ * "afalg-count:" lines.
  */
 
 #define SYS_exit 1
@@ -623,6 +626,35 @@ text_base(long fileid)
 	return sym.symvalue - count_anchor_off;
 }
 
+/* The module's whole mapping as the plugin's range 1: 0, or the reason printed. */
+static int
+declare_mapping(long fileid)
+{
+	struct kld_file_stat st;
+	long ret;
+	size_t i;
+
+	for (i = 0; i < sizeof(st); i++)
+		((char *)&st)[i] = 0;
+	st.version = sizeof(st);
+	ret = sys3(SYS_kldstat, fileid, (long)&st, 0);
+	if (ret < 0 || st.address == 0 || st.size == 0 || st.size >= (1UL << 48)) {
+		count_error("kldstat", ret < 0 ? ret : 0);
+		return -1;
+	}
+	ret = count_signal('R', (unsigned long)st.address, (1UL << 48) | (unsigned long)st.size);
+	if (ret < 0) {
+		count_error("signal", ret);
+		return -1;
+	}
+	put("crypto-count: range number=1 name=module base=0x");
+	put_hex((unsigned long)st.address);
+	put(" size=");
+	put_num((long)st.size);
+	put("\n");
+	return 0;
+}
+
 static void
 count_work(long fileid)
 {
@@ -648,6 +680,8 @@ count_work(long fileid)
 	put(" base=0x");
 	put_hex(base);
 	put("\n");
+	if (declare_mapping(fileid) != 0)
+		return;
 	/* The kernel's own cryptodev.ko; EEXIST: the kernel has device cryptodev built in. */
 	ret = sys3(SYS_kldload, (long)CRYPTODEV_PATH, 0, 0);
 	put("crypto-count: cryptodev ");
