@@ -7,8 +7,8 @@
       kernel_count: false     # QEMU lkcapi and crypto-register variants: count the real module in the guest
       kernel_bytes: 65536     # bytes per counted item in the guest
       kernel_sizes: [16, 1024, 16384]  # bytes per operation: one item per algorithm and size
-      flag_drop_pct: 5        # a count within its limit that dropped more than this is not cleared
-      flag_function_pct: 1    # nor one that lost a function of at least this share of the base's
+      flag_drop_pct: 5        # a module's count within its limit that dropped more than this is not
+      flag_function_pct: 1    # cleared, nor one that lost a function of at least this share
       items:                  # benchmark item -> bytes (symmetric) or operations (asymmetric)
         AES-128-GCM-enc: 1048576
         RSA 2048 public: 64

@@ -8,10 +8,10 @@ so a fixed limit judges it at 1 vs 1: no repeats, no learned noise.
 
 Each item gets a check (kind ``instructions``) with its count per byte or operation, base and
 head, and in ``detail`` the functions whose own counts changed most. An item that could not be
-counted on a side is no check, never a pass: a note says which and why. An item within its limit
-whose count dropped sharply, or that lost a function the base had, is flagged: its check is not
-judged and not passed (inconclusive), since code moved where nothing counts it looks like a
-speed-up. Where the wall-clock
+counted on a side is no check, never a pass: a note says which and why. A module's item (counted in
+the guest, over the module's code ranges) within its limit whose count dropped sharply, or that
+lost a function the base had, is flagged: its check is not judged and not passed (inconclusive),
+since code moved where nothing counts it looks like a speed-up. Where the wall-clock
 gate judged the same item a regression while the count stayed within its limit, a note says the
 two disagree (a memory or microarchitecture effect the count cannot see).
 
@@ -150,7 +150,11 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
                 "dispatch may differ between the two")
     settings = ev.policy.instructions
     top = settings.top_functions
-    flags = {"flag_drop_pct": settings.flag_drop_pct, "flag_function_pct": settings.flag_function_pct}
+    # Only a count over address ranges can lose code to placement; Callgrind counts every instruction
+    # the workload runs, wherever it lies.
+    flags: dict[str, float | None] = ({"flag_drop_pct": settings.flag_drop_pct,
+                                       "flag_function_pct": settings.flag_function_pct}
+                                      if head.scope == SCOPE_MODULE else {})
     item_rules = [r for r in rules if r.aggregate == "item"]
     names = [i.name for i in head.items] + [i.name for i in base.items if head.item(i.name) is None]
     changes: list[ItemChange] = []
