@@ -132,7 +132,8 @@ class Verdict:
     # Rows whose implied clock (rate x cycles) disagrees with the rest of their log (perf/clock.py),
     # found with or without a baseline: {target, variant, source, name, line, clock_hz, log_hz}.
     mis_timed: list[dict[str, Any]] = field(default_factory=list)
-    # Runs this machine could not do, each {target, variant, reason}: in the headline, never a check.
+    # Runs this machine could not do, each {target, variant, reason}, and parts of runs that did run
+    # (with "part": "debug kernel"): in the headline, never a check.
     not_run: list[dict[str, str]] = field(default_factory=list)
 
     @property
@@ -166,9 +167,11 @@ class Verdict:
 
     @property
     def inconclusive(self) -> list[Check]:
-        """Gated items the gate could not judge (too few repeats, no spread, missing on a side):
-        neither passed nor failed, whatever their check's ``passed`` says."""
-        return [c for c in self.checks if c.passed and c.kind == CheckKind.REGRESSION
+        """Gated items the gate could not judge (too few repeats, no spread, missing on a side, an
+        instruction count flagged as not cleared): neither passed nor failed, whatever their check's
+        ``passed`` says."""
+        gated = (CheckKind.REGRESSION, CheckKind.INSTRUCTIONS)
+        return [c for c in self.checks if c.passed and c.kind in gated
                 and isinstance(c.detail, Mapping) and c.detail.get("verdict") == STATUS_INCONCLUSIVE]
 
     @property
@@ -212,16 +215,27 @@ class Verdict:
         return self._checks_summary() + self._not_run_summary()
 
     def _not_run_summary(self) -> str:
-        """``; 2 runs not run: no FreeBSD release set reachable (freebsd.mirror)``, one part a reason."""
-        if not self.not_run:
-            return ""
-        reasons: dict[str, int] = {}
+        """``; 2 runs not run: no FreeBSD release set reachable (freebsd.mirror)``, one part a reason;
+        a part of a run that ran: ``; debug kernel not run (freebsd-kmod-qemu/p): cannot fetch ...``."""
+        whole = [e for e in self.not_run if not e.get("part")]
+        text = ""
+        if whole:
+            reasons: dict[str, int] = {}
+            for entry in whole:
+                reasons[entry["reason"]] = reasons.get(entry["reason"], 0) + 1
+            count = len(whole)
+            parts = ("; ".join(reasons) if len(reasons) == 1
+                     else "; ".join(f"{n}: {r}" for r, n in reasons.items()))
+            text = f"; {count} run{'s' if count != 1 else ''} not run: {parts}"
+        runs: dict[tuple[str, str], list[str]] = {}
         for entry in self.not_run:
-            reasons[entry["reason"]] = reasons.get(entry["reason"], 0) + 1
-        count = len(self.not_run)
-        parts = ("; ".join(reasons) if len(reasons) == 1
-                 else "; ".join(f"{n}: {r}" for r, n in reasons.items()))
-        return f"; {count} run{'s' if count != 1 else ''} not run: {parts}"
+            if entry.get("part"):
+                label = f"{entry['target']}/{entry['variant']}"
+                runs.setdefault((entry["part"], entry["reason"]), []).append(label)
+        for (part, reason), labels in runs.items():
+            where = labels[0] if len(labels) == 1 else f"{len(labels)} runs"
+            text += f"; {part} not run ({where}): {reason}"
+        return text
 
     def _checks_summary(self) -> str:
         if self.passed and self.inconclusive:  # never a PASS over items that went unjudged

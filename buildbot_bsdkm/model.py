@@ -253,6 +253,9 @@ class RunResult:
     # (freebsd.mirror)"): reported, never judged as a pass or a failure. Only a local run says so;
     # Buildbot and the Action report a run that cannot get its inputs as an infrastructure failure.
     not_run: str | None = None
+    # Parts of a run that did run which this machine could not do ("debug kernel": "cannot fetch
+    # ..."): each said not run like a whole run, never dropped; the rest of the run is judged.
+    not_run_parts: dict[str, str] = field(default_factory=dict)
 
     @property
     def benchmarks(self) -> list[Benchmark]:
@@ -290,7 +293,7 @@ def merge_runs(runs: list[RunResult], *, repeats: bool) -> tuple[list[RunResult]
             first[key] = i
             out[key] = (RunResult(r.variant, r.target, logs=list(r.logs), failure=r.failure,
                                   stages=dict(r.stages), attempts=list(r.attempts), metadata=dict(r.metadata),
-                                  not_run=r.not_run)
+                                  not_run=r.not_run, not_run_parts=dict(r.not_run_parts))
                         if repeats else r)
             continue
         folded.append((first[key], i))

@@ -1,12 +1,15 @@
 """FreeBSD distribution sets for the tests: real ones named by ``BSDKM_FREEBSD_SETS``, or tiny ones
 made here in the mirror's layout.
 
-The mirror layout is FreeBSD's: ``releases/amd64/15.0-RELEASE/`` and ``snapshots/amd64/16.0-CURRENT/``,
-each with ``MANIFEST`` (tab-separated: set, sha256, file count, name, description, default),
-``kernel.txz`` (``./boot/kernel/kernel``), ``base.txz`` (``./boot/loader_simp.efi``) and ``src.txz``
-(``./usr/src/sys``, ``./usr/src/share/mk``, clang's headers). The sets made here hold a few bytes in
-each of those places: enough to fetch, verify and unpack, never to build or boot. They carry a
-``SYNTHETIC`` file beside their MANIFEST, so the tests that build or boot can tell them from real ones.
+The mirror layout is FreeBSD's (``release/Makefile.mirrors``): ``releases/amd64/15.0-RELEASE/`` and
+``snapshots/amd64/16.0-CURRENT/``, each with ``MANIFEST`` (``release/scripts/make-manifest.sh``:
+tab-separated set, sha256, file count, name, description, default), ``BUILDDATE`` (YYYYMMDD),
+``REVISION`` (the short git hash) and ``GITBRANCH`` (one line each), ``kernel.txz``
+(``./boot/kernel/kernel`` and the kernel's modules, ``./boot/kernel/cryptodev.ko`` among them),
+``base.txz`` (``./boot/loader_simp.efi``) and ``src.txz`` (``./usr/src/sys``, ``./usr/src/share/mk``,
+clang's headers). The sets made here hold a few bytes in each of those places: enough to fetch,
+verify and unpack, never to build or boot. They carry a ``SYNTHETIC`` file beside their MANIFEST, so
+the tests that build or boot can tell them from real ones.
 
 ``python tests/freebsd_sets.py DIR`` writes them to DIR (for ``BSDKM_FREEBSD_SETS=DIR``).
 """
@@ -27,6 +30,7 @@ SNAPSHOT = "16.0-CURRENT"
 ENV = "BSDKM_FREEBSD_SETS"
 SYNTHETIC = "SYNTHETIC"
 KERNEL = b"\x7fELF\x02\x01\x09 synthetic GENERIC kernel"
+CRYPTODEV = b"\x7fELF\x02\x01\x09 synthetic cryptodev.ko"
 LOADER = b"MZ synthetic loader_simp.efi"
 CLANG_HEADERS = "contrib/llvm-project/clang/lib/Headers"
 DESCRIPTIONS = {"base.txz": "Base system (MANDATORY)", "kernel.txz": "Kernel (MANDATORY)",
@@ -67,16 +71,30 @@ def write_manifest(where: Path, counts: dict[str, int]) -> Path:
     return manifest
 
 
+def kernel_members(name: str) -> Members:
+    return [("./boot/kernel/kernel", KERNEL + name.encode()),
+            ("./boot/kernel/cryptodev.ko", CRYPTODEV + name.encode()),
+            ("./boot/kernel/aesni.ko", b"\x7fELF not taken")]
+
+
+def set_facts(name: str) -> dict[str, str]:
+    """What release/Makefile.mirrors writes beside a set (``echo ${BUILDDATE} > BUILDDATE``, ...)."""
+    branch = "main" if name.endswith("-CURRENT") else f"releng/{name.split('-', 1)[0]}"
+    return {"BUILDDATE": "20251204", "REVISION": hashlib.sha256(name.encode()).hexdigest()[:12],
+            "GITBRANCH": branch}
+
+
 def make_set(mirror: Path, name: str, *, kernel: Members | None = None, base: Members | None = None,
-             src: Members | None = None) -> Path:
+             src: Members | None = None, facts: dict[str, str] | None = None) -> Path:
     """One release's or snapshot's sets under ``mirror`` (its directory is returned)."""
     tree = "releases" if name.endswith("-RELEASE") else "snapshots"
     where = mirror / tree / "amd64" / name
     where.mkdir(parents=True, exist_ok=True)
     version = name.split("-", 1)[0]
+    for fact, value in (set_facts(name) if facts is None else facts).items():
+        (where / fact).write_text(value + "\n")
     counts = {
-        "kernel.txz": txz(where / "kernel.txz", kernel if kernel is not None else
-                          [("./boot/kernel/kernel", KERNEL + name.encode())]),
+        "kernel.txz": txz(where / "kernel.txz", kernel if kernel is not None else kernel_members(name)),
         "base.txz": txz(where / "base.txz", base if base is not None else
                         [("./boot/loader_simp.efi", LOADER), ("./etc/rc", b"#!/bin/sh\n")]),
         "src.txz": txz(where / "src.txz", src if src is not None else src_members(version)),
@@ -96,7 +114,7 @@ def make_mirror(mirror: Path) -> Path:
 def make_kit(root: Path, version: str = "15.0") -> Path:
     """A kit directory of one's own kernels (``freebsd: {kit: DIR}``), synthetic like the sets."""
     for rel, data in (("boot/kernel-debug", KERNEL + b" debug"), ("boot/kernel-release-crypto", KERNEL),
-                      ("boot/loader_simp.efi", LOADER)):
+                      ("boot/cryptodev-release-crypto.ko", CRYPTODEV), ("boot/loader_simp.efi", LOADER)):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     for name, data in src_members(version):

@@ -113,6 +113,7 @@ def print_result(result: MatrixResult, out: Path) -> int:
             else "ok" if r.failure is None
             else f"FAILED {r.failure.stage} ({r.failure.category}): {r.failure.message}"
         )
+        status += "".join(f"; {part} not run: {why}" for part, why in r.not_run_parts.items())
         print(
             f"  {r.target}/{r.variant}: {len(r.tests)} self-tests, {len(r.benchmarks)} benchmarks; {status}"
         )

@@ -163,7 +163,9 @@ class FreeBSDConfig:
 
     kit: Path | None = None  # a directory of one's own kernels (boot/, sysroot/)
     release: str | None = None  # "15.0-RELEASE": its GENERIC kernel is the release kernel
-    snapshot: str | None = None  # "16.0-CURRENT": its GENERIC (INVARIANTS, WITNESS) is the debug kernel
+    # "16.0-CURRENT", or "CURRENT" (the newest the mirror lists): its GENERIC (INVARIANTS, WITNESS) is
+    # the debug kernel
+    snapshot: str | None = None
     mirror: str | None = None  # default https://download.freebsd.org; https:// or a directory
     arch: str = "amd64"
     manifest_sha256: str | None = None  # the release's MANIFEST, pinned (the mirror's is unsigned)
@@ -489,7 +491,8 @@ def release_mirror_problem(mirror: str) -> str | None:
 RELEASE_NAME = r"\d+\.\d+-(?:RELEASE|BETA\d*|RC\d*|STABLE|CURRENT)"
 
 
-SNAPSHOT_NAME = r"\d+\.\d+-(?:CURRENT|STABLE|PRERELEASE)"
+# CURRENT alone: the newest *-CURRENT the mirror lists, so the name need not change when main moves on.
+SNAPSHOT_NAME = r"\d+\.\d+-(?:CURRENT|STABLE|PRERELEASE)|CURRENT"
 FREEBSD_KEYS = ("kit", "release", "snapshot", "mirror", "arch", "manifest_sha256", "src", "kernel", "loader",
                 "kernel_kind")
 
@@ -510,7 +513,8 @@ def _freebsd(at: At, base: Path) -> FreeBSDConfig:
         raise m["release"].error(f"{release!r} is not a FreeBSD release name like 15.0-RELEASE")
     snapshot = opt(m, "snapshot", At.string, None)
     if snapshot is not None and not re.fullmatch(SNAPSHOT_NAME, snapshot):
-        raise m["snapshot"].error(f"{snapshot!r} is not a FreeBSD snapshot name like 16.0-CURRENT")
+        raise m["snapshot"].error(f"{snapshot!r} is not a FreeBSD snapshot name like 16.0-CURRENT, "
+                                  "or CURRENT (the newest the mirror lists)")
     sets = [k for k in ("release", "snapshot") if k in m]
     chosen = [k for k, v in (("kit", kit), ("src", src), ("sets", sets)) if v]
     if len(chosen) > 1:

@@ -59,8 +59,11 @@ _SUBSYS = re.compile(r"^(?:watchdog|rcu|NMI watchdog|kmemleak|kasan|ubsan): ")
 _FRAME_LINUX = re.compile(
     r"^\s*(?P<unreliable>\? )?(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>\w+)\])?\s*$"
 )
-_FRAME_BSD = re.compile(r"^(?P<func>[\w.$]+)\(\) at (?P=func)\+0x[0-9a-f]+/frame 0x[0-9a-f]+\s*$")
-_FRAME_BSD_STACK = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ at (?P<func>[\w.$]+)\+0x[0-9a-f]+")
+# The two shapes a FreeBSD kernel prints a stack in: DDB's (db_trace_self, a kernel with
+# ``options DDB``) and stack(9)'s (stack_print_ddb, used by kdb_backtrace without DDB, as in
+# release GENERIC). Both carry the function and its offset (``where``).
+_FRAME_BSD = re.compile(r"^(?P<func>[\w.$]+)\(\) at (?P<where>(?P=func)\+0x[0-9a-f]+)/frame 0x[0-9a-f]+\s*$")
+_FRAME_BSD_STACK = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ at (?P<where>(?P<func>[\w.$]+)\+0x[0-9a-f]+)")
 _RIP = re.compile(r"^RIP: [0-9a-f]{4}:(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P"
                   r"<mod>\w+)\])?")
 _CPU_LINE = re.compile(r"^CPU: (?P<cpu>\d+) (?:UID: \d+ )?PID: (?P<pid>\d+) Comm: (?P<comm>\S+)(?P<rest>.*)$")
@@ -97,6 +100,53 @@ _WOLF_NAME = re.compile(
     r"|Transform_|hmac_|Hmac|_?InitRng|Hash_DRBG|mp_|fp_|ge_|fe_|curve|ed25519|ed448|chacha|poly1305"
     r"|add_entry|benchmark_|bench_|wolfcrypt_|\w+_test$)"
 )
+
+
+def _bsd_frame(line: str) -> re.Match[str] | None:
+    return _FRAME_BSD.match(line) or _FRAME_BSD_STACK.match(line)
+
+
+def freebsd_frame(line: str) -> str | None:
+    """``func+0xoff`` when ``line`` is a frame of a FreeBSD backtrace, in DDB's shape or stack(9)'s;
+    None for any other line."""
+    m = _bsd_frame(line)
+    return m["where"] if m else None
+
+
+def freebsd_machinery(func: str) -> bool:
+    """Whether ``func`` is the panic, trap, allocator or locking machinery above the frame at fault."""
+    return _BSD_MACHINERY.match(func) is not None
+
+
+class FreeBSDBacktrace:
+    """The first ``KDB: stack backtrace:`` of a FreeBSD console, fed line by line (``feed``).
+
+    ``frames`` are ``func+0xoff``, innermost first, in either shape the kernel prints. A trap or
+    syscall marker inside the trace (``--- trap 0xc, rip = ...``) is crossed: the frames after it,
+    the function that faulted among them, belong to the same trace.
+    """
+
+    def __init__(self) -> None:
+        self.frames: list[str] = []
+        self._reading = False
+
+    def feed(self, line: str) -> bool:
+        """Read one console line (without its line end); True when it is part of the trace."""
+        if line.startswith("KDB: stack backtrace:"):
+            self._reading = not self.frames
+            return self._reading
+        if not self._reading:
+            return False
+        where = freebsd_frame(line)
+        if where is not None:
+            if len(self.frames) < MAX_FRAMES:
+                self.frames.append(where)
+            return True
+        if line.startswith(("--- trap", "--- syscall", "--- interrupt")):
+            return True
+        if line.strip():
+            self._reading = False
+        return False
 
 
 @dataclass
@@ -352,8 +402,7 @@ class KernelTroubleScanner:
             self._close(out)
             return False
         ev = cur.event
-        if ev.os == "freebsd" and (text.startswith("KDB: stack backtrace") or _FRAME_BSD.match(text)
-                                   or _FRAME_BSD_STACK.match(text)):
+        if ev.os == "freebsd" and (text.startswith("KDB: stack backtrace") or _bsd_frame(text)):
             return self._freebsd_body(cur, text, ts, n, out)
         end = _END_TRACE.match(text.strip())
         if end:
@@ -440,7 +489,7 @@ class KernelTroubleScanner:
         if line.startswith(_BSD_END):
             self._close(out)
             return False
-        if f := _FRAME_BSD.match(line) or _FRAME_BSD_STACK.match(line):
+        if f := _bsd_frame(line):
             cur.in_trace = True
             self._take(cur, text, ts, n)
             self._frame(cur, f["func"], None, False)

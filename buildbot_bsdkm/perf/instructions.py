@@ -35,6 +35,11 @@ UNMEASURABLE = "unmeasurable"  # the driver could not run it (Valgrind: unhandle
 MISSING = "missing"  # the build has no such item, or its set-up failed
 OTHER_FUNCTIONS = "(other functions)"
 KEEP_FUNCTIONS = 40  # per item: the biggest functions by own count; the rest summed as one
+# A count does not scatter (0.002 % at most between boots of one module build, bench/results/
+# kernel_counts.md), so a drop is a change of what was counted: more work done elsewhere, or code
+# moved where nothing counts it. Beyond these a drop, or a function gone, is flagged, not cleared.
+FLAG_DROP_PCT = 5.0
+FLAG_FUNCTION_PCT = 1.0  # of the base item's count: a function this big that is gone is flagged
 
 
 class InstructionsError(ValueError):
@@ -291,6 +296,8 @@ class ItemChange:
     regressed: bool = False
     reason: str | None = None  # when not compared: which side could not be counted, and why
     functions: list[FunctionChange] = field(default_factory=list)  # the biggest changes first
+    # Within the limit, but not cleared: the count dropped sharply, or functions it had are gone.
+    flagged: str | None = None
 
     @property
     def compared(self) -> bool:
@@ -299,7 +306,7 @@ class ItemChange:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "unit": self.unit, "base": self.base, "head": self.head,
                 "change_pct": self.change_pct, "regressed": self.regressed, "reason": self.reason,
-                "functions": [f.to_dict() for f in self.functions]}
+                "functions": [f.to_dict() for f in self.functions], "flagged": self.flagged}
 
 
 def function_changes(base: ItemCount, head: ItemCount, top: int = 5) -> list[FunctionChange]:
@@ -319,9 +326,38 @@ def function_changes(base: ItemCount, head: ItemCount, top: int = 5) -> list[Fun
     return rows[:top]
 
 
+def vanished_functions(base: ItemCount, head: ItemCount, share_pct: float) -> list[str]:
+    """The base's functions of at least ``share_pct`` % of its count that the head has none of, the
+    biggest first (one the head may hold among its summed ``(other functions)`` is not taken as gone)."""
+    if not base.instructions or not base.amount or not head.amount:
+        return []
+    others = head.functions.get(OTHER_FUNCTIONS, 0) / head.amount
+    gone = [name for name, n in base.functions.items()
+            if not name.startswith("(") and name not in head.functions
+            and n * 100.0 >= share_pct * base.instructions and n / base.amount > others]
+    return sorted(gone, key=lambda name: (-base.functions[name], name))
+
+
+def drop_flags(base: ItemCount, head: ItemCount, change_pct: float, *, drop_pct: float | None,
+               function_pct: float | None) -> str | None:
+    """Why a count within its limit is not cleared: it dropped by more than ``drop_pct`` %, or
+    functions of at least ``function_pct`` % of the base's count are gone from it (code counted
+    nowhere now, or a change big enough to need a person's eye); None when neither."""
+    why = []
+    if drop_pct is not None and change_pct < -drop_pct:
+        why.append(f"the count dropped {fmt_change(change_pct)} (more than {drop_pct:g} %)")
+    gone = vanished_functions(base, head, function_pct) if function_pct is not None else []
+    if gone:
+        shown = ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
+        why.append(f"{shown} gone from the counts (each at least {function_pct:g} % of the base's)")
+    return "; ".join(why) or None
+
+
 def compare_item(base: ItemCount | None, head: ItemCount | None, limit_pct: float, *, name: str = "",
-                 top: int = 5) -> ItemChange:
-    """One item, base against head: a regression when the head's count per unit grew beyond the limit."""
+                 top: int = 5, flag_drop_pct: float | None = None,
+                 flag_function_pct: float | None = None) -> ItemChange:
+    """One item, base against head: a regression when the head's count per unit grew beyond the
+    limit; within it, ``flagged`` when it dropped sharply or lost functions (``drop_flags``)."""
     label = (head or base).name if (head or base) else name
     unit = (head or base).unit if (head or base) else "instructions/byte"
     for side, count in (("base", base), ("head", head)):
@@ -333,8 +369,11 @@ def compare_item(base: ItemCount | None, head: ItemCount | None, limit_pct: floa
                               None, reason=f"{side}: {why}")
     assert base is not None and head is not None and base.per_unit and head.per_unit is not None
     change = (head.per_unit - base.per_unit) / base.per_unit * 100.0
-    return ItemChange(label, unit, base.per_unit, head.per_unit, change, regressed=change > limit_pct,
-                      functions=function_changes(base, head, top))
+    regressed = change > limit_pct
+    flagged = None if regressed else drop_flags(base, head, change, drop_pct=flag_drop_pct,
+                                                function_pct=flag_function_pct)
+    return ItemChange(label, unit, base.per_unit, head.per_unit, change, regressed=regressed,
+                      functions=function_changes(base, head, top), flagged=flagged)
 
 
 def compare_counts(base: InstructionCounts, head: InstructionCounts, limit_pct: float = 0.5,

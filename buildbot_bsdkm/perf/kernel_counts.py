@@ -1,8 +1,10 @@
 """Instruction counts of the real kernel module, made inside the guest by QEMU's TCG plugin.
 
 The plugin (``kmod/qemu/bsdkm_count.c``) counts the guest instructions executed inside the
-module's ``.text`` between a start and a stop signal of the guest's harness (``afalg_bench.c
--w``), per item and per function. This module is the pure side:
+module's code between a start and a stop signal of the guest's harness (``afalg_bench.c -w``),
+per item and per function: its ``.text`` and every other executable section of the ``.ko``
+(SHF_EXECINSTR), each a range the guest declares before it counts, so code placed outside
+``.text`` is counted like the rest. This module is the pure side:
 
 - ``CountPlan``: the fixed work asked for (bytes per item, operation sizes) and the items it makes,
   named ``kmod:<ALG>@<size>`` in the order the harness numbers them;
@@ -11,7 +13,8 @@ module's ``.text`` between a start and a stop signal of the guest's harness (``a
   how many operations, which were skipped and why);
 - ``module_counts``: both together as ``InstructionCounts`` with ``scope="module"``, the same
   record the userspace counts use, so the gate compares them 1 vs 1 per item and per function;
-- ``text_layout``: the module's ``.text`` size and function symbols from ``readelf`` output.
+- ``text_layout``: the module's executable sections, their sizes and function symbols, from
+  ``readelf`` output (``.text`` is range 0, each other executable section a range of its own).
 
 A void run (a signal without the boot's nonce, from kernel space or out of order) counts nothing:
 every item is unmeasurable with the plugin's reason, never a pass.
@@ -108,6 +111,7 @@ class CountPlan:
 # --------------------------------------------------------------------------- the plugin's file
 
 _BEGIN = re.compile(r"^bsdkm-count: begin version=(\d+) size=(\d+) syms=(\d+)\s*$")
+_RANGE = re.compile(r"^bsdkm-count: range number=(\d+) size=(\d+) base=0x([0-9a-f]+) name=(\S+)\s*$")
 _ITEM = re.compile(r"^bsdkm-count: item index=(\d+) instructions=(\d+) base=0x([0-9a-f]+)\s*$")
 _FUNC = re.compile(r"^bsdkm-count: func index=(\d+) instructions=(\d+) name=(.+?)\s*$")
 _VOID = re.compile(r"^bsdkm-count: void reason=(\S+)(?: at=0x([0-9a-f]+))?\s*$")
@@ -122,6 +126,11 @@ VOID_REASONS = {
     "stop-while-idle": "a stop signal came while nothing was being counted",
     "base-changed": "a start signal named another .text base than the first",
     "no-stop-before-exit": "the VM ended while an item was being counted",
+    "unknown-range": "the guest declared a code range the host did not list",
+    "range-while-counting": "a code range was declared while an item was being counted",
+    "range-size-changed": "a code range was declared with another size than the host's",
+    "range-not-declared": "an executable section of the module was never placed by the guest before "
+                          "counting (its code would have gone uncounted)",
 }
 
 
@@ -139,6 +148,7 @@ class PluginOutput:
     items: dict[int, PluginItem] = field(default_factory=dict)
     void_reason: str | None = None  # the plugin's word (wrong-nonce, ...)
     void_at: int | None = None  # the guest address of the offending signal
+    ranges: dict[int, tuple[str, int]] = field(default_factory=dict)  # number -> (name, size) placed
 
     @property
     def void(self) -> bool:
@@ -162,6 +172,8 @@ def parse_plugin_output(text: str) -> PluginOutput:
             out.begun, out.version = True, int(m[1])
             if out.version != 1:
                 raise KernelCountError(f"plugin output line {n}: unknown format version {out.version}")
+        elif m := _RANGE.match(line):
+            out.ranges.setdefault(int(m[1]), (m[4], int(m[2])))
         elif m := _ITEM.match(line):
             index = int(m[1])
             if index in out.items:  # only a replayed stop could say it twice: not a count to trust
@@ -266,34 +278,65 @@ def module_counts(plan: CountPlan, plugin: PluginOutput | None, harness: Harness
 # --------------------------------------------------------------------------- the module's layout
 
 _SECTION = re.compile(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s")
+# readelf -SW: "[Nr] Name Type Address Off Size ES Flg Lk Inf Al"; the flags hold X for SHF_EXECINSTR.
+_SECTION_FLAGS = re.compile(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+"
+                            r"[0-9a-f]+\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+\s*$")
 _SYMBOL = re.compile(r"^\s*\d+:\s+([0-9a-f]+)\s+(\d+|0x[0-9a-f]+)\s+(FUNC|NOTYPE)\s+\S+\s+\S+\s+(\d+)"
                      r"\s+(\S+)")
+# What the guest is told a section is called: a name the harness can put on a command line and in a
+# /sys path as it is (the .ko is the PR's: any other byte could be an injection).
+_TELLABLE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,62}|\.[A-Za-z0-9_][A-Za-z0-9_.]{0,61}")
+MAX_RANGES = 63  # the plugin's ranges 1..63 beside .text
+
+
+@dataclass
+class CodeRange:
+    """Code of the module counted beside ``.text``: an executable section (its size and functions),
+    or, with ``size`` 0, a range the guest sizes itself (FreeBSD: the module's whole mapping)."""
+
+    number: int
+    name: str
+    size: int
+    symbols: list[tuple[int, int, str]] = field(default_factory=list)
 
 
 @dataclass
 class TextLayout:
     size: int
     symbols: list[tuple[int, int, str]]  # (offset, size, name), by offset
+    ranges: list[CodeRange] = field(default_factory=list)  # every other executable section
 
     def symbols_file(self) -> str:
-        """The plugin's ``syms=`` file."""
-        return "".join(f"{off:x} {size:x} {name}\n" for off, size, name in self.symbols)
+        """The plugin's ``syms=`` file: ``.text``'s functions, then each range and its functions."""
+        lines = [f"{off:x} {size:x} {name}\n" for off, size, name in self.symbols]
+        for r in self.ranges:
+            lines.append(f"range {r.number} {r.size:x} {r.name}\n")
+            lines += [f"{off:x} {size:x} {name}\n" for off, size, name in r.symbols]
+        return "".join(lines)
+
+    @property
+    def section_names(self) -> list[str]:
+        """The ranges' names in their numbers' order (what the guest declares, 1 upwards)."""
+        return [r.name for r in self.ranges]
+
+    def with_range(self, name: str, size: int = 0) -> TextLayout:
+        """This layout and one more range (``size`` 0: the guest gives it)."""
+        return TextLayout(self.size, self.symbols,
+                          [*self.ranges, CodeRange(len(self.ranges) + 1, name, size)])
 
 
-def text_layout(sections: str, symbols: str) -> TextLayout:
-    """``.text`` of a relocatable module from ``readelf -SW`` and ``readelf -sW`` output.
-
-    In a ``.ko`` a symbol's value is its offset in its section; only ``.text``'s symbols are kept
-    (the init and exit code live in other sections and run outside the counted items). A symbol
-    without a size (hand-written assembly) extends to the next one.
-    """
-    index = size = None
+def executable_sections(sections: str) -> list[tuple[int, str, int]]:
+    """(index, name, size) of every executable section (SHF_EXECINSTR) of ``readelf -SW`` output."""
+    out = []
     for line in sections.splitlines():
-        m = _SECTION.match(line)
-        if m and m[2] == ".text":
-            index, size = int(m[1]), int(m[3], 16)
-    if index is None or not size:
-        raise KernelCountError("the module has no .text section (readelf -S)")
+        m = _SECTION_FLAGS.match(line)
+        if m and m[1] != "0" and "X" in m[4] and int(m[3], 16):
+            out.append((int(m[1]), m[2], int(m[3], 16)))
+    return out
+
+
+def _functions(symbols: str, index: int, size: int) -> list[tuple[int, int, str]]:
+    """A section's function symbols, by offset; one without a size extends to the next one."""
     found: dict[int, tuple[int, str]] = {}
     for line in symbols.splitlines():
         m = _SYMBOL.match(line)
@@ -311,7 +354,39 @@ def text_layout(sections: str, symbols: str) -> TextLayout:
         if not sz:
             sz = (offs[i + 1] if i + 1 < len(offs) else size) - off
         out.append((off, sz, name))
-    return TextLayout(size, out)
+    return out
+
+
+def text_layout(sections: str, symbols: str, *, other_sections: bool = True) -> TextLayout:
+    """The executable code of a relocatable module from ``readelf -SW`` and ``readelf -sW`` output.
+
+    In a ``.ko`` a symbol's value is its offset in its section. ``.text`` is range 0; with
+    ``other_sections`` every other executable section is a range of its own (the guest declares
+    where each was placed), except the init sections Linux frees once the module is loaded
+    (``.init*``: their memory may hold another module's code by the time anything is counted).
+    A section whose name the guest could not be told as it is makes the module uncountable.
+    """
+    index = size = None
+    for line in sections.splitlines():
+        m = _SECTION.match(line)
+        if m and m[2] == ".text":
+            index, size = int(m[1]), int(m[3], 16)
+    if index is None or not size:
+        raise KernelCountError("the module has no .text section (readelf -S)")
+    layout = TextLayout(size, _functions(symbols, index, size))
+    if not other_sections:
+        return layout
+    for sec_index, name, sec_size in executable_sections(sections):
+        if sec_index == index or name.startswith(".init"):
+            continue
+        if not _TELLABLE.fullmatch(name):
+            raise KernelCountError(f"executable section {name[:80]!r}: a name the guest cannot be told as it "
+                                   "is, so its code could not be counted")
+        if len(layout.ranges) >= MAX_RANGES:
+            raise KernelCountError(f"more than {MAX_RANGES} executable sections besides .text")
+        layout.ranges.append(CodeRange(len(layout.ranges) + 1, name, sec_size,
+                                       _functions(symbols, sec_index, sec_size)))
+    return layout
 
 
 _GLOBAL_FUNC = re.compile(r"^\s*\d+:\s+([0-9a-f]+)\s+(\d+|0x[0-9a-f]+)\s+FUNC\s+GLOBAL\s+\S+\s+(\d+)\s+(\S+)")

@@ -248,7 +248,8 @@ STAGE_FUNCS: dict[str, Callable[[Job], None]] = {
 
 def collect(job: Job) -> tuple[RunResult, StageFailure | None]:
     """Parse what the run left, write ``results.json``; returns the run and its load/unload failure."""
-    logs, failure = target_of(job, "collect").collect(job)
+    target = target_of(job, "collect")
+    logs, failure = target.collect(job)
     # A self-test that printed only wolfcrypt_test's return code (the FreeBSD module) is named here,
     # from the build's own test.c, so every reader of results.json sees one name for one cause.
     failure = name_failures(logs, failure, job.get(SOURCE))
@@ -260,6 +261,7 @@ def collect(job: Job) -> tuple[RunResult, StageFailure | None]:
         stages=dict(job.get(STAGE_TIMES, {})),
         attempts=list(job.get(ATTEMPTS, [])),
         metadata=_metadata(job),
+        not_run_parts=target.parts_not_run(job),
     )
     (job.dir / "results.json").write_text(to_json([run]))
     return run, failure

@@ -60,6 +60,8 @@ def evaluate(runs: list[RunResult], policy: Policy, baseline: list[RunResult] | 
     classify(ev.verdict, runs, policy.triage, triage)
     ev.verdict.not_run = [{"target": r.target, "variant": r.variant, "reason": str(r.not_run)}
                           for r in skipped]
+    ev.verdict.not_run += [{"target": r.target, "variant": r.variant, "part": part, "reason": why}
+                           for r in runs for part, why in r.not_run_parts.items()]
     return ev.verdict
 
 

@@ -7,6 +7,8 @@
       kernel_count: false     # QEMU lkcapi and crypto-register variants: count the real module in the guest
       kernel_bytes: 65536     # bytes per counted item in the guest
       kernel_sizes: [16, 1024, 16384]  # bytes per operation: one item per algorithm and size
+      flag_drop_pct: 5        # a module's count within its limit that dropped more than this is not
+      flag_function_pct: 1    # cleared, nor one that lost a function of at least this share
       items:                  # benchmark item -> bytes (symmetric) or operations (asymmetric)
         AES-128-GCM-enc: 1048576
         RSA 2048 public: 64
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..perf.instructions import FLAG_DROP_PCT, FLAG_FUNCTION_PCT
 from ..support.yaml_reader import At
 
 INSTRUCTIONS = "instructions"  # a regression rule's metric: counted instructions, 1 vs 1
 _KEYS = ("items", "block_bytes", "top_functions", "kernel_proxy", "kernel_count", "kernel_bytes",
-         "kernel_sizes")
+         "kernel_sizes", "flag_drop_pct", "flag_function_pct")
 KERNEL_BYTES = 65536
 KERNEL_SIZES = (16, 1024, 16384)
 KERNEL_MAX_SIZE = 65536  # the guest harness's buffer
@@ -38,6 +41,8 @@ class InstructionSettings:
     kernel_count: bool = False  # the real module counted in the guest (QEMU TCG plugin)
     kernel_bytes: int = KERNEL_BYTES
     kernel_sizes: tuple[int, ...] = KERNEL_SIZES
+    flag_drop_pct: float = FLAG_DROP_PCT  # a sharper drop is flagged (inconclusive), not cleared
+    flag_function_pct: float = FLAG_FUNCTION_PCT  # a function this big gone from the count: flagged
 
     @property
     def enabled(self) -> bool:
@@ -68,4 +73,6 @@ def read_instruction_settings(at: At) -> InstructionSettings:
             if size % 16 or size > KERNEL_MAX_SIZE:
                 raise a.error(f"an operation size must be a multiple of 16 up to {KERNEL_MAX_SIZE}, "
                               f"not {size}")
-    return InstructionSettings(items, block, top, proxy, count, kbytes, sizes)
+    drop = f["flag_drop_pct"].number() if "flag_drop_pct" in f else FLAG_DROP_PCT
+    share = f["flag_function_pct"].number(positive=True) if "flag_function_pct" in f else FLAG_FUNCTION_PCT
+    return InstructionSettings(items, block, top, proxy, count, kbytes, sizes, drop, share)

@@ -8,7 +8,10 @@ so a fixed limit judges it at 1 vs 1: no repeats, no learned noise.
 
 Each item gets a check (kind ``instructions``) with its count per byte or operation, base and
 head, and in ``detail`` the functions whose own counts changed most. An item that could not be
-counted on a side is no check, never a pass: a note says which and why. Where the wall-clock
+counted on a side is no check, never a pass: a note says which and why. A module's item (counted in
+the guest, over the module's code ranges) within its limit whose count dropped sharply, or that
+lost a function the base had, is flagged: its check is not judged and not passed (inconclusive),
+since code moved where nothing counts it looks like a speed-up. Where the wall-clock
 gate judged the same item a regression while the count stayed within its limit, a note says the
 two disagree (a memory or microarchitecture effect the count cannot see).
 
@@ -20,7 +23,7 @@ and without one it is not judged (a note says so).
 
 from __future__ import annotations
 
-from ..checks import GEOMEAN_PREFIX, CheckKind, Verdict
+from ..checks import GEOMEAN_PREFIX, STATUS_INCONCLUSIVE, CheckKind, Verdict
 from ..model import RunResult
 from ..perf.instructions import (
     BASE_METADATA_KEY,
@@ -145,7 +148,13 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
     elif origin == "base-other-machine":
         ev.note(f"{label}: the base was counted on another machine (fingerprint): code chosen by CPU "
                 "dispatch may differ between the two")
-    top = ev.policy.instructions.top_functions
+    settings = ev.policy.instructions
+    top = settings.top_functions
+    # Only a count over address ranges can lose code to placement; Callgrind counts every instruction
+    # the workload runs, wherever it lies.
+    flags: dict[str, float | None] = ({"flag_drop_pct": settings.flag_drop_pct,
+                                       "flag_function_pct": settings.flag_function_pct}
+                                      if head.scope == SCOPE_MODULE else {})
     item_rules = [r for r in rules if r.aggregate == "item"]
     names = [i.name for i in head.items] + [i.name for i in base.items if head.item(i.name) is None]
     changes: list[ItemChange] = []
@@ -155,10 +164,10 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
     for name in names:
         rule = next((r for r in item_rules if matches(name, r.pattern)), None)
         limit = rule.max_pct if rule is not None else 0.0
-        change = compare_item(base.item(name), head.item(name), limit, name=name, top=top)
+        change = compare_item(base.item(name), head.item(name), limit, name=name, top=top, **flags)
         against = "the base"
         if beside and rule is not None and change.compared and not change.regressed:
-            again = (compare_item(trusted.item(name), head.item(name), limit, name=name, top=top)
+            again = (compare_item(trusted.item(name), head.item(name), limit, name=name, top=top, **flags)
                      if trusted is not None else None)
             if again is None or not again.compared:
                 unjudged.append(f"{name} (within its limit only against a base {MEASURED_BESIDE})")
@@ -204,11 +213,16 @@ def _item_check(ev: Evaluation, run: RunResult, rule: RegressionRule, change: It
         msg += "; most changed: " + ", ".join(
             f"{f.name} {fmt_change(f.change_pct) if f.change_pct is not None else 'new'}"
             for f in change.functions[:3])
+    detail = {"item": change.name, "scope": scope, "functions": [f.to_dict() for f in change.functions],
+              "clock_change_pct": None if clock_pct is None else round(clock_pct, 2)}
+    if ok and change.flagged:
+        # Code can leave the counted ranges or the count (moved, done elsewhere): a sharp drop is a
+        # finding for a person, not a clearance. Not judged, not passed (the verdict's inconclusive).
+        msg += f"; flagged, not cleared: {change.flagged}"
+        detail.update(verdict=STATUS_INCONCLUSIVE, flagged=change.flagged)
     ev.add(run, NAME_PREFIX + change.name, CheckKind.INSTRUCTIONS, ok, msg, value=change.head,
            unit=change.unit, baseline=change.base, delta_pct=round(change.change_pct, 4),
-           threshold=rule.max_pct, metric=INSTRUCTIONS,
-           detail={"item": change.name, "scope": scope, "functions": [f.to_dict() for f in change.functions],
-                   "clock_change_pct": None if clock_pct is None else round(clock_pct, 2)})
+           threshold=rule.max_pct, metric=INSTRUCTIONS, detail=detail)
 
 
 def _geomean_check(ev: Evaluation, run: RunResult, rule: RegressionRule, changes: list[ItemChange]) -> None:
@@ -219,9 +233,14 @@ def _geomean_check(ev: Evaluation, run: RunResult, rule: RegressionRule, changes
     ok = change <= rule.max_pct
     msg = (f"geometric mean instruction count of {n} item(s) matching {rule.pattern!r}: {fmt_change(change)} "
            f"against the base (limit +{rule.max_pct:g} %)")
+    detail: dict[str, object] = {"items": n}
+    flagged = [c.name for c in changes if c.compared and c.flagged]
+    if ok and flagged:  # a mean over items that are not cleared clears nothing either
+        msg += f"; flagged, not cleared: {len(flagged)} of its items are ({', '.join(flagged[:3])})"
+        detail.update(verdict=STATUS_INCONCLUSIVE, flagged=", ".join(flagged))
     ev.add(run, f"{NAME_PREFIX}{GEOMEAN_PREFIX}{rule.pattern}", CheckKind.INSTRUCTIONS, ok, msg,
            value=round(change, 4), unit="%", delta_pct=round(change, 4), threshold=rule.max_pct,
-           metric=INSTRUCTIONS, detail={"items": n})
+           metric=INSTRUCTIONS, detail=detail)
 
 
 def _note_disagreements(ev: Evaluation, run: RunResult, changes: list[ItemChange]) -> None:

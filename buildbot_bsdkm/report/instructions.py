@@ -26,6 +26,16 @@ HEADING = "Instruction counts: "
 GEOMEAN_NAME = "instructions:geomean:"
 
 
+def flagged(c: Check) -> str | None:
+    """Why an item within its limit is not cleared (a sharp drop, functions gone), or None."""
+    why = c.detail.get("flagged") if c.passed else None
+    return str(why) if why else None
+
+
+def _status(c: Check) -> str:
+    return "FAIL" if not c.passed else "flagged" if flagged(c) else "pass"
+
+
 def _checks(verdict: Verdict, run: RunResult) -> dict[str, Check]:
     return {str(c.detail.get("item", c.name)): c for c in verdict.checks
             if c.kind == CheckKind.INSTRUCTIONS and c.target == run.target and c.variant == run.variant}
@@ -56,7 +66,9 @@ def summary_line(runs: Sequence[RunResult], verdict: Verdict, shown: int = 4) ->
                          for c in checks[:shown])
         more = " …" if len(checks) > shown else ""
         failed = sum(1 for c in checks if not c.passed)
-        word = f"{failed} over the limit" if failed else "within the limit"
+        marked = sum(1 for c in checks if flagged(c))
+        word = (f"{failed} over the limit" if failed else
+                f"{marked} flagged, not cleared" if marked else "within the limit")
         counts = counts_of(run.metadata)
         tag = SCOPE_TAGS.get(counts.scope, counts.scope) if counts is not None else ""
         parts.append(f"{run.target}/{run.variant}{f' [{tag}]' if tag else ''} {text}{more} ({word})")
@@ -97,15 +109,14 @@ def _run_blocks(run: RunResult, counts: InstructionCounts, verdict: Verdict) -> 
             table.rows.append(Row([item.name, item.unit, "", _fmt_count(item.per_unit), "", "", wall,
                                    "not compared" if compared else "", _top(item)], BENCHMARK_ROW))
             continue
-        status = "pass" if c.passed else "FAIL"
         limit = f"+{c.threshold:g}%" if c.threshold is not None else ""
         table.rows.append(Row([item.name, item.unit, _fmt_count(c.baseline), _fmt_count(c.value),
-                               fmt_change(c.delta_pct), limit, wall, status, _top(item)],
-                              KEEP if not c.passed else BENCHMARK_ROW, abs(c.delta_pct or 0.0)))
+                               fmt_change(c.delta_pct), limit, wall, _status(c), _top(item)],
+                              KEEP if not c.passed or flagged(c) else BENCHMARK_ROW, abs(c.delta_pct or 0.0)))
     for name, c in checks.items():
         if name.startswith(GEOMEAN_NAME):
             table.rows.append(Row(["geomean", "", "", "", fmt_change(c.value), f"+{c.threshold:g}%",
-                                   "", "pass" if c.passed else "FAIL", ""], KEEP))
+                                   "", _status(c), ""], KEEP))
     tool = f"{counts.tool} ({counts.valgrind})" if counts.valgrind else counts.tool
     head = f"{HEADING}{run.target}/{run.variant} ({tool}, {counts.seconds:.1f} s)"
     blocks = [Block("h3", head)]
@@ -113,7 +124,10 @@ def _run_blocks(run: RunResult, counts: InstructionCounts, verdict: Verdict) -> 
         blocks.append(Block("p", f"Counted: {scope_words(counts.scope)}."))
     blocks.append(Block("table", table=table))
     for c in sorted(checks.values(), key=lambda c: -(c.delta_pct or 0.0)):
-        if c.passed or not c.detail.get("functions"):
+        if flagged(c):
+            name = c.detail.get("item", c.name)
+            blocks.append(Block("note", f"{name}: flagged, not cleared: {flagged(c)}"))
+        if (c.passed and not flagged(c)) or not c.detail.get("functions"):
             continue
         ftable = Table(["function", "base", "head", "change"])
         for f in c.detail["functions"]:
@@ -149,6 +163,8 @@ def instruction_facts(item: ItemCount, check: Check | None, clock: float | None)
     facts["functions"] = _top(item, 5)
     if check is not None and check.detail.get("functions"):
         facts["changed most"] = "; ".join(_function_change(f) for f in check.detail["functions"])
+    if check is not None and flagged(check):
+        facts["flagged"] = f"not cleared: {flagged(check)}"
     return facts
 
 

@@ -51,7 +51,7 @@ from ..model import Benchmark, KernelEvent, LogFormat, LogResult, RunResult
 from ..perf.instructions import MEASURED, counts_of
 from ..policy import COMPLETE_PREFIX, Check, CheckKind, Verdict, fmt_num, kernel_health
 from .instructions import GEOMEAN_NAME as INSTRUCTIONS_GEOMEAN
-from .instructions import instruction_facts
+from .instructions import flagged, instruction_facts
 
 _SELFTEST_KINDS = {CheckKind.SELFTEST, CheckKind.COMPLETE}
 
@@ -389,6 +389,11 @@ def _suites(runs: Iterable[RunResult], verdict: Verdict, testcase_files: bool = 
                     for tc, c in zip(testcases, members, strict=True):
                         tc.file, tc.line = c.log, c.line
                 suites.append(TestSuite(name, testcases, file=file))
+        if run.not_run_parts:  # a part the run could not do (a kernel): skipped with why, never passed
+            skipped = [_SkippedCase(part, reason=f"not run: {why}")
+                       for part, why in run.not_run_parts.items()]
+            suites.append(TestSuite(suite_name(run, "not-run"),
+                                    [c.to_testcase(class_name(run, "not-run")) for c in skipped]))
     return suites
 
 
@@ -507,12 +512,17 @@ def _instruction_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
         name = f"instructions:{item.name}"
         if item.status != MEASURED:
             cases.append(_SkippedCase(name, facts=facts, reason=f"not counted: {item.reason or item.status}"))
+        elif check is not None and flagged(check):  # within the limit but not cleared: never a pass
+            cases.append(_SkippedCase(name, facts=facts, reason=f"flagged, not cleared: {flagged(check)}"))
         else:
             cases.append(JUnitCase(name, checks=[check] if check else [], facts=facts))
     for c in checks:
         if c.name.startswith(INSTRUCTIONS_GEOMEAN):
-            cases.append(JUnitCase(c.name, checks=[c], facts={"change": f"{c.value:+.2f}%",
-                                                              "limit": f"+{c.threshold:g}%"}))
+            facts = {"change": f"{c.value:+.2f}%", "limit": f"+{c.threshold:g}%"}
+            if flagged(c):
+                cases.append(_SkippedCase(c.name, facts=facts, reason=f"flagged, not cleared: {flagged(c)}"))
+            else:
+                cases.append(JUnitCase(c.name, checks=[c], facts=facts))
     return cases
 
 

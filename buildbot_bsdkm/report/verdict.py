@@ -70,7 +70,8 @@ def _not_run_blocks(verdict: Verdict) -> list[Block]:
     if not verdict.not_run:
         return []
     table = Table(["run", "not run because"],
-                  [Row([f"{n['target']}/{n['variant']}", n["reason"]], KEEP) for n in verdict.not_run])
+                  [Row([f"{n['target']}/{n['variant']}" + (f" ({n['part']})" if n.get("part") else ""),
+                        n["reason"]], KEEP) for n in verdict.not_run])
     return [Block("h3", "Not run"), Block("table", table=table)]
 
 
@@ -206,6 +207,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
     source = _source_line(runs)
     if source:
         blocks.append(Block("p", source))
+    blocks += [Block("p", line) for line in _kernel_lines(runs)]
     blocks.append(Block("p", f"Policy: {code(verdict.policy_source)}"))
     return blocks
 
@@ -223,6 +225,22 @@ def _source_line(runs: Sequence[RunResult]) -> str | None:
         if text not in seen:
             seen.append(text)
     return "Source: " + ", ".join(seen) if seen else None
+
+
+def _kernel_lines(runs: Sequence[RunResult]) -> list[str]:
+    """What each kernel booted was (``metadata["kernels"]``: a FreeBSD set's name, REVISION,
+    BUILDDATE, GITBRANCH and MANIFEST digest), once per target: enough to boot the same again."""
+    seen: dict[str, list[str]] = {}
+    for run in runs:
+        kernels = run.metadata.get("kernels")
+        if not isinstance(kernels, dict):
+            continue
+        for kind, facts in sorted(kernels.items()):
+            summary = facts.get("summary") if isinstance(facts, dict) else None
+            text = f"{kind}: {code(str(summary))}" if summary else None
+            if text and text not in seen.setdefault(run.target, []):
+                seen[run.target].append(text)
+    return [f"Kernels ({target}): " + "; ".join(lines) for target, lines in seen.items()]
 
 
 # ---------------------------------------------------------------------------

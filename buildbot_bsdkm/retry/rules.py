@@ -5,7 +5,8 @@ each attempt is recorded with the failure ``classify`` found, and ``decide``
 looks at the whole history:
 
 * infrastructure failures are retried up to ``max_infra_retries`` times, with
-  backoff, preferably on a worker that has not failed this build yet;
+  backoff, preferably on a worker that has not failed this build yet, except those no attempt can
+  change (``FINAL_INFRA_REASONS``: an input that disagrees with its pin), said at once;
 * a real failure is never retried silently; a panic or hang while the module
   loads is retried once on a fresh worker, only to see whether it reproduces,
   and the verdict stays failed either way.
@@ -27,6 +28,11 @@ from ..model import FailureCategory, StageFailure
 REPRODUCE_REASONS = frozenset({"panic", "load-timeout"})
 
 LOAD_STAGES = frozenset({"load"})
+
+# Infrastructure failures that another attempt cannot change: inputs that are not what a pin or
+# their own manifest says (a release's FreeBSD sets). Not the code's fault, so never ``real``; not
+# transient either, so said at once instead of retried.
+FINAL_INFRA_REASONS = frozenset({"integrity"})
 
 
 class AttemptVerdict(StrEnum):
@@ -218,7 +224,16 @@ def _after_infrastructure(
     hist: tuple[Attempt, ...], real: list[Attempt], infra: list[Attempt], settings: RetrySettings
 ) -> RetryDecision:
     last = hist[-1]
-    if len(infra) <= settings.max_infra_retries:
+    final = last.reason in FINAL_INFRA_REASONS
+    if final and not real:
+        return RetryDecision(
+            retry=False,
+            verdict=AttemptVerdict.INFRASTRUCTURE,
+            summary=f"infrastructure failure ({last.reason}) at {last.stage}, not retried (another attempt "
+            f"cannot change it): {last.message}",
+            history=hist,
+        )
+    if not final and len(infra) <= settings.max_infra_retries:
         n = len(infra)
         return RetryDecision(
             retry=True,

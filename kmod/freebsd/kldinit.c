@@ -22,14 +22,19 @@
  *
  * Counted fixed work (crypto-register modules, when the host sets bsdkm_ci.count_*):
  * after kldstat, AES-128-GCM and AES-128-CBC through /dev/crypto, bound to wolfSSL's
- * driver by name, so many bytes at each operation size. Each item runs between a start
+ * driver by name, so many bytes at each operation size. GENERIC has device crypto but no
+ * device cryptodev, so /dev/crypto is first made by kldloading /cryptodev.ko, the module
+ * from the same kernel.txz that the host puts on the FAT root (crypto(4)). Each item runs between a start
  * and a stop signal for the host's QEMU counting plugin (kmod/qemu/bsdkm_count.c): a stub
  * written into a fresh page and called, the same bytes kmod/linux/bsdkm_signal.h makes,
  * carrying the nonce, the module's .text base and the item's number. The base is the
  * module's load address (kldstat) plus the offset the host gives (bsdkm_ci.count_text_off),
  * or, when the host names a global .text function instead, the address kldsym(2) gives it
- * less its offset; given both, they must agree. Lines "crypto-count: ..." say what ran, in
- * the shape of the Linux harness's "afalg-count:" lines.
+ * less its offset; given both, they must agree. Before the first item it declares the module's
+ * whole mapping (kldstat's address and size: every section FreeBSD's linker placed, executable
+ * ones outside .text among them) as the plugin's range 1, so no code of the module goes
+ * uncounted. Lines "crypto-count: ..." say what ran, in the shape of the Linux harness's
+ * "afalg-count:" lines.
  */
 
 #define SYS_exit 1
@@ -54,6 +59,8 @@
 #define NONCE_MAX 64
 
 #define O_RDWR 2
+#define EEXIST 17
+#define CRYPTODEV_PATH "/cryptodev.ko"
 #define RB_NOSYNC 0x004 /* nothing on the FAT root needs syncing: shorter shutdown */
 #define MAXPATHLEN 1024
 
@@ -625,6 +632,35 @@ text_base(long fileid)
 	return sym.symvalue - count_anchor_off;
 }
 
+/* The module's whole mapping as the plugin's range 1: 0, or the reason printed. */
+static int
+declare_mapping(long fileid)
+{
+	struct kld_file_stat st;
+	long ret;
+	size_t i;
+
+	for (i = 0; i < sizeof(st); i++)
+		((char *)&st)[i] = 0;
+	st.version = sizeof(st);
+	ret = sys3(SYS_kldstat, fileid, (long)&st, 0);
+	if (ret < 0 || st.address == 0 || st.size == 0 || st.size >= (1UL << 48)) {
+		count_error("kldstat", ret < 0 ? ret : 0);
+		return -1;
+	}
+	ret = count_signal('R', (unsigned long)st.address, (1UL << 48) | (unsigned long)st.size);
+	if (ret < 0) {
+		count_error("signal", ret);
+		return -1;
+	}
+	put("crypto-count: range number=1 name=module base=0x");
+	put_hex((unsigned long)st.address);
+	put(" size=");
+	put_num((long)st.size);
+	put("\n");
+	return 0;
+}
+
 static void
 count_work(long fileid)
 {
@@ -650,10 +686,23 @@ count_work(long fileid)
 	put(" base=0x");
 	put_hex(base);
 	put("\n");
+	if (declare_mapping(fileid) != 0)
+		return;
+	/* The kernel's own cryptodev.ko; EEXIST: the kernel has device cryptodev built in. */
+	ret = sys3(SYS_kldload, (long)CRYPTODEV_PATH, 0, 0);
+	put("crypto-count: cryptodev ");
+	put(ret >= 0 ? "loaded" : ret == -EEXIST ? "present" : "not-loaded errno=");
+	if (ret < 0 && ret != -EEXIST)
+		put_num(-ret);
+	put("\n");
 	allow_soft();
 	fd = sys3(SYS_open, (long)"/dev/crypto", O_RDWR, 0);
 	if (fd < 0) {
-		count_error("open-dev-crypto", fd);
+		/* No /dev/crypto: say why, the module's load when that failed. */
+		if (ret < 0 && ret != -EEXIST)
+			count_error("cryptodev-kldload", ret);
+		else
+			count_error("open-dev-crypto", fd);
 		return;
 	}
 	for (i = 0; i < (int)sizeof(find); i++)

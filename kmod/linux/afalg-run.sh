@@ -7,8 +7,9 @@
 #    Their loader lines are renamed so the host never takes them for the module's load.
 # 2. Run /bin/bsdkm-afalg (afalg_bench.c): every path it was built for, AFALG_BUDGET_MS per size.
 # 3. Ask wolfCrypt to unregister its algorithms, which the module needs before it can unload.
-# Inputs: /etc/bsdkm-ci.d/afalg.conf (AFALG_BUDGET_MS, AFALG_SIZES; AFALG_COUNT_BYTES and
-# AFALG_COUNT_SIZES for the counted run), BSDKM_CI_NONCE in the environment (from /init).
+# Inputs: /etc/bsdkm-ci.d/afalg.conf (AFALG_BUDGET_MS, AFALG_SIZES; AFALG_COUNT_BYTES,
+# AFALG_COUNT_SIZES and AFALG_COUNT_SECTIONS, the module's executable sections besides .text, for
+# the counted run), BSDKM_CI_NONCE in the environment (from /init).
 
 AFALG_BUDGET_MS=100
 AFALG_SIZES=16,64,256,1024,4096,16384,65536
@@ -27,7 +28,12 @@ rc=$?
 # 2b. With AFALG_COUNT_BYTES: the fixed-work run QEMU's counting plugin measures (the timed run
 #     above is unchanged by it).
 if [ -n "${AFALG_COUNT_BYTES:-}" ]; then
-    /bin/bsdkm-afalg -w "$AFALG_COUNT_BYTES" -s "${AFALG_COUNT_SIZES:-16,1024,16384}" || rc=1
+    if [ -n "${AFALG_COUNT_SECTIONS:-}" ]; then
+        /bin/bsdkm-afalg -w "$AFALG_COUNT_BYTES" -s "${AFALG_COUNT_SIZES:-16,1024,16384}" \
+            -x "$AFALG_COUNT_SECTIONS" || rc=1
+    else
+        /bin/bsdkm-afalg -w "$AFALG_COUNT_BYTES" -s "${AFALG_COUNT_SIZES:-16,1024,16384}" || rc=1
+    fi
 fi
 
 if [ -w /sys/module/libwolfssl/deinstall_algs ]; then

@@ -5,7 +5,7 @@
  * (built with -DAFALG_WOLFCRYPT and linked against a static libwolfssl.a).
  *
  *   bsdkm-afalg [-t MS] [-s SIZE,SIZE,...] [PATH...]
- *   bsdkm-afalg -w BYTES [-s SIZE,SIZE,...]
+ *   bsdkm-afalg -w BYTES [-s SIZE,SIZE,...] [-x SECTION,SECTION,...]
  *
  * PATH is one of:
  *   lkcapi   AF_ALG bound to the driver wolfCrypt registered (module libwolfssl in /proc/crypto)
@@ -30,9 +30,13 @@
  * lkcapi path only, every (alg, size) an item of BYTES bytes (BYTES / size operations, at least
  * one) bracketed by a start and a stop signal (bsdkm_signal.h) that carry the boot's nonce
  * (environment BSDKM_CI_NONCE) and the base of the module's .text (/sys/module/libwolfssl/
- * sections/.text). Binding and keying happen outside the bracket. Item I is alg I / nsizes,
- * size I % nsizes, in the order of the lines below:
+ * sections/.text). Binding and keying happen outside the bracket. Before the first item, each
+ * other executable section of the module the host names with -x (.text.unlikely, .noinstr.text,
+ * ...) is declared to the plugin as range N (its 1-based place in the list) at the address
+ * /sys/module/libwolfssl/sections/<name> gives, so code outside .text is counted too. Item I is
+ * alg I / nsizes, size I % nsizes, in the order of the lines below:
  *   afalg-count: begin version=1 bytes=65536 sizes=16,1024 base=0xffffffffc0a00000
+ *   afalg-count: range number=1 name=.text.unlikely base=0xffffffffc0a9f000
  *   afalg-count: item index=0 alg=gcm(aes) driver=gcm-aes-... bytes=16 ops=4096 rc=0
  *   afalg-count: skip index=4 alg=cbc(aes) reason=bind errno=2
  *   afalg-count: end items=8 skipped=0
@@ -406,19 +410,64 @@ static void run_afalg_path(const char *path, const struct alg *alg)
     fail(path, alg, "find-driver", ENOENT);
 }
 
-#define TEXT_BASE_FILE "/sys/module/libwolfssl/sections/.text"
+#define SECTIONS_DIR "/sys/module/libwolfssl/sections/"
+#define TEXT_BASE_FILE SECTIONS_DIR ".text"
+#define MAX_SECTIONS 63
 
-static int read_text_base(uint64_t *base)
+static int read_section_base(const char *name, uint64_t *base)
 {
-    FILE *f = fopen(TEXT_BASE_FILE, "r");
+    char path[256];
+    FILE *f;
     unsigned long long v = 0;
     int ok;
+    if (strlen(name) > 64 || strchr(name, '/'))
+        return -1;
+    snprintf(path, sizeof path, SECTIONS_DIR "%s", name);
+    f = fopen(path, "r");
     if (!f)
         return -1;
     ok = fscanf(f, "%llx", &v) == 1 && v != 0; /* 0: addresses hidden (kptr_restrict) */
     fclose(f);
     *base = v;
     return ok ? 0 : -1;
+}
+
+static int read_text_base(uint64_t *base)
+{
+    return read_section_base(".text", base);
+}
+
+/* The sections the host named (-x), declared to the plugin as ranges 1, 2, ... */
+static char *sections[MAX_SECTIONS];
+static int nsections;
+
+static int parse_sections(char *list)
+{
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        if (nsections == MAX_SECTIONS)
+            return -1;
+        sections[nsections++] = tok;
+    }
+    return 0;
+}
+
+static int declare_sections(const uint64_t nonce[2])
+{
+    for (int i = 0; i < nsections; i++) {
+        uint64_t base;
+        if (read_section_base(sections[i], &base) != 0) {
+            printf("afalg-count: error reason=no-section-base name=%s\n", sections[i]);
+            return -1;
+        }
+        /* Size 0: the plugin takes the section's size from the host, which read the .ko. */
+        if (bsdkm_signal('R', nonce, base, (uint64_t)(i + 1) << 48) != 0) {
+            printf("afalg-count: error reason=signal errno=%d\n", errno);
+            return -1;
+        }
+        printf("afalg-count: range number=%d name=%s base=0x%llx\n", i + 1, sections[i],
+               (unsigned long long)base);
+    }
+    return 0;
 }
 
 static void count_skip(unsigned index, const struct alg *alg, const char *stage, int err)
@@ -445,6 +494,10 @@ static int run_count(long work_bytes)
     for (int s = 0; s < nsizes; s++)
         printf("%s%u", s ? "," : "", sizes[s]);
     printf(" base=0x%llx\n", (unsigned long long)base);
+    if (declare_sections(nonce) != 0) {
+        fflush(stdout);
+        return 1;
+    }
     fflush(stdout);
     for (unsigned a = 0; a < NALGS; a++) {
         const struct alg *alg = &ALGS[a];
@@ -587,16 +640,18 @@ int main(int argc, char **argv)
     long work_bytes = 0;
     char defaults[] = DEFAULT_PATHS;
     char *paths[8];
-    while ((opt = getopt(argc, argv, "t:s:w:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:s:w:x:")) != -1) {
         if (opt == 'w' && atol(optarg) > 0) {
             work_bytes = atol(optarg);
+        } else if (opt == 'x' && parse_sections(optarg) == 0) {
+            continue;
         } else if (opt == 't' && atol(optarg) > 0) {
             budget_ns = atol(optarg) * 1000L * 1000;
         } else if (opt == 's' && parse_sizes(optarg) == 0) {
             continue;
         } else {
             fprintf(stderr, "usage: bsdkm-afalg [-t MS] [-s SIZE,...] [lkcapi|kernel|name|user ...]\n"
-                            "       bsdkm-afalg -w BYTES [-s SIZE,...]\n"
+                            "       bsdkm-afalg -w BYTES [-s SIZE,...] [-x SECTION,...]\n"
                             "  sizes: multiples of 16 from 16 to %d\n", MAX_BLOCK);
             return 2;
         }

@@ -168,9 +168,14 @@ def run_matrix(
 
 
 def as_not_run(run: RunResult) -> RunResult:
-    """A run failed only because this machine cannot do its target, as a run not run (with why)."""
+    """A run failed only because this machine cannot do its target, as a run not run (with why);
+    one that ran but for some parts (``not_run_parts``: a kernel it could not get) is judged on
+    what ran, the parts said not run."""
     f = run.failure
     if f is None or f.reason != TARGET_UNAVAILABLE or f.category is not FailureCategory.INFRASTRUCTURE:
+        return run
+    if run.not_run_parts and run.logs:
+        run.failure = None
         return run
     run.not_run = f.message.removeprefix("target not available: ")
     run.failure = None

@@ -33,6 +33,11 @@ class ModuleLoadOutcome:
     not_covered: list[str] = field(default_factory=list)  # kernels the run could not use, and why
     # The guest printed more than the console cap: stopped there; bytes written by then.
     console_flood_bytes: int | None = None
+    # Kernels the run was configured for but could not get (their sets unreachable), and why:
+    # each is reported not run, never dropped.
+    not_run: dict[str, str] = field(default_factory=dict)
+    # What each kernel booted is, to reproduce the run (a FreeBSD set's name, REVISION, BUILDDATE, ...).
+    kernels: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def read_status(path: Path) -> dict[str, str]:

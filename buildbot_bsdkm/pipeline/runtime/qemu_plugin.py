@@ -4,7 +4,8 @@
 QEMU (cached under ``<cache>/qemu-plugin/<key>/``) and asks this ``qemu-system-x86_64`` to load
 it. Either step failing gives a ``PluginUnavailable`` whose message says why in one sentence: the
 run then has no module counts (a note, never a pass) and falls back to the proxy when that is on.
-``module_layout(ko)`` reads the module's ``.text`` size and function symbols with ``readelf``.
+``module_layout(ko)`` reads the module's executable sections, their sizes and function symbols with
+``readelf``.
 """
 
 from __future__ import annotations
@@ -130,7 +131,8 @@ def readelf_tables(ko: Path) -> tuple[str, str]:
 
 
 def module_layout(ko: Path) -> TextLayout:
-    """The module's ``.text`` size and symbols (PluginUnavailable when readelf cannot say)."""
+    """The module's ``.text`` and every other executable section, with their symbols
+    (PluginUnavailable when readelf cannot say, or a section could not be counted)."""
     try:
         return text_layout(*readelf_tables(ko))
     except KernelCountError as e:

@@ -134,6 +134,10 @@ class Target:
         """What the run's results say about how it ran, beside the source and the flags."""
         return {"bench_args": None}
 
+    def parts_not_run(self, job: Job) -> dict[str, str]:
+        """Parts of the run this machine could not do, and why (a kernel whose inputs cannot be had)."""
+        return {}
+
     def release_fips(self, flags: list[str]) -> bool:
         """Whether a release candidate's FIPS round trip applies to a variant with ``flags``."""
         return False

@@ -62,8 +62,8 @@ def test_kldinit_with_the_counting_code_builds_for_freebsd(tmp_path: Path) -> No
     assert undefined.strip() == ""  # freestanding: no memcpy/memset the compiler could have asked for
     strings = init.read_bytes()
     for needed in (b"bsdkm_ci.count_bytes", b"bsdkm_ci.count_text_off", b"bsdkm_ci.count_anchor_off",
-                   b"/dev/crypto", b"libwolf",
-                   b"crypto-count: begin version=1 bytes="):
+                   b"/dev/crypto", b"libwolf", b"/cryptodev.ko",
+                   b"crypto-count: begin version=1 bytes=", b"crypto-count: range number=1 name=module"):
         assert needed in strings
 
 
@@ -173,6 +173,8 @@ def test_prepare_count_only_for_a_counted_kldload_of_a_crypto_module(tmp_path: P
     assert req is not None and req.anchor == "wc_AesGcmEncrypt" and req.plugin.is_file()
     assert req.text_offset == 0
     assert "wc_AesGcmEncrypt" in req.symbols.read_text()
+    # Besides .text, the module's whole mapping (kldinit declares it from kldstat): no code uncounted.
+    assert req.symbols.read_text().splitlines()[-1] == f"range 1 0 {counting.MODULE_RANGE}"
     plan = json.loads((tmp_path / "c" / counting.COUNT_PLAN).read_text())
     assert plan == {"bytes": 4096, "sizes": [16, 1024]}
     (tmp_path / "off").mkdir()

@@ -6,6 +6,7 @@ recording of a kldload/kldunload run (``tests/freebsd_double/real/``).
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -241,3 +242,51 @@ def test_a_linux_only_flag_is_a_configure_error_before_anything_runs(tmp_path: P
     with pytest.raises(StageError) as err:
         fq.build_module(cfg, "p", tmp_path, tmp_path / "cache", 1, tmp_path / "build.log")
     assert err.value.failure.reason == "configure" and "for the Linux module" in err.value.failure.message
+
+
+def _without_ddb(console: str) -> str:
+    """The console as a kernel without ``options DDB`` prints it (release GENERIC: KDB, KDB_TRACE):
+    kdb_backtrace falls back to stack(9)'s ``#N 0xADDR at func+0xoff`` (stack_print_ddb)."""
+    out, n = [], 0
+    for line in console.splitlines():
+        m = re.match(r"^(?P<func>[\w.$]+)\(\) at (?P=func)\+(?P<off>0x[0-9a-f]+)/frame 0x[0-9a-f]+$", line)
+        if m:
+            out.append(f"#{n} 0xffffffff80{n:06x} at {m['func']}+{m['off']}")
+            n += 1
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("shape", ["ddb", "stack9"])
+def test_a_backtrace_names_its_function_in_either_shape(tmp_path: Path, shape: str) -> None:
+    console = _text(LOGS / AESNI_PANIC)
+    if shape == "stack9":
+        console = _without_ddb(console)
+        assert "#5 0xffffffff80000005 at AES_set_decrypt_key_AESNI+0x47" in console
+    log = tmp_path / "aesni.log"
+    log.write_text(console)
+    debug = _part("debug", log, "preload", Watched(0, 60.0, False, None), tmp_path)
+    outcome = fq.combine({"debug": debug}, [], tmp_path)
+    _, failure = fq.TARGET.logs({"outcome": kernel.outcome_record(outcome)}, tmp_path, 900.0)
+    assert failure is not None and failure.reason == "panic"
+    assert "(in AES_set_decrypt_key_AESNI)" in failure.message
+    assert any(e.startswith("backtrace: AES_set_decrypt_key_AESNI+0x47 < wc_AesSetKeyLocal+0x7e2") for e in
+               failure.evidence)
+    assert any("debug kernel panic in AES_set_decrypt_key_AESNI" in n for n in debug.notes)
+
+
+def test_the_frames_after_a_trap_marker_are_the_same_trace() -> None:
+    console = ("Fatal trap 12: page fault while in kernel mode\npanic: page fault\ncpuid = 0\n"
+               "KDB: stack backtrace:\n#0 0xffffffff80b8c0d5 at kdb_backtrace+0x65\n"
+               "#1 0xffffffff80b3e7c1 at vpanic+0x151\n#2 0xffffffff80b3e663 at panic+0x43\n"
+               "#3 0xffffffff8100a0b7 at trap_fatal+0x387\n#4 0xffffffff8100a10f at trap_pfault+0x4f\n"
+               "#5 0xffffffff80fe0f18 at calltrap+0x8\n"
+               "--- trap 0xc, rip = 0xffffffff82a1b2c3, rsp = 0xfffffe00d1e2f8a0, "
+               "rbp = 0xfffffe00d1e2f8d0 ---\n"
+               "#6 0xffffffff82a1b2c3 at wc_AesGcmEncrypt+0x23\n"
+               "#7 0xffffffff82a1c000 at wolfkmod_event+0x10\n"
+               "Uptime: 3s\n")
+    facts = fq.read_console(console)
+    assert facts.backtrace[-2:] == ["wc_AesGcmEncrypt+0x23", "wolfkmod_event+0x10"]
+    assert fq.module_frames(facts.backtrace, set())[0] == "wc_AesGcmEncrypt+0x23"

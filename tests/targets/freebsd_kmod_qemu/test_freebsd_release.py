@@ -36,11 +36,13 @@ from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.release_set import (
     ReleaseSpec,
+    SetRetry,
     parse_manifest,
     release_kit,
 )
 
 BASE = "targets: {freebsd-kmod-qemu: null}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
+NO_WAIT = SetRetry(2, (30.0, 120.0), pause=lambda s: None)
 
 
 def _home(cache: Path, name: str) -> Path:
@@ -112,8 +114,9 @@ def test_a_release_and_a_snapshot_from_an_https_mirror_become_kits(https_mirror:
     url, _ = https_mirror
     cfg = parse_config(BASE + f"cache_dir: {tmp_path / 'cache'}\nfreebsd:\n  release: {RELEASE}\n"
                        f"  snapshot: {SNAPSHOT}\n  mirror: {url}\n", "r.yml")
-    found, notes = fq.kits(cfg, ("debug", "release"))
-    assert notes == [] and set(found) == {"debug", "release"}
+    chosen = fq.kits(cfg, ("debug", "release"))
+    found = chosen.found
+    assert chosen.notes == [] and chosen.not_run == {} and set(found) == {"debug", "release"}
     release, debug = found["release"], found["debug"]
     assert release.missing() == [] and debug.missing() == []
     assert release.kernel("release-crypto").is_file() and debug.kernel("debug").is_file()
@@ -156,14 +159,15 @@ def test_an_unreachable_mirror_is_target_unavailable_and_the_cache_serves_withou
     assert "MANIFEST" in f.message
 
 
-def test_a_set_that_does_not_match_manifest_is_refused(tmp_path: Path) -> None:
+def test_a_release_set_that_does_not_match_manifest_is_refused(tmp_path: Path) -> None:
     bad = make_mirror(tmp_path / "mirror")
     with open(bad / "releases" / "amd64" / RELEASE / "kernel.txz", "ab") as fh:
         fh.write(b"tampered")
     with pytest.raises(StageError) as err:
-        release_kit(ReleaseSpec(RELEASE, str(bad)), tmp_path / "cache")
+        release_kit(ReleaseSpec(RELEASE, str(bad)), tmp_path / "cache", retry=NO_WAIT)
     f = err.value.failure
-    assert f.category is FailureCategory.REAL and f.reason == "integrity"
+    # A release's sets never change: never fetched again, never the code's fault either.
+    assert f.category is FailureCategory.INFRASTRUCTURE and f.reason == "integrity"
     assert "checksum mismatch for" in f.message and "kernel.txz" in f.message
     _no_half_kit(tmp_path / "cache", RELEASE)
 
@@ -201,7 +205,9 @@ def test_members_outside_the_allowed_prefixes(tmp_path: Path) -> None:
     # Members outside the prefixes the kit takes are left in the archive, not unpacked.
     make_set(tmp_path / "m2", RELEASE, base=[("./boot/loader_simp.efi", b"MZ"), ("./etc/passwd", b"root")])
     kit = release_kit(ReleaseSpec(RELEASE, str(tmp_path / "m2")), tmp_path / "cache")
-    assert sorted(p.name for p in (kit / "boot").iterdir()) == ["kernel-release-crypto", "loader_simp.efi"]
+    # The kernel's other modules stay in the archive: only the kernel and its cryptodev.ko are taken.
+    assert sorted(p.name for p in (kit / "boot").iterdir()) == ["cryptodev-release-crypto.ko",
+                                                                "kernel-release-crypto", "loader_simp.efi"]
     assert not (kit / "etc").exists()
 
 
@@ -210,15 +216,15 @@ def test_a_manifest_that_differs_from_its_pin(mirror: Path, tmp_path: Path) -> N
     good = hashlib.sha256(manifest.read_bytes()).hexdigest()
     cfg = parse_config(BASE + f"cache_dir: {tmp_path / 'cache'}\nfreebsd:\n  release: {RELEASE}\n"
                        f"  mirror: {mirror}\n  manifest_sha256: {good}\n", "r.yml")
-    found, notes = fq.kits(cfg, ("debug", "release"))
-    assert set(found) == {"release"}
-    assert notes == ["debug kernel: not covered (no freebsd.snapshot configured)"]
+    chosen = fq.kits(cfg, ("debug", "release"))
+    assert set(chosen.found) == {"release"} and chosen.not_run == {}
+    assert chosen.notes == ["debug kernel: not covered (no freebsd.snapshot configured)"]
     lying = tmp_path / "lying"
     make_set(lying, RELEASE, kernel=[("./boot/kernel/kernel", b"\x7fELF another kernel")])
     with pytest.raises(StageError) as err:
         release_kit(ReleaseSpec(RELEASE, str(lying), manifest_sha256=good), tmp_path / "cache2")
     f = err.value.failure
-    assert f.category is FailureCategory.REAL and f.reason == "integrity" and good in f.message
+    assert f.category is FailureCategory.INFRASTRUCTURE and f.reason == "integrity" and good in f.message
     _no_half_kit(tmp_path / "cache2", RELEASE)
     with pytest.raises(ConfigError, match=r"freebsd\.manifest_sha256: pins a release's MANIFEST"):
         parse_config(BASE + f"freebsd:\n  snapshot: {SNAPSHOT}\n  manifest_sha256: {good}\n", "r.yml")
@@ -250,11 +256,11 @@ def test_a_source_tree_with_a_kernel_is_a_kit(tmp_path: Path) -> None:
     loader.write_bytes(b"MZ")
     cfg = parse_config(BASE + f"cache_dir: {tmp_path / 'cache'}\nfreebsd: {{src: {src}, kernel: {kernel}, "
                        f"loader: {loader}}}\n", "r.yml")
-    found, notes = fq.kits(cfg, ("debug", "release"))
-    kit = found["release"]
+    chosen = fq.kits(cfg, ("debug", "release"))
+    kit = chosen.found["release"]
     assert kit.missing() == [] and kit.triple.endswith("freebsd14.3")
     assert kit.kernel("release-crypto").read_bytes() == kernel.read_bytes()
-    assert notes == ["debug kernel: not covered (freebsd.src gives the release kernel only)"]
+    assert chosen.notes == ["debug kernel: not covered (freebsd.src gives the release kernel only)"]
     with pytest.raises(ConfigError, match="needs the kernel built from it"):
         parse_config(BASE + f"freebsd: {{src: {src}}}\n", "r.yml")
 

@@ -27,7 +27,7 @@ from buildbot_bsdkm.perf.kernel_counts import (
 )
 from buildbot_bsdkm.pipeline.runtime import qemu_plugin
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
-from buildbot_bsdkm.policy import Policy, evaluate
+from buildbot_bsdkm.policy import Policy, Verdict, evaluate
 from buildbot_bsdkm.policy.instruction_settings import InstructionSettings
 from buildbot_bsdkm.policy.rules import RegressionRule, Scope
 from buildbot_bsdkm.report.instructions import instruction_blocks, summary_line
@@ -268,3 +268,123 @@ def test_report_and_summary_say_whose_counts() -> None:
     proxy.scope = SCOPE_PROXY
     pv = evaluate([run_with(proxy)], policy(), baseline=[run_with(proxy)])
     assert "[proxy]" in (summary_line([run_with(proxy)], pv) or "")
+
+
+# --------------------------------------------------------------------------- code outside .text
+
+READELF_S_SECTIONS = """\
+Section Headers:
+  [Nr] Name              Type            Address          Off    Size   ES Flg Lk Inf Al
+  [ 0]                   NULL            0000000000000000 000000 000000 00      0   0  0
+  [ 1] .note.gnu.build-id NOTE            0000000000000000 000040 000024 00   A  0   0  4
+  [ 2] .text             PROGBITS        0000000000000000 000070 000100 00  AX  0   0 16
+  [ 3] .rela.text        RELA            0000000000000000 003720 000978 18   I 34   2  8
+  [ 4] .noinstr.text     PROGBITS        0000000000000000 000170 000060 00  AX  0   0 16
+  [ 5] .init.text        PROGBITS        0000000000000000 0001d0 000020 00  AX  0   0 16
+  [ 6] .text.unlikely    PROGBITS        0000000000000000 0001f0 000030 00  AX  0   0  1
+  [ 7] .exit.text        PROGBITS        0000000000000000 000220 00000c 00  AX  0   0  1
+  [ 8] .rodata           PROGBITS        0000000000000000 000230 000100 00   A  0   0 32
+  [ 9] .data             PROGBITS        0000000000000000 000330 0000a8 00  WA  0   0 32
+"""
+READELF_S_SYMBOLS = """\
+Symbol table '.symtab' contains 6 entries:
+   Num:    Value          Size Type    Bind   Vis      Ndx Name
+     1: 0000000000000000    64 FUNC    LOCAL  DEFAULT    2 small_helper
+     2: 0000000000000040   192 FUNC    GLOBAL DEFAULT    2 wc_AesGcmEncrypt
+     3: 0000000000000000    96 FUNC    LOCAL  DEFAULT    4 GHASH_hidden
+     4: 0000000000000000    32 FUNC    LOCAL  DEFAULT    5 init_module
+     5: 0000000000000000    48 FUNC    LOCAL  DEFAULT    6 cold_path
+     6: 0000000000000000    12 FUNC    LOCAL  DEFAULT    7 cleanup_module
+"""
+
+
+def test_every_executable_section_is_a_range_of_its_own() -> None:
+    layout = text_layout(READELF_S_SECTIONS, READELF_S_SYMBOLS)
+    assert layout.size == 0x100 and [s[2] for s in layout.symbols] == ["small_helper", "wc_AesGcmEncrypt"]
+    # .init.text is freed once the module is loaded: another module's code may sit there later
+    assert [(r.number, r.name, r.size) for r in layout.ranges] == [
+        (1, ".noinstr.text", 0x60), (2, ".text.unlikely", 0x30), (3, ".exit.text", 0xc)]
+    assert layout.ranges[0].symbols == [(0, 96, "GHASH_hidden")]
+    assert layout.section_names == [".noinstr.text", ".text.unlikely", ".exit.text"]
+    assert layout.symbols_file().splitlines() == [
+        "0 40 small_helper", "40 c0 wc_AesGcmEncrypt", "range 1 60 .noinstr.text", "0 60 GHASH_hidden",
+        "range 2 30 .text.unlikely", "0 30 cold_path", "range 3 c .exit.text", "0 c cleanup_module"]
+    # FreeBSD counts the module's whole mapping instead, sized by the guest (kldstat)
+    whole = text_layout(READELF_S_SECTIONS, READELF_S_SYMBOLS, other_sections=False).with_range("module")
+    assert whole.symbols_file().splitlines()[-1] == "range 1 0 module"
+
+
+def test_a_section_name_the_guest_cannot_be_told_makes_the_module_uncountable() -> None:
+    hostile = READELF_S_SECTIONS.replace(".noinstr.text    ", "$(reboot)        ")
+    with pytest.raises(KernelCountError, match="cannot be told"):
+        text_layout(hostile, READELF_S_SYMBOLS)
+
+
+def test_a_real_modules_cold_section_is_counted() -> None:
+    kos = sorted(Path("/lib/modules").glob("*/kernel/crypto/ansi_cprng.ko"))
+    if not kos:
+        pytest.skip("needs a Debian kernel's modules in /lib/modules (linux-image-amd64)")
+    layout = qemu_plugin.module_layout(kos[-1])
+    # the .text-only layout this replaced left .text.unlikely's code (a module's cold paths) uncounted
+    assert ".text.unlikely" in layout.section_names and ".init.text" not in layout.section_names
+    assert all(r.size > 0 for r in layout.ranges)
+
+
+def test_the_guests_ranges_are_read_and_new_void_reasons_said() -> None:
+    declared = "bsdkm-count: range number=1 size=96 base=0xffffffffc0b00000 name=.noinstr.text\n"
+    text = plugin_text({0: {"wc_AesGcmEncrypt": 50, "GHASH_hidden": 30}}).replace(
+        "bsdkm-count: item", declared + "bsdkm-count: item", 1)
+    out = parse_plugin_output(text)
+    assert out.ranges == {1: (".noinstr.text", 96)} and out.items[0].functions["GHASH_hidden"] == 30
+    out = parse_plugin_output(plugin_text({}, void="range-not-declared"))
+    assert "never placed by the guest" in (out.why_void() or "")
+
+
+def _dodged(base: InstructionCounts, moved: str) -> InstructionCounts:
+    """``base`` with function ``moved`` gone from every item: code placed where nothing counts it."""
+    record = base.to_dict()
+    for item in record["items"]:
+        gone = item["functions"].pop(moved, 0)
+        item["instructions"] -= gone
+    return InstructionCounts.from_dict(record)
+
+
+def test_a_function_gone_from_the_counts_is_flagged_not_cleared(tmp_path: Path) -> None:
+    base = counted()
+    head = _dodged(counted(), "km_AesGcmEncrypt")  # 300 of every 1300 instructions left uncounted
+    verdict = evaluate([run_with(head)], policy(), baseline=[run_with(base)])
+    checks = {c.name: c for c in verdict.checks if c.name.startswith("instructions:kmod:")}
+    gcm = checks["instructions:kmod:AES-128-GCM@16"]
+    assert gcm.passed and gcm.detail["verdict"] == "inconclusive"  # neither passed nor failed
+    assert "flagged, not cleared" in gcm.message and "km_AesGcmEncrypt gone from the counts" in gcm.message
+    assert "dropped" in gcm.message  # -23 %: beyond the 5 % a drop may be
+    assert [c.name for c in verdict.inconclusive] == list(checks)  # every item lost that function
+    alone = Verdict(checks=list(checks.values()))
+    assert alone.status == "inconclusive" and alone.headline().startswith("⚠️ INCONCLUSIVE")
+    from buildbot_bsdkm.report.junit import junit_xml
+    xml = junit_xml([run_with(head)], verdict)
+    assert 'message="flagged, not cleared: ' in xml
+    texts = [b.text for b in instruction_blocks([run_with(head)], verdict) if b.text]
+    assert any("flagged, not cleared" in t for t in texts)
+    line = summary_line([run_with(head)], verdict)
+    assert line is not None and "flagged, not cleared" in line
+
+
+def test_a_sharp_drop_alone_is_flagged_a_small_one_is_not() -> None:
+    base = counted()
+    verdict = evaluate([run_with(counted(scale=0.7))], policy(), baseline=[run_with(base)])
+    gcm = next(c for c in verdict.checks if c.name == "instructions:kmod:AES-128-GCM@16")
+    assert gcm.detail.get("verdict") == "inconclusive" and "dropped" in gcm.message
+    assert "gone" not in gcm.message
+    small = evaluate([run_with(counted(scale=0.99))], policy(), baseline=[run_with(base)])
+    counted_checks = [c for c in small.checks if c.name.startswith("instructions:kmod:")]
+    assert counted_checks and all(c.passed for c in counted_checks) and not small.inconclusive
+    grown = evaluate([run_with(counted(gcm_extra=40_000))], policy(), baseline=[run_with(base)])
+    gcm = next(c for c in grown.checks if c.name == "instructions:kmod:AES-128-GCM@16")
+    assert not gcm.passed and "flagged" not in gcm.message  # +12 %: a regression stays a failure
+    # The same regression with a function moved where the count cannot see it reads -11 %: once a
+    # pass, now flagged.
+    hidden = evaluate([run_with(_dodged(counted(gcm_extra=40_000), "km_AesGcmEncrypt"))], policy(),
+                      baseline=[run_with(base)])
+    gcm = next(c for c in hidden.checks if c.name == "instructions:kmod:AES-128-GCM@16")
+    assert (gcm.delta_pct or 0) < 0 and gcm in hidden.inconclusive

@@ -4,7 +4,11 @@ With the policy's ``instructions.kernel_count`` on and a module that registers w
 the release kernel's kldload boot also counts fixed work through ``/dev/crypto``:
 
 - ``prepare_count`` builds (or reuses) the plugin, reads the ``.ko``'s ``.text`` size, its function
-  symbols and how the guest finds ``.text``'s base, and writes the plan beside the boot. The base is
+  symbols and how the guest finds ``.text``'s base, and writes the plan beside the boot. Besides
+  ``.text`` the plugin counts the module's whole mapping (``MODULE_RANGE``, which ``kldinit``
+  declares from ``kldstat``'s address and size before the first item): code the module placed in
+  another executable section is counted too, as ``(module)`` where no ``.text`` function holds it.
+  The base is
   the module's load address (``kldstat``) when ``.text`` is the first section FreeBSD's linker
   places (``text_load_offset``); a global function's address (``kldsym``) less its offset checks it,
   or stands in when ``.text`` is not first. wolfSSL's module is built with ``EXPORT_SYMS=NO``, which
@@ -61,6 +65,8 @@ from ...runtime.source import cache_root
 
 # FreeBSD/amd64 links kernel modules for the kernel code model: they live above KERNBASE.
 AREA = "ffffffff80000000-fffffffffffff000"
+# The plugin's range 1: the module's whole mapping, sized by the guest (kldstat).
+MODULE_RANGE = "module"
 # A symbol every crypto-register build has; any global function of .text would do.
 PREFERRED_ANCHORS = ("wc_AesGcmEncrypt", "wc_AesCbcEncrypt", "wolfCrypt_Init")
 _NOT_COUNTED = "the module itself was not counted"
@@ -110,7 +116,7 @@ def prepare_count(config: Config, ko: Path, work: Path, *, crypto: bool, mode: s
         plugin = plugin_for(cache_root(config))
         sections, symbols = readelf_tables(ko)
         try:
-            layout = text_layout(sections, symbols)
+            layout = text_layout(sections, symbols, other_sections=False).with_range(MODULE_RANGE)
         except KernelCountError as e:
             raise PluginUnavailable(f"{ko.name}: {e}") from None
         text_offset = text_load_offset(sections)

@@ -50,7 +50,9 @@ from .... import targets
 from ....config.bsdkm_yml import Config, release_mirror_problem
 from ....contract import TARGET_UNAVAILABLE
 from ....model import FailureCategory, LogFormat, LogResult, StageFailure
+from ....parsers.kernel_trouble import FreeBSDBacktrace, freebsd_machinery
 from ....retry.classify import Patterns, classify
+from ...job import OUTCOME, Job
 from ...runtime.build import source_fingerprint
 from ...runtime.console import console_lines
 from ...runtime.errors import StageError, infra_error
@@ -62,7 +64,18 @@ from .. import prerequisites as needs
 from .._freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
 from ..base import KernelTarget, Prerequisite, append_log, judge_outcome, parse_kernel_log, require
 from .counting import COUNT_FILE, CountRequest, merge_counts, prepare_count, read_counts
-from .release_set import CLANG_HEADERS, DEFAULT_MIRROR, STAMP, ReleaseSpec, cached_kit, release_kit
+from .release_set import (
+    CLANG_HEADERS,
+    DEFAULT_MIRROR,
+    STAMP,
+    KitFacts,
+    ReleaseSpec,
+    SetRetry,
+    cached_kit,
+    kit_facts,
+    release_kit,
+    resolve_snapshot,
+)
 
 TARGET_NAME = targets.FREEBSD_KMOD_QEMU.name
 DEFAULT_VERSION = "15.0"  # a kit whose sources do not say their version
@@ -110,6 +123,15 @@ class Kit:
     @property
     def loader(self) -> Path:
         return self.root / "boot" / "loader_simp.efi"
+
+    def cryptodev(self, name: str) -> Path:
+        """The ``cryptodev.ko`` from the same ``kernel.txz`` as kernel ``name`` (GENERIC has no
+        ``device cryptodev``: ``/dev/crypto`` is this module's)."""
+        return self.root / "boot" / f"cryptodev-{name}.ko"
+
+    def facts(self) -> KitFacts | None:
+        """What the kit was made from, when it was made from FreeBSD's sets."""
+        return kit_facts(self.root)
 
     def kernel(self, name: str) -> Path:
         """``name``: debug, release, release-crypto (``boot/kernel-<name>.xz``, or unpacked without it)."""
@@ -182,56 +204,74 @@ def src_kit(config: Config, cache: Path) -> Kit:
     return Kit(root)
 
 
-def kits(config: Config, kinds: Sequence[str], stage: str = "build") -> tuple[dict[str, Kit], list[str]]:
-    """The kit each kernel kind boots from, and notes on the kinds no input gives.
+@dataclass
+class Kits:
+    """The kit each kernel kind boots from, and what the configuration leaves out.
+
+    ``notes``: kinds nothing configured gives (said, not failed); ``not_run``: kinds configured
+    whose sets cannot be had, with why (each is reported not run, in Buildbot and the Action an
+    infrastructure failure); ``chosen``: how a ``CURRENT`` snapshot was resolved.
+    """
+
+    found: dict[str, Kit] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    not_run: dict[str, str] = field(default_factory=dict)
+    chosen: list[str] = field(default_factory=list)
+
+
+def kits(config: Config, kinds: Sequence[str], stage: str = "build") -> Kits:
+    """The kit of each kernel kind in ``kinds``.
 
     Raises ``target-unavailable`` when no kind can be had: nothing configured, or no set reachable.
     """
     fb = config.freebsd
     if fb.kit is not None:
-        return {kind: Kit(fb.kit) for kind in kinds}, []
+        return Kits({kind: Kit(fb.kit) for kind in kinds})
     cache = cache_root(config)
     if fb.src is not None:
         kind = fb.kernel_kind
         notes = [f"{k} kernel: not covered (freebsd.src gives the {kind} kernel only)"
                  for k in kinds if k != kind]
-        return ({kind: src_kit(config, cache)} if kind in kinds else {}), notes
+        return Kits({kind: src_kit(config, cache)} if kind in kinds else {}, notes)
     specs = {"release": fb.release, "debug": fb.snapshot}
     if not any(specs[k] for k in kinds):
         raise unavailable(stage, "no FreeBSD kernels configured (freebsd.release, freebsd.snapshot)",
                           "freebsd-kmod-qemu boots FreeBSD's own kernels: name a release and a snapshot, "
                           "a source tree (freebsd.src) or a kit (freebsd.kit) in bsdkm.yml")
-    out: dict[str, Kit] = {}
-    notes: list[str] = []
+    out = Kits()
     failures: list[StageError] = []
+    mirror = fb.mirror or DEFAULT_MIRROR
+    retry = SetRetry(config.retry.max_infra_retries, tuple(config.retry.backoff_s))
     for kind in kinds:
         name = specs[kind]
         if not name:
             key = "freebsd.snapshot" if kind == "debug" else "freebsd.release"
-            notes.append(f"{kind} kernel: not covered (no {key} configured)")
+            out.notes.append(f"{kind} kernel: not covered (no {key} configured)")
             continue
-        spec = ReleaseSpec(name, fb.mirror or DEFAULT_MIRROR, fb.arch,
-                           fb.manifest_sha256 if kind == "release" else None)
         try:
-            out[kind] = Kit(release_kit(spec, cache, timeout_s=config.timeout("fetch")))
+            resolved, how = resolve_snapshot(name, mirror, fb.arch, cache, timeout_s=config.timeout("fetch"))
+            if how:
+                out.chosen.append(f"{kind} kernel: {how}")
+            spec = ReleaseSpec(resolved, mirror, fb.arch, fb.manifest_sha256 if kind == "release" else None)
+            out.found[kind] = Kit(release_kit(spec, cache, timeout_s=config.timeout("fetch"), retry=retry,
+                                              requested=name))
         except StageError as e:
             if e.failure.reason != TARGET_UNAVAILABLE:
                 raise  # a set that is there but wrong is never "not run"
             failures.append(e)
-            notes.append(f"{kind} kernel: not covered ({e.failure.message})")
-    if not out and failures:
-        where = fb.mirror or DEFAULT_MIRROR
+            out.not_run[kind] = e.failure.message
+    if not out.found and failures:
         raise unavailable(stage, "no FreeBSD release set reachable (freebsd.mirror)",
-                          f"{where}: " + "; ".join(e.failure.message for e in failures))
-    if not out:
+                          f"{mirror}: " + "; ".join(e.failure.message for e in failures))
+    if not out.found:
         raise unavailable(stage, "no FreeBSD kernel for the configured kernels "
-                          "(freebsd.release, freebsd.snapshot)", "; ".join(notes))
-    return out, notes
+                          "(freebsd.release, freebsd.snapshot)", "; ".join(out.notes))
+    return out
 
 
 def find_kit(config: Config, stage: str = "build") -> Kit:
     """The first configured kernel kind's kit, checked complete (the configure stage's question)."""
-    found, _ = kits(config, kernels_option(config), stage)
+    found = kits(config, kernels_option(config), stage).found
     for kit in found.values():
         check_kit(kit, stage)
     return next(iter(found.values()))
@@ -437,7 +477,7 @@ def build_module(config: Config, variant: str, source: Path, cache: Path, jobs: 
     """``libwolfssl.ko`` for this variant against each kernel's own sources, each built at most once
     per (source, flags, kit, toolchain). With kernels of more than one kit (a release and a CURRENT
     snapshot) the returned module has each kernel's own beside it (``module_for``)."""
-    found, _ = kits(config, kernels_option(config))
+    found = kits(config, kernels_option(config)).found
     for kit in found.values():
         check_kit(kit, "build")
     tools = find_toolchain()
@@ -644,16 +684,21 @@ def make_esp(esp: Path, kit: Kit, kernel: Path, ko: Path | None, mode: str, nonc
     return esp
 
 
-def make_root(image: Path, init: Path, ko: Path) -> Path:
-    """A FAT image holding /init and /libwolfssl.ko (and /dev, where devfs is mounted)."""
+def make_root(image: Path, init: Path, ko: Path, cryptodev: Path | None = None) -> Path:
+    """A FAT image holding /init and /libwolfssl.ko (and /dev, where devfs is mounted); with
+    ``cryptodev``, the kernel's own ``cryptodev.ko`` as /cryptodev.ko, which kldinit loads before it
+    counts through /dev/crypto (GENERIC has ``device crypto`` but no ``device cryptodev``)."""
     image.unlink(missing_ok=True)
-    size_kib = (ko.stat().st_size + init.stat().st_size) // 1024 + 4096
+    extra = cryptodev.stat().st_size if cryptodev is not None else 0
+    size_kib = (ko.stat().st_size + init.stat().st_size + extra) // 1024 + 4096
     steps = [
         ["mkfs.vfat", "-C", str(image), str(size_kib)],
         ["mmd", "-i", str(image), "::/dev"],
         ["mcopy", "-i", str(image), str(init), "::/init"],
         ["mcopy", "-i", str(image), str(ko), "::/libwolfssl.ko"],
     ]
+    if cryptodev is not None:
+        steps.append(["mcopy", "-i", str(image), str(cryptodev), "::/cryptodev.ko"])
     for cmd in steps:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
         if proc.returncode != 0:
@@ -733,7 +778,6 @@ PRELOAD_RE = re.compile(r"^/boot/modules/libwolfssl\.ko size 0x[0-9a-f]+ at 0x[0
 PRELOADED = 'Preloaded elf obj module "'
 # sys/kern/kern_module.c, when a module's MOD_LOAD handler fails.
 MOD_LOAD_ERROR_RE = re.compile(r"^module_register_init: MOD_LOAD \([^,]+, .*\) error (?P<errno>\d+)")
-FRAME_RE = re.compile(r"^(?P<func>[\w.$]+)\(\) at (?P<where>[\w.$]+\+0x[0-9a-f]+)(?:/frame 0x[0-9a-f]+)?\s*$")
 LINK_ERROR_RE = re.compile(
     r"^(?:link_elf_obj: symbol \S+ undefined|KLD file \S+ - could not finalize loading)")
 
@@ -772,7 +816,7 @@ def read_console(text: str | Iterable[str], nonce: str | None = None) -> Console
     """
     facts = ConsoleFacts()
     reader = _MarkerReader(facts)
-    in_trace = False
+    trace = FreeBSDBacktrace()  # the core parser's reader: DDB's frames and stack(9)'s alike
     for raw in text.splitlines() if isinstance(text, str) else text:
         line = raw.replace("\r", "").rstrip()
         if m := MARKER_RE.match(line):
@@ -785,12 +829,8 @@ def read_console(text: str | Iterable[str], nonce: str | None = None) -> Console
             continue
         if line.startswith("panic: ") and facts.panic is None:
             facts.panic = line
-        elif line.startswith("KDB: stack backtrace:"):
-            in_trace = not facts.backtrace
-        elif in_trace and (m := FRAME_RE.match(line)):
-            facts.backtrace.append(m.group("where"))
-        elif in_trace and line:
-            in_trace = False
+        elif trace.feed(line):
+            continue
         if LINK_ERROR_RE.match(line):
             facts.link_errors.append(line)
         elif PRELOAD_RE.match(line) or (line.startswith(PRELOADED) and "libwolfssl" in line):
@@ -803,6 +843,7 @@ def read_console(text: str | Iterable[str], nonce: str | None = None) -> Console
             facts.selftest_passed = True
         elif (m := MOD_LOAD_ERROR_RE.match(line)) and facts.mod_load_errno is None:
             facts.mod_load_errno = int(m.group("errno"))
+    facts.backtrace = trace.frames
     return facts
 
 
@@ -850,21 +891,13 @@ def module_symbols(ko: Path) -> set[str]:
     return {parts[-1] for parts in (ln.split() for ln in out.splitlines()) if len(parts) >= 2}
 
 
-# Frames of the panic itself and of the allocator check that fired, above the caller at fault.
-PANIC_MACHINERY = frozenset({
-    "db_trace_self_wrapper", "kdb_backtrace", "vpanic", "panic", "kassert_panic", "malloc_dbg", "malloc",
-    "free", "free_dbg", "uma_zalloc_arg", "uma_zalloc_debug", "witness_checkorder", "witness_warn",
-    "trap_fatal", "trap_pfault", "trap", "calltrap",
-})
-
-
 def module_frames(backtrace: Sequence[str], symbols: set[str]) -> list[str]:
     """The module's frames, innermost first: by the module's own symbols when known, else the
     frames below the panic machinery (the kernel's startup frames stay at the end)."""
     if symbols:
         return [f for f in backtrace if f.split("+", 1)[0] in symbols]
     frames = list(backtrace)
-    while frames and frames[0].split("+", 1)[0] in PANIC_MACHINERY:
+    while frames and freebsd_machinery(frames[0].split("+", 1)[0]):
         frames.pop(0)
     return frames
 
@@ -954,7 +987,9 @@ def run_boot(boot: Boot, kit: Kit, ko: Path, work: Path, cache: Path, *, timeout
     nonce = secrets.token_hex(16)  # kldinit's markers carry it; the module cannot know it
     esp = make_esp(work / "esp", kit, kernel, ko if boot.mode == "preload" else None, boot.mode, nonce,
                    count if boot.mode == "kldload" else None)
-    root = make_root(work / "root.img", init_program(cache), ko) if boot.mode == "kldload" else None
+    cryptodev = kit.cryptodev(boot.kernel)
+    root = (make_root(work / "root.img", init_program(cache), ko, cryptodev if cryptodev.is_file() else None)
+            if boot.mode == "kldload" else None)
     vars_fd = work / "OVMF_VARS.fd"
     shutil.copy2(OVMF_VARS, vars_fd)
     console = work / "console.log"
@@ -1002,7 +1037,8 @@ def kernels_option(config: Config) -> tuple[str, ...]:
 
 def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None) -> ModuleLoadOutcome:
     """Boot every configured kernel kind with its module; the outcome's ``parts`` hold one per kernel."""
-    found, not_covered = kits(config, kernels_option(config), "load")
+    chosen = kits(config, kernels_option(config), "load")
+    found, not_covered = chosen.found, list(chosen.notes)
     if not ko.is_file():
         raise infra_error("load", "ci-exception",
                           f"kernel module {ko} does not exist (did the build stage run?)")
@@ -1026,7 +1062,18 @@ def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None)
              for b, kit in boots}
     outcome = combine(parts, not_covered, work)
     outcome.stages["boot_limit_s"] = limit
+    outcome.notes[:0] = chosen.chosen  # which snapshot CURRENT was
+    outcome.notes += [f"{kind} kernel: not run ({why})" for kind, why in chosen.not_run.items()]
+    outcome.not_run = dict(chosen.not_run)
+    outcome.kernels = {kind: _kernel_facts(kit) for kind, kit in found.items()}
     return outcome
+
+
+def _kernel_facts(kit: Kit) -> dict[str, Any]:
+    facts = kit.facts()
+    if facts is not None:
+        return {**facts.to_dict(), "summary": facts.describe()}
+    return {"kit": str(kit.root), "summary": f"kit {kit.root}"}
 
 
 def combine(parts: dict[str, ModuleLoadOutcome], not_covered: list[str], work: Path) -> ModuleLoadOutcome:
@@ -1094,6 +1141,18 @@ def not_covered_failure(notes: Sequence[str], evidence: Path) -> StageFailure:
                         "target-unavailable", [str(evidence)])
 
 
+def not_run_text(not_run: dict[str, str]) -> str:
+    return "; ".join(f"{kind} kernel ({why})" for kind, why in not_run.items())
+
+
+def not_run_failure(not_run: dict[str, str], evidence: Path) -> StageFailure:
+    """A configured kernel this machine could not get: the run is not whole. A local run reports
+    the kernel not run (``RunResult.not_run_parts``); Buildbot and the Action fail it as the
+    infrastructure failure it is."""
+    return StageFailure("load", "not run: " + not_run_text(not_run), FailureCategory.INFRASTRUCTURE,
+                        TARGET_UNAVAILABLE, [str(evidence)])
+
+
 class FreeBSDQemuTarget(KernelTarget):
     facts = targets.FREEBSD_KMOD_QEMU
     log_format = LogFormat.FREEBSD_KERNEL_LOG
@@ -1141,7 +1200,23 @@ class FreeBSDQemuTarget(KernelTarget):
             # No kernel of the kit can run this variant: never a pass. A kernel that cannot run
             # it beside one that did (crypto-register on the debug kernel) is a note.
             failure = not_covered_failure(outcome.not_covered, run_dir)
+        if outcome.not_run and failure is None:
+            failure = not_run_failure(outcome.not_run, run_dir)
+        elif outcome.not_run and failure is not None:
+            failure.evidence = [*failure.evidence, "also not run: " + not_run_text(outcome.not_run)]
         return logs, failure
+
+    def metadata(self, job: Job) -> dict[str, Any]:
+        """What each kernel booted was (a set's name, REVISION, BUILDDATE, GITBRANCH, MANIFEST digest)."""
+        record = job.state.get(OUTCOME.name)
+        kernels = outcome_from_record(record).kernels if isinstance(record, dict) else {}
+        return {**super().metadata(job), **({"kernels": kernels} if kernels else {})}
+
+    def parts_not_run(self, job: Job) -> dict[str, str]:
+        record = job.state.get(OUTCOME.name)
+        if not isinstance(record, dict):
+            return {}
+        return {f"{kind} kernel": why for kind, why in outcome_from_record(record).not_run.items()}
 
 
 TARGET = FreeBSDQemuTarget()

@@ -656,7 +656,8 @@ def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version
 
 @dataclass(frozen=True)
 class CountRequest:
-    """The plugin for one boot: where it is, the module's .text size and symbols, the work."""
+    """The plugin for one boot: where it is, the module's .text size, its code ranges and symbols
+    (``symbols``: every executable section's), the work."""
 
     plugin: Path
     symbols: Path
@@ -691,6 +692,8 @@ def prepare_count(config: Config, ko: Path, work: Path) -> CountRequest | None:
     (work / COUNT_SYMBOLS).write_text(layout.symbols_file())
     with open(conf, "a", encoding="utf-8") as f:
         f.write(f"AFALG_COUNT_BYTES={plan.bytes}\nAFALG_COUNT_SIZES={','.join(str(x) for x in plan.sizes)}\n")
+        if layout.section_names:  # the module's other executable sections: the guest places each
+            f.write(f"AFALG_COUNT_SECTIONS={','.join(layout.section_names)}\n")
     return CountRequest(plugin.path, work / COUNT_SYMBOLS, layout.size, plan)
 
 
