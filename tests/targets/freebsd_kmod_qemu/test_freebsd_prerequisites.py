@@ -193,3 +193,15 @@ def test_no_kernel_to_be_had_is_still_not_run_whatever_else_is_missing(
         fq.TARGET.check_worker(cfg)
     assert err.value.failure.reason == TARGET_UNAVAILABLE
     assert err.value.failure.message == "no FreeBSD release set reachable (freebsd.mirror)"
+
+
+def test_a_cached_current_snapshot_serves_while_the_mirror_cannot_list(mirror: Path, tmp_path: Path) -> None:
+    """``snapshot: CURRENT`` with the mirror gone: the run takes the newest cached CURRENT, and so
+    does the check-up, rather than calling the kernel missing."""
+    copy = tmp_path / "mirror"
+    shutil.copytree(mirror, copy)
+    release_kit(ReleaseSpec(SNAPSHOT, str(copy)), tmp_path / "cache")
+    shutil.rmtree(copy)
+    cfg = config(tmp_path, f"{{snapshot: CURRENT, mirror: {copy}}}")
+    (debug,) = [p for p in fq.kernel_prerequisites(cfg) if p.name.startswith("debug kernel")]
+    assert debug.ok and debug.detail.startswith("sets cached in "), debug

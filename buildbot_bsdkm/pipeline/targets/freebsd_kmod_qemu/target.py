@@ -29,6 +29,7 @@ backtrace frames.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import lzma
@@ -66,6 +67,7 @@ from ..base import KernelTarget, Prerequisite, append_log, judge_outcome, parse_
 from .counting import COUNT_FILE, CountRequest, merge_counts, prepare_count, read_counts
 from .release_set import (
     CLANG_HEADERS,
+    CURRENT,
     DEFAULT_MIRROR,
     STAMP,
     KitFacts,
@@ -381,6 +383,11 @@ def set_prerequisite(kind: str, key: str, spec: ReleaseSpec, cache: Path, timeou
         return Prerequisite(name, False, f"freebsd.mirror: {problem}",
                             "set freebsd.mirror to an https:// mirror or a local directory of sets")
     kit = cached_kit(spec, cache)
+    if kit is None and spec.release == CURRENT:
+        # The run takes the newest cached CURRENT while the mirror cannot list its snapshots.
+        with contextlib.suppress(StageError):
+            resolved, _ = resolve_snapshot(CURRENT, spec.mirror, spec.arch, cache, timeout_s=timeout_s)
+            kit = cached_kit(dataclasses.replace(spec, release=resolved), cache)
     if kit is not None:
         return Prerequisite(name, True, f"sets cached in {kit.parent}")
     url, why = mirror_answer(spec, timeout_s)
