@@ -23,8 +23,12 @@ module per job, on top of the same core the Buildbot shell uses:
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
 
+from ..errors import UsageError
 from . import attempts, comment, config, results, run_pr, status, trigger
+from .workflow import log_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,3 +46,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     results.register_merge(asub)
     config.register(asub)
     config.register_cache_key(asub)
+    for parser in asub.choices.values():
+        parser.set_defaults(func=_one_line_errors(parser.get_default("func")))
+
+
+def _one_line_errors(func: Callable[..., int]) -> Callable[..., int]:
+    """A step's error names what it refused, often an artifact's text: one line, no command."""
+
+    @functools.wraps(func)
+    def run(*args: object, **kwargs: object) -> int:
+        try:
+            return func(*args, **kwargs)
+        except UsageError as e:
+            raise UsageError(log_line(str(e))) from None
+
+    return run

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as dataclass_replace
@@ -368,13 +367,13 @@ def run_outputs(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
     for line in actions.cap_annotations(outcome.annotations(), args.max_annotations).commands():
         print(line)
     write_runner_files(env, outputs, outcome.markdown)
-    print(f"bsdkm-ci: verdict {outputs['verdict']}: {outcome.headline()}", file=sys.stderr)
+    actions.say(f"bsdkm-ci: verdict {outputs['verdict']}: {outcome.headline()}", err=True)
     return EXIT_OK
 
 
 def run_gate(args: argparse.Namespace) -> int:
     outcome = load_outcome(ResultsRequest.from_args(args))
-    print(f"bsdkm-ci: {outcome.headline()}")
+    actions.say(f"bsdkm-ci: {outcome.headline()}")
     fails = job_fails(outcome.verdict, outcome.unusable is None, args.fail_on)
     if fails != (not outcome.passed):
         print(f"bsdkm-ci: fail-on {args.fail_on}: the job {'fails' if fails else 'passes'}")
@@ -433,6 +432,6 @@ def run_merge(args: argparse.Namespace) -> int:
     base_runs = merge_base_runs(args.sources)
     if base_runs:
         (args.out / BASE_RUNS_JSON).write_text(to_json(base_runs, merged_from=sources), encoding="utf-8")
-    print(f"bsdkm-ci: merged {len(runs)} run(s) from {len(sources)} source(s) into {args.out / SUMMARY_JSON}",
-          file=sys.stderr)
+    actions.say(f"bsdkm-ci: merged {len(runs)} run(s) from {len(sources)} source(s) "
+                f"into {args.out / SUMMARY_JSON}", err=True)
     return EXIT_OK

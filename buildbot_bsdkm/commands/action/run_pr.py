@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -75,6 +74,6 @@ def run_run_pr(args: argparse.Namespace, env: Mapping[str, str] | None = None) -
         raise UsageError("no $GITHUB_EVENT_PATH (run in a workflow_run job)")
     ctx = ApiContext.from_env(env, token_env=args.token_env, api_url=args.api_url, repo=None)
     outputs = find_run_pr(ctx, read_event(path), args.event_dir)
-    print(f"bsdkm-ci: the run built PR #{outputs['pr']} at {outputs['head-sha'][:12]}", file=sys.stderr)
+    actions.say(f"bsdkm-ci: the run built PR #{outputs['pr']} at {outputs['head-sha'][:12]}", err=True)
     write_runner_files(env, outputs, "")
     return EXIT_OK

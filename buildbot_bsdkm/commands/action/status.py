@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -82,5 +81,5 @@ def run_status(args: argparse.Namespace, env: Mapping[str, str] | None = None) -
     if not post_statuses(ctx, sha, states, args.target_url or run_url(env)):
         raise UsageError(f"GitHub did not take every status for {sha[:12]} (see the messages above)")
     for s in states:
-        print(f"bsdkm-ci: {s.context}: {s.state}: {s.description}", file=sys.stderr)
+        actions.say(f"bsdkm-ci: {s.context}: {s.state}: {s.description}", err=True)
     return EXIT_OK

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +139,6 @@ def run_trigger(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
         raise UsageError("no --event and no $GITHUB_EVENT_PATH")
     ctx = ApiContext.from_env(env, token_env=args.token_env, api_url=args.api_url, repo=None)
     decision = decide_trigger(ctx, event_path, min_permission=args.min_permission)
-    print(f"bsdkm-ci: {decision.reason}", file=sys.stderr)
+    actions.say(f"bsdkm-ci: {decision.reason}", err=True)
     write_runner_files(env, decision.outputs(), "")
     return EXIT_OK
