@@ -267,8 +267,8 @@ STANDIN_MAP = {
     "actions/download-artifact@v4": "download-artifact",
     "actions/setup-python@v5": "setup-python",
     "actions/cache@v4": "cache",
-    "dawidd6/action-download-artifact@27e4ae67c24b67d3b54bc6d6a45475be1e28031b": "action-download-artifact",
-    "vmactions/freebsd-vm@c46abacb49f09938ca4e1702d15d836285d694cc": "freebsd-vm",
+    "dawidd6/action-download-artifact@b6e2e70617bc3265edd6dab6c906732b2f1ae151": "action-download-artifact",
+    "vmactions/freebsd-vm@d0518f912576ae759075aa00fb9fe27037940271": "freebsd-vm",
 }
 
 
