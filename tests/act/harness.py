@@ -47,6 +47,7 @@ EXTRA_OPERATIONS: tuple[tuple[str, str], ...] = (
     ("/user", "get"),
     ("/repos/{owner}/{repo}/collaborators/{username}/permission", "get"),
     ("/repos/{owner}/{repo}/commits/{ref}/check-suites", "get"),
+    ("/repos/{owner}/{repo}/issues/{issue_number}/timeline", "get"),
 )
 
 # The cases judge the Action's plumbing (statuses, the one comment, forks, retests), not wolfSSL:
@@ -126,6 +127,7 @@ class ActionsGitHub(FakeGitHub):
         self.openapi = OpenAPI.from_dict(_served_with(EXTRA_OPERATIONS))
         self.permissions: dict[str, str] = {}
         self.suites: dict[str, list[str]] = {}  # commit -> created_at of its check suites
+        self.timelines: dict[int, list[dict[str, Any]]] = {}  # PR number -> its events, oldest first
         self.app = _actions_app()
 
     def route(self, method: str, path: str, payload: Any) -> tuple[int, Any]:
@@ -141,7 +143,22 @@ class ActionsGitHub(FakeGitHub):
             return 200, _permission_answer(login, self.permissions[login])
         if method == "GET" and len(parts) == 6 and parts[3] == "commits" and parts[5] == "check-suites":
             return 200, _suites_answer(parts[4], self.suites.get(parts[4], []))
+        if method == "GET" and len(parts) == 6 and parts[3] == "issues" and parts[5] == "timeline":
+            with self.lock:
+                return 200, copy.deepcopy(self.timelines.get(int(parts[4]), []))
         return super().route(method, path, payload)
+
+    def pushed(self, number: int, sha: str, *, force: bool = False) -> None:
+        """A push to PR ``number``'s branch, as its timeline shows it."""
+        with self.lock:
+            self.timelines.setdefault(number, []).append(
+                timeline_force_pushed(sha) if force else timeline_committed(sha))
+
+    def commented(self, comment_event: dict[str, Any]) -> None:
+        """An ``issue_comment`` event's comment, as its PR's timeline shows it."""
+        with self.lock:
+            self.timelines.setdefault(comment_event["issue"]["number"], []).append(
+                timeline_commented(comment_event))
 
     def _comment(self, owner: str, repo: str, number: int, body: str) -> dict[str, Any]:
         comment = super()._comment(owner, repo, number, body)
@@ -181,6 +198,43 @@ def _suites_answer(sha: str, times: list[str]) -> dict[str, Any]:
         s.update(id=9000 + i, head_sha=sha, after=sha, created_at=at, updated_at=at)
         suites.append(s)
     return {"total_count": len(suites), "check_suites": suites}
+
+
+def _timeline_example(kind: str) -> dict[str, Any]:
+    full = gh_spec.full_spec()
+    events = gh_spec._resolve_pointer(full, "#/components/examples/timeline-issue-events")["value"]
+    return copy.deepcopy(next(e for e in events if e["event"] == kind))
+
+
+def timeline_commented(comment_event: dict[str, Any]) -> dict[str, Any]:
+    """The timeline's ``commented`` event of an issue_comment payload's comment."""
+    comment = comment_event["comment"]
+    entry = _timeline_example("commented")
+    entry.update(id=comment["id"], node_id=comment["node_id"], body=comment["body"],
+                 created_at=comment["created_at"], updated_at=comment["updated_at"],
+                 author_association=comment["author_association"])
+    entry["user"] = dict(entry["user"], login=comment["user"]["login"])
+    entry["actor"] = dict(entry["actor"], login=comment["user"]["login"])
+    return entry
+
+
+def timeline_committed(sha: str) -> dict[str, Any]:
+    """A ``committed`` event: GitHub's example commit under ``sha`` (its dates are the author's)."""
+    full = gh_spec.full_spec()
+    commit = copy.deepcopy(gh_spec._resolve_pointer(full, "#/components/examples/git-commit")["value"])
+    old = commit["sha"]
+    commit = json.loads(json.dumps(commit).replace(old, sha))
+    return {"event": "committed", **commit}
+
+
+def timeline_force_pushed(sha: str, at: str | None = None) -> dict[str, Any]:
+    """A ``head_ref_force_pushed`` event, at GitHub's time (now unless ``at``)."""
+    entry = _timeline_example("locked")
+    entry.pop("lock_reason", None)
+    entry.update(event="head_ref_force_pushed", commit_id=sha,
+                 commit_url=f"https://api.github.com/repos/{REPO}/commits/{sha}",
+                 created_at=at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return entry
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from act.harness import BOT, FORK, REPO, ActionsGitHub
 from conftest import FIXTURES
-from github_fake.payloads import github_time, issue_comment, pull_request
+from github_fake.payloads import issue_comment, pull_request
 
 from buildbot_bsdkm.commands.action.workflow import read_outputs
 
@@ -124,11 +124,13 @@ def test_comment_edits_our_earlier_comment_without_being_told_our_login(github: 
 
 
 def test_retest_look_ups_are_answered_as_github_describes_them(github: ActionsGitHub, tmp_path: Path) -> None:
-    """The permission and check-suite answers the act runs' retests get are valid (teardown checks)."""
+    """The permission and timeline answers the act runs' retests get are valid (teardown checks)."""
     github.add_pull(pull_request(number=6, head_sha=HEAD, fork=True))
-    github.suites[HEAD] = [github_time(-600)]
     github.permissions["maintainer"] = "write"
-    env = env_for(github, issue_comment("retest this please", number=6, login="maintainer"), tmp_path)
+    github.pushed(6, HEAD)
+    event = issue_comment(f"retest this please {HEAD}", number=6, login="maintainer")
+    github.commented(event)
+    env = env_for(github, event, tmp_path)
     proc = action(env, "trigger")
     assert proc.returncode == 0, proc.stderr
     out = read_outputs((tmp_path / "out.txt").read_text())
