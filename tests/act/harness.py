@@ -128,6 +128,8 @@ class ActionsGitHub(FakeGitHub):
         self.permissions: dict[str, str] = {}
         self.suites: dict[str, list[str]] = {}  # commit -> created_at of its check suites
         self.timelines: dict[int, list[dict[str, Any]]] = {}  # PR number -> its events, oldest first
+        # "base...head" -> what a PR changes, as (status, path, previous path) per file
+        self.changes: dict[str, list[tuple[str, str, str | None]]] = {}
         self.app = _actions_app()
 
     def route(self, method: str, path: str, payload: Any) -> tuple[int, Any]:
@@ -143,6 +145,8 @@ class ActionsGitHub(FakeGitHub):
             return 200, _permission_answer(login, self.permissions[login])
         if method == "GET" and len(parts) == 6 and parts[3] == "commits" and parts[5] == "check-suites":
             return 200, _suites_answer(parts[4], self.suites.get(parts[4], []))
+        if method == "GET" and len(parts) == 5 and parts[3] == "compare" and parts[4] in self.changes:
+            return 200, _compare_answer(parts[4], self.changes[parts[4]])
         if method == "GET" and len(parts) == 6 and parts[3] == "issues" and parts[5] == "timeline":
             with self.lock:
                 return 200, copy.deepcopy(self.timelines.get(int(parts[4]), []))
@@ -198,6 +202,32 @@ def _suites_answer(sha: str, times: list[str]) -> dict[str, Any]:
         s.update(id=9000 + i, head_sha=sha, after=sha, created_at=at, updated_at=at)
         suites.append(s)
     return {"total_count": len(suites), "check_suites": suites}
+
+
+def _compare_answer(basehead: str, files: list[tuple[str, str, str | None]]) -> dict[str, Any]:
+    """GitHub's example comparison, listing ``files`` (at most 300, as GitHub lists)."""
+    answer = gh_spec.response_example("/repos/{owner}/{repo}/compare/{basehead}", "get", "200")
+    template = answer["files"][0]
+    listed = []
+    for status, path, previous in files[:300]:
+        entry = dict(template, filename=path, status=status)
+        if previous is not None:
+            entry["previous_filename"] = previous
+        listed.append(entry)
+    answer.update(status="ahead", ahead_by=1, behind_by=0, total_commits=1, files=listed)
+    return answer
+
+
+def compare_files(git_dir: Path, basehead: str) -> list[tuple[str, str, str | None]]:
+    """What ``git diff base...head`` changes in a repository, as GitHub's compare lists it."""
+    out = _git("diff", "--name-status", "-M", basehead, cwd=git_dir)
+    names = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "C": "copied", "T": "changed"}
+    found: list[tuple[str, str, str | None]] = []
+    for line in out.splitlines():
+        status, *paths = line.split("\t")
+        renamed = status[0] in "RC"
+        found.append((names[status[0]], paths[-1], paths[0] if renamed else None))
+    return found
 
 
 def _timeline_example(kind: str) -> dict[str, Any]:

@@ -13,7 +13,9 @@ module per job, on top of the same core the Buildbot shell uses:
   (``comment-mode``; which earlier comment is ours, without being told the bot's login);
 * ``status.py``    a commit status per (target, variant) on the PR head (``states.py``: the
   states, the check counts and what ``fail-on`` makes fail the job);
-* ``run_pr.py``    in a ``workflow_run`` job, the fork PR whose run finished (checked through the API);
+* ``run_pr.py``    in a ``workflow_run`` job, the fork PR whose run finished (checked through the API)
+  and what of its judges it changes (``provenance.py``: such results' statuses are errors, and a
+  fork's results say where they came from);
 * ``trigger.py``   ``issue_comment`` event → whether (and which variants) to retest, after
   checking the commenter's permission through the API (``github.py``: API context, client run);
 * ``config.py``    a ``bsdkm.yml`` that builds the workflow's own checkout, and the build cache's key;

@@ -18,7 +18,7 @@ from ..errors import EXIT_OK, UsageError
 from . import workflow as actions
 from .github import ApiContext, read_event, with_github
 from .results import ResultsRequest, _results_args, load_outcome
-from .states import RunState, run_states
+from .states import RunState
 
 
 def register(asub: argparse._SubParsersAction) -> None:
@@ -74,7 +74,7 @@ def run_status(args: argparse.Namespace, env: Mapping[str, str] | None = None) -
     outcome = load_outcome(ResultsRequest.from_args(args))
     if outcome.unusable is not None:
         raise UsageError(f"no statuses: {outcome.unusable}")
-    states = run_states(outcome.runs, outcome.verdict)
+    states = outcome.states()
     if not states:
         raise UsageError("no statuses: the results hold no run")
     ctx = ApiContext.from_env(env, token_env=args.token_env, api_url=args.api_url, repo=args.repo)
