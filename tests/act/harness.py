@@ -308,16 +308,37 @@ class ActWorld:
                 # after the first, as ccache spares compiles.
                 "CONFIG_SITE": str(self.root / "config.site")}
 
-    def act(self, workflow: str, event_name: str, event: dict[str, Any], *, matrix: tuple[str, ...] = (),
-            timeout: float = 2400) -> ActRun:
-        """One workflow run of an example; its run id is new (artifacts are kept per run)."""
+    def fork_commit(self, number: int, files: dict[str, str], message: str) -> str:
+        """A commit on the fork's branch (after its head) that writes ``files``, made PR ``number``'s
+        head in both repositories, with what it changes served by GitHub's compare."""
+        env = {**os.environ, "HOME": str(self.root / "home")}
+        tree = self.root / f"fork-commit-{number}"
+        _git("clone", "-q", "--shared", self.root / "git" / f"{FORK}.git", tree, env=env)
+        _git("checkout", "-q", "-b", f"pr-{number}", self.commits.fork_head, cwd=tree, env=env)
+        for path, text in files.items():
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            (tree / path).write_text(text)
+        _git("add", "-f", *files, cwd=tree, env=env)
+        _git("commit", "-q", "-m", message, cwd=tree, env=env)
+        sha = _git("rev-parse", "HEAD", cwd=tree, env=env)
+        git_root = self.root / "git"
+        _git("push", "-q", git_root / f"{FORK}.git", f"HEAD:refs/heads/pr-{number}", cwd=tree, env=env)
+        _git("push", "-q", git_root / f"{REPO}.git", f"HEAD:refs/pull/{number}/head", cwd=tree, env=env)
+        basehead = f"{self.commits.base}...{sha}"
+        self.github.changes[basehead] = compare_files(git_root / f"{REPO}.git", basehead)
+        return sha
+
+    def act(self, workflow: str | Path, event_name: str, event: dict[str, Any], *,
+            matrix: tuple[str, ...] = (), timeout: float = 2400) -> ActRun:
+        """One workflow run of an example (or of the workflow file at a path); its run id is new
+        (artifacts are kept per run)."""
         run_id = self.next_run
         self.next_run += 1
         event_file = self.root / f"event-{run_id}.json"
         event_file.write_text(json.dumps(event))
         log = self.root / f"act-{run_id}.log"
         examples = ROOT / "action" / "examples"
-        cmd = [str(ACT), event_name, "-W", str(examples / workflow), "-e", str(event_file),
+        cmd = [str(ACT), event_name, "-W", str(examples / workflow), "-e", str(event_file),  # a Path stays
                "-P", "ubuntu-latest=-self-hosted", "--no-skip-checkout", "--action-offline-mode",
                "--no-cache-server", "--concurrent-jobs", "1",
                "--action-cache-path", str(self.root / "act-cache"),
@@ -416,6 +437,10 @@ def make_world(root: Path, tarball: Path, github: ActionsGitHub) -> ActWorld:
     (tree / ".github").mkdir(exist_ok=True)
     (tree / ".github" / "bsdkm.yml").write_text(CONFIG.replace("{cache}", str(root / "bsdkm-cache")))
     (tree / ".github" / "bsdkm-policy.yml").write_text(POLICY)
+    # The workflows where a wolfSSL repository keeps them (act reads the examples themselves).
+    (tree / ".github" / "workflows").mkdir(exist_ok=True)
+    for workflow in sorted((ROOT / "action" / "examples").glob("bsdkm-*.yml")):
+        shutil.copy(workflow, tree / ".github" / "workflows" / workflow.name)
     _git("init", "-q", cwd=tree, env=env)
     _git("add", "-A", "-f", cwd=tree, env=env)  # configure too (wolfSSL's .gitignore lists it)
     _git("commit", "-q", "-m", "base", cwd=tree, env=env)
@@ -441,6 +466,8 @@ def make_world(root: Path, tarball: Path, github: ActionsGitHub) -> ActWorld:
         for ref, sha in refs.items():
             _git("update-ref", ref, sha, cwd=bare, env=env)
         _git("symbolic-ref", "HEAD", "refs/heads/master", cwd=bare, env=env)
+    for sha in (head, pushed, fork_head):  # what each PR head changes, as GitHub's compare says it
+        github.changes[f"{base}...{sha}"] = compare_files(git_root / f"{REPO}.git", f"{base}...{sha}")
     workdir = root / "workdir"
     _git("clone", "-q", "--local", git_root / f"{REPO}.git", workdir, env=env)
     _git("remote", "set-url", "origin", f"https://github.com/{REPO}.git", cwd=workdir, env=env)
