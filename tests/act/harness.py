@@ -361,7 +361,7 @@ class ActWorld:
                 proc.wait()
                 raise
         run = ActRun(run_id, rc, log.read_text(errors="replace"), time.monotonic() - started)
-        self.runs.append({"workflow": workflow, "event": event_name, "run_id": run_id, "rc": run.rc,
+        self.runs.append({"workflow": str(workflow), "event": event_name, "run_id": run_id, "rc": run.rc,
                           "seconds": round(run.seconds, 1)})
         return run
 
