@@ -10,7 +10,8 @@ time. When a concurrent job or workflow is queued, if another job or workflow us
 concurrency group in the repository is in progress, the queued job or workflow will be pending.
 Any existing pending job or workflow in the same concurrency group, if it exists, will be canceled
 and the new queued job or workflow will take its place" (GitHub's "Control the concurrency of
-workflows and jobs", without the ``queue`` option). A workflow-level group is entered by every run
+workflows and jobs", docs.github.com/en/actions/using-jobs/using-concurrency; newer versions add an
+optional ``queue: max``, not used here). A workflow-level group is entered by every run
 the event starts; a job-level one only by a job that is queued, and a job whose ``if`` is false is
 skipped, never queued ("jobs.<job_id>.if ... prevent a job from running unless a condition is
 met"). act runs jobs but queues nothing by group, so ``QueueModel`` applies that rule to the
