@@ -5,11 +5,13 @@ Pure functions, shared by the Buildbot hook and the GitHub Action.
 Compatible with what wolfSSL maintainers type to Jenkins today (``retest this please``,
 ``test this please``, any case and spacing), with two fixes: a phrase must be a line of its
 own (so a sentence that merely mentions it, a ``> quoted`` line or a code block does not
-trigger), and ``retest <variant> please`` rebuilds only the named variants.
+trigger), and ``retest <variant> please`` rebuilds only the named variants. A commit may follow
+either form (``retest this please 1a2b3c4``): the head the commenter reviewed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -51,7 +53,8 @@ class Trigger:
     # Names typed that are no known variant/target (reported back, never built).
     unknown: tuple[str, ...] = ()
     line: str = ""
-    # ``ok to test 1a2b3c4``: the approval names the commit reviewed (a prefix of 7-40 hex digits).
+    # ``ok to test 1a2b3c4`` or ``retest this please 1a2b3c4``: the commit reviewed (a prefix of
+    # 7-40 hex digits).
     sha: str | None = None
 
     @property
@@ -147,12 +150,19 @@ def parse_comment(body: str, config: TriggerConfig | None = None) -> Trigger | N
         phrase, _, last = line.rpartition(" ")
         if phrase in approve and _SHA.fullmatch(last):
             return Trigger(TriggerKind.APPROVE, line=line, sha=last)
-        if line in retest:
-            return Trigger(TriggerKind.RETEST, line=line)
-        variant_trigger = _parse_variant_form(line, config)
-        if variant_trigger is not None:
-            return variant_trigger
+        found = _retest(line, retest, config)
+        if found is None and _SHA.fullmatch(last):
+            found = _retest(phrase, retest, config)
+            found = None if found is None else dataclasses.replace(found, line=line, sha=last)
+        if found is not None:
+            return found
     return None
+
+
+def _retest(line: str, phrases: set[str], config: TriggerConfig) -> Trigger | None:
+    if line in phrases:
+        return Trigger(TriggerKind.RETEST, line=line)
+    return _parse_variant_form(line, config)
 
 
 def selected_builders(trigger: Trigger, builders: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

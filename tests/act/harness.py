@@ -47,6 +47,7 @@ EXTRA_OPERATIONS: tuple[tuple[str, str], ...] = (
     ("/user", "get"),
     ("/repos/{owner}/{repo}/collaborators/{username}/permission", "get"),
     ("/repos/{owner}/{repo}/commits/{ref}/check-suites", "get"),
+    ("/repos/{owner}/{repo}/issues/{issue_number}/timeline", "get"),
 )
 
 # The cases judge the Action's plumbing (statuses, the one comment, forks, retests), not wolfSSL:
@@ -85,6 +86,10 @@ POLICY = """\
 version: 1
 selftests: true
 complete: true
+# Each item is measured for 10 ms here (benchmark.min_runtime_s), far shorter than the recordings
+# the default gross bound was learned from: one preemption on a busy machine made an item 18.5x
+# slower at one round a side, beyond that bound's 13.5x. These cases judge plumbing, not speed.
+perf: {gross_ratio: 1000}
 required:
   - pattern: "AES-128-GCM-enc"
   - pattern: "SHA-256"
@@ -126,6 +131,9 @@ class ActionsGitHub(FakeGitHub):
         self.openapi = OpenAPI.from_dict(_served_with(EXTRA_OPERATIONS))
         self.permissions: dict[str, str] = {}
         self.suites: dict[str, list[str]] = {}  # commit -> created_at of its check suites
+        self.timelines: dict[int, list[dict[str, Any]]] = {}  # PR number -> its events, oldest first
+        # "base...head" -> what a PR changes, as (status, path, previous path) per file
+        self.changes: dict[str, list[tuple[str, str, str | None]]] = {}
         self.app = _actions_app()
 
     def route(self, method: str, path: str, payload: Any) -> tuple[int, Any]:
@@ -141,7 +149,24 @@ class ActionsGitHub(FakeGitHub):
             return 200, _permission_answer(login, self.permissions[login])
         if method == "GET" and len(parts) == 6 and parts[3] == "commits" and parts[5] == "check-suites":
             return 200, _suites_answer(parts[4], self.suites.get(parts[4], []))
+        if method == "GET" and len(parts) == 5 and parts[3] == "compare" and parts[4] in self.changes:
+            return 200, _compare_answer(parts[4], self.changes[parts[4]])
+        if method == "GET" and len(parts) == 6 and parts[3] == "issues" and parts[5] == "timeline":
+            with self.lock:
+                return 200, copy.deepcopy(self.timelines.get(int(parts[4]), []))
         return super().route(method, path, payload)
+
+    def pushed(self, number: int, sha: str, *, force: bool = False) -> None:
+        """A push to PR ``number``'s branch, as its timeline shows it."""
+        with self.lock:
+            self.timelines.setdefault(number, []).append(
+                timeline_force_pushed(sha) if force else timeline_committed(sha))
+
+    def commented(self, comment_event: dict[str, Any]) -> None:
+        """An ``issue_comment`` event's comment, as its PR's timeline shows it."""
+        with self.lock:
+            self.timelines.setdefault(comment_event["issue"]["number"], []).append(
+                timeline_commented(comment_event))
 
     def _comment(self, owner: str, repo: str, number: int, body: str) -> dict[str, Any]:
         comment = super()._comment(owner, repo, number, body)
@@ -181,6 +206,69 @@ def _suites_answer(sha: str, times: list[str]) -> dict[str, Any]:
         s.update(id=9000 + i, head_sha=sha, after=sha, created_at=at, updated_at=at)
         suites.append(s)
     return {"total_count": len(suites), "check_suites": suites}
+
+
+def _compare_answer(basehead: str, files: list[tuple[str, str, str | None]]) -> dict[str, Any]:
+    """GitHub's example comparison, listing ``files`` (at most 300, as GitHub lists)."""
+    answer = gh_spec.response_example("/repos/{owner}/{repo}/compare/{basehead}", "get", "200")
+    template = answer["files"][0]
+    listed = []
+    for status, path, previous in files[:300]:
+        entry = dict(template, filename=path, status=status)
+        if previous is not None:
+            entry["previous_filename"] = previous
+        listed.append(entry)
+    answer.update(status="ahead", ahead_by=1, behind_by=0, total_commits=1, files=listed)
+    return answer
+
+
+def compare_files(git_dir: Path, basehead: str) -> list[tuple[str, str, str | None]]:
+    """What ``git diff base...head`` changes in a repository, as GitHub's compare lists it."""
+    out = _git("diff", "--name-status", "-M", basehead, cwd=git_dir)
+    names = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "C": "copied", "T": "changed"}
+    found: list[tuple[str, str, str | None]] = []
+    for line in out.splitlines():
+        status, *paths = line.split("\t")
+        renamed = status[0] in "RC"
+        found.append((names[status[0]], paths[-1], paths[0] if renamed else None))
+    return found
+
+
+def _timeline_example(kind: str) -> dict[str, Any]:
+    full = gh_spec.full_spec()
+    events = gh_spec._resolve_pointer(full, "#/components/examples/timeline-issue-events")["value"]
+    return copy.deepcopy(next(e for e in events if e["event"] == kind))
+
+
+def timeline_commented(comment_event: dict[str, Any]) -> dict[str, Any]:
+    """The timeline's ``commented`` event of an issue_comment payload's comment."""
+    comment = comment_event["comment"]
+    entry = _timeline_example("commented")
+    entry.update(id=comment["id"], node_id=comment["node_id"], body=comment["body"],
+                 created_at=comment["created_at"], updated_at=comment["updated_at"],
+                 author_association=comment["author_association"])
+    entry["user"] = dict(entry["user"], login=comment["user"]["login"])
+    entry["actor"] = dict(entry["actor"], login=comment["user"]["login"])
+    return entry
+
+
+def timeline_committed(sha: str) -> dict[str, Any]:
+    """A ``committed`` event: GitHub's example commit under ``sha`` (its dates are the author's)."""
+    full = gh_spec.full_spec()
+    commit = copy.deepcopy(gh_spec._resolve_pointer(full, "#/components/examples/git-commit")["value"])
+    old = commit["sha"]
+    commit = json.loads(json.dumps(commit).replace(old, sha))
+    return {"event": "committed", **commit}
+
+
+def timeline_force_pushed(sha: str, at: str | None = None) -> dict[str, Any]:
+    """A ``head_ref_force_pushed`` event, at GitHub's time (now unless ``at``)."""
+    entry = _timeline_example("locked")
+    entry.pop("lock_reason", None)
+    entry.update(event="head_ref_force_pushed", commit_id=sha,
+                 commit_url=f"https://api.github.com/repos/{REPO}/commits/{sha}",
+                 created_at=at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return entry
 
 
 @dataclass
@@ -224,16 +312,37 @@ class ActWorld:
                 # after the first, as ccache spares compiles.
                 "CONFIG_SITE": str(self.root / "config.site")}
 
-    def act(self, workflow: str, event_name: str, event: dict[str, Any], *, matrix: tuple[str, ...] = (),
-            timeout: float = 2400) -> ActRun:
-        """One workflow run of an example; its run id is new (artifacts are kept per run)."""
+    def fork_commit(self, number: int, files: dict[str, str], message: str) -> str:
+        """A commit on the fork's branch (after its head) that writes ``files``, made PR ``number``'s
+        head in both repositories, with what it changes served by GitHub's compare."""
+        env = {**os.environ, "HOME": str(self.root / "home")}
+        tree = self.root / f"fork-commit-{number}"
+        _git("clone", "-q", "--shared", self.root / "git" / f"{FORK}.git", tree, env=env)
+        _git("checkout", "-q", "-b", f"pr-{number}", self.commits.fork_head, cwd=tree, env=env)
+        for path, text in files.items():
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            (tree / path).write_text(text)
+        _git("add", "-f", *files, cwd=tree, env=env)
+        _git("commit", "-q", "-m", message, cwd=tree, env=env)
+        sha = _git("rev-parse", "HEAD", cwd=tree, env=env)
+        git_root = self.root / "git"
+        _git("push", "-q", git_root / f"{FORK}.git", f"HEAD:refs/heads/pr-{number}", cwd=tree, env=env)
+        _git("push", "-q", git_root / f"{REPO}.git", f"HEAD:refs/pull/{number}/head", cwd=tree, env=env)
+        basehead = f"{self.commits.base}...{sha}"
+        self.github.changes[basehead] = compare_files(git_root / f"{REPO}.git", basehead)
+        return sha
+
+    def act(self, workflow: str | Path, event_name: str, event: dict[str, Any], *,
+            matrix: tuple[str, ...] = (), timeout: float = 2400) -> ActRun:
+        """One workflow run of an example (or of the workflow file at a path); its run id is new
+        (artifacts are kept per run)."""
         run_id = self.next_run
         self.next_run += 1
         event_file = self.root / f"event-{run_id}.json"
         event_file.write_text(json.dumps(event))
         log = self.root / f"act-{run_id}.log"
         examples = ROOT / "action" / "examples"
-        cmd = [str(ACT), event_name, "-W", str(examples / workflow), "-e", str(event_file),
+        cmd = [str(ACT), event_name, "-W", str(examples / workflow), "-e", str(event_file),  # a Path stays
                "-P", "ubuntu-latest=-self-hosted", "--no-skip-checkout", "--action-offline-mode",
                "--no-cache-server", "--concurrent-jobs", "1",
                "--action-cache-path", str(self.root / "act-cache"),
@@ -256,7 +365,7 @@ class ActWorld:
                 proc.wait()
                 raise
         run = ActRun(run_id, rc, log.read_text(errors="replace"), time.monotonic() - started)
-        self.runs.append({"workflow": workflow, "event": event_name, "run_id": run_id, "rc": run.rc,
+        self.runs.append({"workflow": str(workflow), "event": event_name, "run_id": run_id, "rc": run.rc,
                           "seconds": round(run.seconds, 1)})
         return run
 
@@ -267,8 +376,8 @@ STANDIN_MAP = {
     "actions/download-artifact@v4": "download-artifact",
     "actions/setup-python@v5": "setup-python",
     "actions/cache@v4": "cache",
-    "dawidd6/action-download-artifact@27e4ae67c24b67d3b54bc6d6a45475be1e28031b": "action-download-artifact",
-    "vmactions/freebsd-vm@c46abacb49f09938ca4e1702d15d836285d694cc": "freebsd-vm",
+    "dawidd6/action-download-artifact@b6e2e70617bc3265edd6dab6c906732b2f1ae151": "action-download-artifact",
+    "vmactions/freebsd-vm@d0518f912576ae759075aa00fb9fe27037940271": "freebsd-vm",
 }
 
 
@@ -332,6 +441,10 @@ def make_world(root: Path, tarball: Path, github: ActionsGitHub) -> ActWorld:
     (tree / ".github").mkdir(exist_ok=True)
     (tree / ".github" / "bsdkm.yml").write_text(CONFIG.replace("{cache}", str(root / "bsdkm-cache")))
     (tree / ".github" / "bsdkm-policy.yml").write_text(POLICY)
+    # The workflows where a wolfSSL repository keeps them (act reads the examples themselves).
+    (tree / ".github" / "workflows").mkdir(exist_ok=True)
+    for workflow in sorted((ROOT / "action" / "examples").glob("bsdkm-*.yml")):
+        shutil.copy(workflow, tree / ".github" / "workflows" / workflow.name)
     _git("init", "-q", cwd=tree, env=env)
     _git("add", "-A", "-f", cwd=tree, env=env)  # configure too (wolfSSL's .gitignore lists it)
     _git("commit", "-q", "-m", "base", cwd=tree, env=env)
@@ -357,6 +470,8 @@ def make_world(root: Path, tarball: Path, github: ActionsGitHub) -> ActWorld:
         for ref, sha in refs.items():
             _git("update-ref", ref, sha, cwd=bare, env=env)
         _git("symbolic-ref", "HEAD", "refs/heads/master", cwd=bare, env=env)
+    for sha in (head, pushed, fork_head):  # what each PR head changes, as GitHub's compare says it
+        github.changes[f"{base}...{sha}"] = compare_files(git_root / f"{REPO}.git", f"{base}...{sha}")
     workdir = root / "workdir"
     _git("clone", "-q", "--local", git_root / f"{REPO}.git", workdir, env=env)
     _git("remote", "set-url", "origin", f"https://github.com/{REPO}.git", cwd=workdir, env=env)

@@ -5,14 +5,17 @@ On the userspace target, as a wolfSSL repository would run them, one after anoth
 1. a same-repository PR (``bsdkm-pr.yml``): its report job posts the status and the comment;
 2. a fork's PR: its own run posts nothing (a fork's token is read-only), then the ``workflow_run``
    companion (``bsdkm-pr-fork.yml``) downloads that run's results and posts both on the PR;
-3. a retest of the fork's PR by a maintainer (``bsdkm-retest.yml``): the head is tested again and
-   the comment edited;
+3. a retest of the fork's PR by a maintainer (``bsdkm-retest.yml``), naming the head: the head is
+   tested again and the comment edited;
 4. a retest by someone without write permission: refused, nothing built, nothing posted;
-5. the same-repository PR once more (a new push): its comment edited.
+5. the same-repository PR once more (a new push): its comment edited;
+6. a fork's PR that edits ``bsdkm-pr.yml`` to upload a forged result instead of building: its
+   status is ``error``, naming the workflow it changed.
 
 After each, the PR head has one status per (target, variant) named as Buildbot names them, and
 the PR has exactly one bsdkm-ci comment (by GITHUB_TOKEN's bot, found again without being told
-its login). Every request reached the loopback GitHub valid under GitHub's OpenAPI description.
+its login); a status made from a fork's own run says so. Every request reached the loopback GitHub
+valid under GitHub's OpenAPI description.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from act.harness import ACT, BOT, FORK, REPO, ActionsGitHub, ActWorld, bsdkm_cache, make_world
-from github_fake.payloads import example, github_time, issue_comment, pull_request
+from act.harness import ACT, BOT, FORK, REPO, STANDIN_MAP, ActionsGitHub, ActWorld, bsdkm_cache, make_world
+from github_fake.payloads import example, issue_comment, pull_request
 
 from buildbot_bsdkm.github.publisher import REPORT_MARKER
 
@@ -64,7 +67,7 @@ def pr_event(world: ActWorld, number: int, head: str, *, fork: bool,
     event["pull_request"]["base"]["sha"] = world.commits.base
     event["pull_request"]["head"]["repo"]["full_name"] = FORK if fork else REPO
     world.github.add_pull(event)
-    world.github.suites[head] = [github_time(-600)]  # GitHub saw the head pushed well before any comment
+    world.github.pushed(number, head)  # the PR's timeline: the head's push, before any comment
     return event
 
 
@@ -89,16 +92,18 @@ def statuses_of(world: ActWorld, sha: str) -> dict[str, dict[str, Any]]:
     return world.github.latest_statuses(sha)
 
 
-def assert_reported(world: ActWorld, sha: str, number: int) -> dict[str, Any]:
+def assert_reported(world: ActWorld, sha: str, number: int, *, fork_run: bool = False) -> dict[str, Any]:
     statuses = statuses_of(world, sha)
     assert set(statuses) == {CONTEXT}, statuses
     comment = the_comment(world, number)
     # Head and base measured one round each: too few for the learned limits, so INCONCLUSIVE, which
-    # a status shows as success; the status and the comment say the same.
+    # a status shows as success; the status and the comment say the same, and where they came from.
     word = re.search(r"\b(PASS|FAIL|INCONCLUSIVE|ERROR)\b", comment["body"])
     assert word and word.group(1) == "INCONCLUSIVE", comment["body"][:400]
     assert statuses[CONTEXT]["state"] == "success", (statuses, comment["body"][:400])
-    assert statuses[CONTEXT]["description"].startswith("INCONCLUSIVE"), statuses
+    prefix = "fork run: " if fork_run else ""
+    assert statuses[CONTEXT]["description"].startswith(f"{prefix}INCONCLUSIVE"), statuses
+    assert ("fork's own `pull_request` run" in comment["body"]) == fork_run, comment["body"][:400]
     return comment
 
 
@@ -126,7 +131,8 @@ def fork_pr(world: ActWorld, same_repo_pr: dict[str, Any]) -> dict[str, Any]:
     # Its only checkout is the default branch's (the config), never the PR's code.
     assert f"checkout stand-in: {REPO}@{world.commits.base} into ." in companion.log
     assert world.commits.fork_head not in companion.log.split("checkout stand-in")[1]
-    return assert_reported(world, head, 2)
+    assert len(world.github.calls("GET", f"/compare/{world.commits.base}...{head}")) == 1
+    return assert_reported(world, head, 2, fork_run=True)
 
 
 def test_fork_pr_is_reported_by_the_workflow_run_companion(fork_pr: dict[str, Any]) -> None:
@@ -138,7 +144,9 @@ def test_a_maintainers_retest_tests_the_head_again_and_edits_the_comment(
     head = world.commits.fork_head
     before = len([s for s in world.github.statuses if s["url"].endswith(head)])
     world.github.permissions["maintainer"] = "write"
-    event = issue_comment("retest this please", number=2, login="maintainer", association="MEMBER")
+    # On a fork's PR the comment names the commit reviewed, all of it.
+    event = issue_comment(f"retest this please {head}", number=2, login="maintainer", association="MEMBER")
+    world.github.commented(event)
     run = world.act("bsdkm-retest.yml", "issue_comment", event, matrix=("target:userspace",))
     assert run.job_ran("report"), run.log[-3000:]
     assert len([s for s in world.github.statuses if s["url"].endswith(head)]) > before  # posted again
@@ -168,3 +176,58 @@ def test_the_next_push_edits_the_same_comment(world: ActWorld, same_repo_pr: dic
     assert comment["id"] == same_repo_pr["id"]
     assert len(world.github.calls("PATCH", f"/issues/comments/{same_repo_pr['id']}")) == 1
     assert set(statuses_of(world, world.commits.head)) == {CONTEXT}  # the old head keeps its own
+
+
+def forged_workflow() -> str:
+    """A fork's bsdkm-pr.yml that builds nothing and uploads the results its branch carries."""
+    checkout = next(k for k, v in STANDIN_MAP.items() if v == "checkout")
+    upload = next(k for k, v in STANDIN_MAP.items() if v == "upload-artifact")
+    return f"""name: bsdkm-ci PR check
+on: pull_request
+permissions:
+  contents: read
+jobs:
+  test:
+    name: userspace / intelasm
+    runs-on: ubuntu-latest
+    steps:
+      - uses: {checkout}
+        with:
+          persist-credentials: false
+      - uses: {upload}
+        with:
+          name: bsdkm-pr-userspace-intelasm
+          path: forged
+  report:
+    needs: test
+    runs-on: ubuntu-latest
+    steps:
+      - uses: {upload}
+        with:
+          name: bsdkm-event
+          path: ${{{{ github.event_path }}}}
+"""
+
+
+def test_a_fork_pr_that_edits_its_workflow_to_forge_a_pass_gets_an_error_status(
+        world: ActWorld, fork_pr: dict[str, Any]) -> None:
+    # Results that pass the base's policy: a real run's, uploaded by a workflow that built nothing.
+    real = sorted(world.store.glob("artifacts/*/bsdkm-pr-userspace-intelasm/summary.json"))[0]
+    workflow = forged_workflow()
+    sha = world.fork_commit(3, {".github/workflows/bsdkm-pr.yml": workflow,
+                                "forged/summary.json": real.read_text()}, "CI: faster")
+    (world.root / "forged-bsdkm-pr.yml").write_text(workflow)  # what GitHub would run: the PR's own file
+    pr_run = world.act(world.root / "forged-bsdkm-pr.yml", "pull_request", pr_event(world, 3, sha, fork=True))
+    assert pr_run.job_ran("report") and "bsdkm-ci run" not in pr_run.log, pr_run.log[-3000:]
+    assert (world.store / "artifacts" / str(pr_run.run_id) / "bsdkm-pr-userspace-intelasm").is_dir()
+    companion = world.act("bsdkm-pr-fork.yml", "workflow_run", workflow_run_event(pr_run.run_id, sha))
+    assert companion.job_ran("report"), companion.log[-3000:]
+    statuses = statuses_of(world, sha)
+    assert set(statuses) == {CONTEXT}, statuses
+    status = statuses[CONTEXT]
+    assert status["state"] == "error", status
+    assert ".github/workflows/bsdkm-pr.yml" in status["description"], status
+    assert "a maintainer's retest runs the base's workflow" in status["description"], status
+    comment = the_comment(world, 3)
+    banner = "**Not judged: this PR changes what judges it** (`.github/workflows/bsdkm-pr.yml`)"
+    assert banner in comment["body"], comment["body"][:600]

@@ -13,7 +13,9 @@ module per job, on top of the same core the Buildbot shell uses:
   (``comment-mode``; which earlier comment is ours, without being told the bot's login);
 * ``status.py``    a commit status per (target, variant) on the PR head (``states.py``: the
   states, the check counts and what ``fail-on`` makes fail the job);
-* ``run_pr.py``    in a ``workflow_run`` job, the fork PR whose run finished (checked through the API);
+* ``run_pr.py``    in a ``workflow_run`` job, the fork PR whose run finished (checked through the API)
+  and what of its judges it changes (``provenance.py``: such results' statuses are errors, and a
+  fork's results say where they came from);
 * ``trigger.py``   ``issue_comment`` event → whether (and which variants) to retest, after
   checking the commenter's permission through the API (``github.py``: API context, client run);
 * ``config.py``    a ``bsdkm.yml`` that builds the workflow's own checkout, and the build cache's key;
@@ -23,8 +25,12 @@ module per job, on top of the same core the Buildbot shell uses:
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
 
+from ..errors import UsageError
 from . import attempts, comment, config, results, run_pr, status, trigger
+from .workflow import log_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,3 +48,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     results.register_merge(asub)
     config.register(asub)
     config.register_cache_key(asub)
+    for parser in asub.choices.values():
+        parser.set_defaults(func=_one_line_errors(parser.get_default("func")))
+
+
+def _one_line_errors(func: Callable[..., int]) -> Callable[..., int]:
+    """A step's error names what it refused, often an artifact's text: one line, no command."""
+
+    @functools.wraps(func)
+    def run(*args: object, **kwargs: object) -> int:
+        try:
+            return func(*args, **kwargs)
+        except UsageError as e:
+            raise UsageError(log_line(str(e))) from None
+
+    return run

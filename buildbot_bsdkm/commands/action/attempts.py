@@ -144,7 +144,7 @@ def run_retry(args: argparse.Namespace) -> int:
         raise UsageError(f"--attempts must be at least 1, got {args.attempts}")
     settings, patterns = retry_settings(args.attempts, args.delay, args.config)
     outcome = run_with_retries(cmd, args.stage, settings, timeout=args.timeout, patterns=patterns)
-    print(f"bsdkm-ci: {args.stage}: {outcome.summary}", file=sys.stderr)
+    actions.say(f"bsdkm-ci: {args.stage}: {outcome.summary}", err=True)
     if outcome.exit_code != 0:
         print(Annotation(Level.ERROR, outcome.summary, title=f"bsdkm-ci: {args.stage} failed").command())
     if args.record is not None:

@@ -108,8 +108,24 @@ def cache_keys(config: Config, variants: list[str] | None, targets: list[str] | 
     return {"key": restore + _source_identity(source)[:40], "restore": restore}
 
 
+# Events whose runs keep their caches in the default branch's scope, where every branch's runs
+# (the nightly's included) restore them, yet whose jobs may build a PR's code (a retest checks out
+# the PR head). A cache such a job saves is the PR author's to fill.
+SHARED_SCOPE_EVENTS = ("issue_comment", "pull_request_target", "workflow_run")
+
+
+def refuse_shared_scope_cache(env: Mapping[str, str]) -> None:
+    """A build in a default-branch-scoped run gets no cache: the job fails before any is saved."""
+    event = env.get("GITHUB_EVENT_NAME", "")
+    if event in SHARED_SCOPE_EVENTS:
+        raise UsageError(f"cache: 'true' in a {event} job that builds: its caches would be saved in the "
+                         "default branch's scope, where trusted runs restore them, from a build of code "
+                         "the run does not vouch for; set the action's input cache: 'false' in this job")
+
+
 def run_cache_key(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
+    refuse_shared_scope_cache(env)
     path = args.config or default_config_path()
     try:
         config = load_config(path)

@@ -5,7 +5,6 @@ one run of the shared GitHub client (``github/client.py``) on a Twisted reactor.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,4 +100,4 @@ def with_github(ctx: ApiContext, work: Callable[[Any], Awaitable[T]]) -> T:
 def _github_log_observer(event: dict[str, Any]) -> None:
     text = " ".join(str(m) for m in event.get("message", ()))
     if text.startswith("bsdkm github:"):
-        print(text, file=sys.stderr)
+        actions.say(text, err=True)

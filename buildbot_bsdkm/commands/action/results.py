@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import replace as dataclass_replace
 from functools import cached_property
 from pathlib import Path
@@ -45,8 +44,9 @@ from .io import (
     write_runner_files,
     write_text,
 )
+from .provenance import Provenance
+from .states import FAIL_ON_NEVER, RunState, fail_on_choice, job_fails, json_output, run_states
 from .states import counts as check_counts
-from .states import fail_on_choice, job_fails, json_output, run_states
 from .triage_inputs import nightly_counts, triage_for
 from .workflow import Annotation, Level
 
@@ -74,6 +74,11 @@ def _results_args(p: argparse.ArgumentParser) -> None:
                         "passed or failed, and/or a history directory (triage: pre-existing failures)")
     p.add_argument("--run-exit-code", type=optional_int,
                    help=f"exit status of `bsdkm-ci run` (default: DIR/{RUN_EXIT_CODE})")
+    p.add_argument("--fork-run", default="",
+                   help="'true': the results come from a fork PR's own run (the run-pr step's fork output)")
+    p.add_argument("--judges-changed", default="",
+                   help="what the PR changes of what judges it, one a line (the run-pr step's output): "
+                        "every status is then an error")
 
 
 def register_outputs(asub: argparse._SubParsersAction) -> None:
@@ -112,11 +117,13 @@ class ResultsRequest:
     baseline_dir: Path | None = None
     run_exit_code: int | None = None
     base_outcomes_dir: Path | None = None
+    provenance: Provenance = field(default_factory=Provenance)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ResultsRequest:
+        provenance = Provenance.from_args(getattr(args, "fork_run", ""), getattr(args, "judges_changed", ""))
         return cls(args.out, args.results, args.config, args.policy, args.baseline, args.baseline_dir,
-                   args.run_exit_code, getattr(args, "base_outcomes_dir", None))
+                   args.run_exit_code, getattr(args, "base_outcomes_dir", None), provenance)
 
     @property
     def results_path(self) -> Path:
@@ -182,16 +189,19 @@ class RunOutcome:
     junit_paths: list[Path]
     unusable: str | None = None  # the run left nothing to judge: why
     out: Path | None = None  # the run's directory (annotations point at its logs)
+    provenance: Provenance = field(default_factory=Provenance)  # a fork's run; what of its judges it changed
 
     @property
     def passed(self) -> bool:
-        return self.unusable is None and self.verdict.accepted
+        return self.unusable is None and self.verdict.accepted and not self.provenance.judged_by_pr
 
     @property
     def failed_tests(self) -> list[Check]:
         return [c for c in self.verdict.failures if c.kind in TEST_KINDS]
 
     def verdict_word(self) -> str:
+        if self.provenance.judged_by_pr:
+            return VERDICT_ERROR
         if self.unusable is None and self.verdict.status == VERDICT_INCONCLUSIVE:
             return VERDICT_INCONCLUSIVE
         if self.passed:
@@ -204,11 +214,17 @@ class RunOutcome:
     def headline(self) -> str:
         if self.unusable is not None:
             return f"ERROR: {self.unusable}"
+        if self.provenance.judged_by_pr:
+            return f"{self.provenance.headline()} (the fork's run said: {self.verdict.summary()})"
         return self.verdict.summary()
+
+    def states(self) -> list[RunState]:
+        """The commit statuses, as the provenance of the results lets them be posted."""
+        return self.provenance.states(run_states(self.runs, self.verdict)) if self.unusable is None else []
 
     def outputs(self) -> dict[str, str]:
         usable = self.unusable is None
-        states = run_states(self.runs, self.verdict) if usable else []
+        states = self.states()
         return {
             **{k: str(v) for k, v in check_counts(self.verdict, usable).items()},
             "json": json_output(self.verdict_word(), self.verdict, usable, states),
@@ -224,7 +240,9 @@ class RunOutcome:
     def annotations(self) -> list[Annotation]:
         if self.unusable is not None:
             return [Annotation(Level.ERROR, self.unusable, title="bsdkm-ci: no results")]
-        found = [dataclass_replace(check_annotation(c), **check_location(c, self.runs, self.out))
+        found = [Annotation(Level.ERROR, self.provenance.headline(), title="bsdkm-ci: not judged")
+                 ] if self.provenance.judged_by_pr else []
+        found += [dataclass_replace(check_annotation(c), **check_location(c, self.runs, self.out))
                  for c in self.verdict.failures]
         found += [Annotation(Level.WARNING, note, title="bsdkm-ci note") for note in self.verdict.notes]
         found += [Annotation(Level.WARNING, f"{c.run_label}: {c.message}", title=kernel_health.title(c))
@@ -250,10 +268,10 @@ def load_outcome(req: ResultsRequest) -> RunOutcome:
     verdict = stored or _judge(req, runs)
     # Files the run wrote describe its stored verdict; one judged here gets files of its own.
     reuse = stored is not None
-    report = _report_for(req, runs, verdict, reuse=reuse)
+    report = _report_for(req, runs, verdict, reuse=reuse, banner=req.provenance.banner())
     markdown = read_text(report, "report")
     junit = _junit_for(req, runs, verdict, reuse=reuse)
-    return RunOutcome(runs, verdict, markdown, report, junit, out=req.out)
+    return RunOutcome(runs, verdict, markdown, report, junit, out=req.out, provenance=req.provenance)
 
 
 def _unusable_outcome(req: ResultsRequest, why: str) -> RunOutcome:
@@ -339,12 +357,14 @@ def _measured_base(req: ResultsRequest) -> list[RunResult]:
     return runs
 
 
-def _report_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool) -> Path:
-    """``report.md``: the run's own when its stored verdict is the one published, else written anew."""
+def _report_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool,
+                banner: str = "") -> Path:
+    """``report.md``: the run's own when its stored verdict is the one published, else written anew
+    (opening with ``banner``, where the results came from, when there is one)."""
     report = req.out / REPORT_MD
-    if reuse and report.is_file():
+    if reuse and report.is_file() and not banner:
         return report
-    write_text(report, markdown_report(runs, verdict))
+    write_text(report, banner + markdown_report(runs, verdict))
     return report
 
 
@@ -368,14 +388,15 @@ def run_outputs(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
     for line in actions.cap_annotations(outcome.annotations(), args.max_annotations).commands():
         print(line)
     write_runner_files(env, outputs, outcome.markdown)
-    print(f"bsdkm-ci: verdict {outputs['verdict']}: {outcome.headline()}", file=sys.stderr)
+    actions.say(f"bsdkm-ci: verdict {outputs['verdict']}: {outcome.headline()}", err=True)
     return EXIT_OK
 
 
 def run_gate(args: argparse.Namespace) -> int:
     outcome = load_outcome(ResultsRequest.from_args(args))
-    print(f"bsdkm-ci: {outcome.headline()}")
+    actions.say(f"bsdkm-ci: {outcome.headline()}")
     fails = job_fails(outcome.verdict, outcome.unusable is None, args.fail_on)
+    fails = fails or (outcome.provenance.judged_by_pr and args.fail_on != FAIL_ON_NEVER)
     if fails != (not outcome.passed):
         print(f"bsdkm-ci: fail-on {args.fail_on}: the job {'fails' if fails else 'passes'}")
     return EXIT_FAILED if fails else EXIT_OK
@@ -433,6 +454,6 @@ def run_merge(args: argparse.Namespace) -> int:
     base_runs = merge_base_runs(args.sources)
     if base_runs:
         (args.out / BASE_RUNS_JSON).write_text(to_json(base_runs, merged_from=sources), encoding="utf-8")
-    print(f"bsdkm-ci: merged {len(runs)} run(s) from {len(sources)} source(s) into {args.out / SUMMARY_JSON}",
-          file=sys.stderr)
+    actions.say(f"bsdkm-ci: merged {len(runs)} run(s) from {len(sources)} source(s) "
+                f"into {args.out / SUMMARY_JSON}", err=True)
     return EXIT_OK

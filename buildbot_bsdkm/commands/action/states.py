@@ -79,7 +79,11 @@ def run_states(runs: list[RunResult], verdict: Verdict) -> list[RunState]:
     for run in runs:
         part = _part(verdict, run.target, run.variant)
         failure = run.failure
-        if failure is not None and failure.category == FailureCategory.INFRASTRUCTURE and part.passed:
+        if run.not_run or part.not_run:
+            # Nothing was tested: no checks is not a pass, whatever the rest of the job did.
+            reason = run.not_run or str(part.not_run[0].get("reason", ""))
+            state, text = "error", f"not run: {reason}"
+        elif failure is not None and failure.category == FailureCategory.INFRASTRUCTURE and part.passed:
             state, text = "error", f"infrastructure: {failure.reason or failure.stage}: {failure.message}"
         elif part.accepted:
             state, text = "success", part.summary()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,7 @@ from ..errors import EXIT_OK, UsageError
 from . import workflow as actions
 from .github import ApiContext, read_event, with_github
 from .results import ResultsRequest, _results_args, load_outcome
-from .states import RunState, run_states
+from .states import RunState
 
 
 def register(asub: argparse._SubParsersAction) -> None:
@@ -75,12 +74,12 @@ def run_status(args: argparse.Namespace, env: Mapping[str, str] | None = None) -
     outcome = load_outcome(ResultsRequest.from_args(args))
     if outcome.unusable is not None:
         raise UsageError(f"no statuses: {outcome.unusable}")
-    states = run_states(outcome.runs, outcome.verdict)
+    states = outcome.states()
     if not states:
         raise UsageError("no statuses: the results hold no run")
     ctx = ApiContext.from_env(env, token_env=args.token_env, api_url=args.api_url, repo=args.repo)
     if not post_statuses(ctx, sha, states, args.target_url or run_url(env)):
         raise UsageError(f"GitHub did not take every status for {sha[:12]} (see the messages above)")
     for s in states:
-        print(f"bsdkm-ci: {s.context}: {s.state}: {s.description}", file=sys.stderr)
+        actions.say(f"bsdkm-ci: {s.context}: {s.state}: {s.description}", err=True)
     return EXIT_OK

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +52,8 @@ class TriggerDecision:
 
 
 def decide_trigger(ctx: ApiContext, event_path: Path, *, min_permission: str) -> TriggerDecision:
-    """Retest only for a phrase on a PR by someone whose permission the API confirms."""
+    """Retest only for a phrase on a PR by someone whose permission the API confirms, and only the
+    head they looked at: no push after the comment, and on a fork's PR the commit they name."""
     try:
         event = parse_comment_event(read_event(event_path))
     except EventError as e:
@@ -66,50 +66,94 @@ def decide_trigger(ctx: ApiContext, event_path: Path, *, min_permission: str) ->
     if event.repo != ctx.repo:
         raise UsageError(f"event is for {event.repo}, but the API context is {ctx.repo}")
 
-    async def ask(client: Any) -> tuple[str, str | None, str | None, str]:
+    async def ask(client: Any) -> tuple[str, Any, list[Any]]:
         perm = await client.request("GET", f"/repos/{ctx.repo}/collaborators/{event.author}/permission")
         permission = _permission_of(perm.data, event.author)
         if PERMISSION_RANK.get(permission, 0) < PERMISSION_RANK[min_permission]:
-            return permission, None, None, ""  # not allowed: nothing about the PR is looked up
+            return permission, None, []  # not allowed: nothing about the PR is looked up
         pull = await client.get_pull(ctx.repo, event.issue_number)
-        head = _head_sha_of(pull.data, event.issue_number)
-        suites = await client.request("GET", f"/repos/{ctx.repo}/commits/{head}/check-suites?per_page=100")
-        return permission, head, _first_suite_at(suites.data), _base_sha_of(pull.data)
+        return permission, pull.data, await _timeline(client, ctx.repo, event.issue_number)
 
-    permission, head_sha, head_seen, base_sha = with_github(ctx, ask)
-    if head_sha is None:
+    permission, pull, timeline = with_github(ctx, ask)
+    if pull is None:
         return TriggerDecision(False, f"refused: @{event.author} has {permission!r} permission, "
                                       f"{min_permission!r} needed", pr=event.issue_number)
-    problem = _head_after_comment(event.created_at, head_sha, head_seen)
+    head_sha = _head_sha_of(pull, event.issue_number)
+    problem = (_named_head_problem(trigger.sha, head_sha, fork=_is_fork(pull, ctx.repo))
+               or pushed_after_comment(timeline, event.comment_id, event.created_at))
     if problem:
         return TriggerDecision(False, f"refused: {problem}", pr=event.issue_number)
     variants = tuple(dict.fromkeys(s.variant for s in trigger.selectors))
     what = ", ".join(variants) if variants else "every variant"
-    return TriggerDecision(True, f"retest of {what} requested by @{event.author} ({permission})",
-                           pr=event.issue_number, head_sha=head_sha, variants=variants, base_sha=base_sha)
+    return TriggerDecision(True, f"retest of {what} at {head_sha[:12]} requested by @{event.author} "
+                                 f"({permission})", pr=event.issue_number, head_sha=head_sha,
+                           variants=variants, base_sha=_base_sha_of(pull))
 
 
-def _first_suite_at(data: Any) -> str | None:
-    """When GitHub first made a check suite for the head (on its push): a server-side time."""
-    runs = data.get("check_suites") if isinstance(data, dict) else None
-    times = [r["created_at"] for r in runs or []
-             if isinstance(r, dict) and isinstance(r.get("created_at"), str)]
-    return min(times) if times else None
+TIMELINE_PAGES = 30  # 3000 events; a PR with more is refused, not half-read
+PUSH_EVENTS = ("committed", "head_ref_force_pushed", "head_ref_restored")
 
 
-def _head_after_comment(comment_at: str, head_sha: str, head_seen: str | None) -> str | None:
-    """Why the PR's head now may not be what the commenter looked at (same rule as the Buildbot hook).
+async def _timeline(client: Any, repo: str, number: int) -> list[Any]:
+    """The PR's timeline, oldest first, every page."""
+    events: list[Any] = []
+    for page in range(1, TIMELINE_PAGES + 1):
+        got = await client.request("GET", f"/repos/{repo}/issues/{number}/timeline?per_page=100&page={page}")
+        batch = got.data if isinstance(got.data, list) else []
+        events += batch
+        if len(batch) < 100:
+            return events
+    raise UsageError(f"PR #{number}: its timeline has more than {TIMELINE_PAGES * 100} events; "
+                     "cannot tell what was pushed after the comment")
 
-    The job runs later than the comment; a push in between must not be built on that comment.
-    The head counts as reviewed only if GitHub made a check suite for it (it does on every push
-    that runs workflows) before the comment was written; commit dates are the author's to choose.
+
+def pushed_after_comment(timeline: list[Any], comment_id: int, comment_at: str) -> str | None:
+    """Why the PR's head may not be what the comment was about (None: no push after it).
+
+    GitHub lists a PR's timeline oldest first, the comment among its events; a push after it
+    shows as ``committed`` (a new commit) or ``head_ref_force_pushed`` (the branch moved, to an
+    older commit too). A force-push carries GitHub's own time as well; a commit's dates are its
+    author's to choose, so only its place in the timeline counts.
     """
-    written, seen = parse_time(comment_at), parse_time(head_seen or "")
-    if written is not None and seen is not None and seen < written:
-        return None
-    when = f"first seen {head_seen}" if head_seen else "no check suite shows when it was pushed"
-    return (f"head {head_sha[:12]} may be newer than the comment ({when}, comment {comment_at or '?'}); "
-            "comment again to test it")
+    at = next((i for i, e in enumerate(timeline) if isinstance(e, dict) and e.get("event") == "commented"
+               and e.get("id") == comment_id), None)
+    if at is None:
+        return f"the PR's timeline does not show comment {comment_id}; comment again"
+    written = parse_time(comment_at)
+    for i, e in enumerate(timeline):
+        if not isinstance(e, dict) or e.get("event") not in PUSH_EVENTS:
+            continue
+        when = parse_time(str(e.get("created_at") or ""))
+        if i > at or (when is not None and written is not None and when > written):
+            sha = str(e.get("sha") or e.get("commit_id") or "")[:12]
+            return (f"the PR's timeline shows a push after the comment ({e['event']}"
+                    f"{' ' + sha if sha else ''}); comment again to test the head as it is now")
+    return None
+
+
+def _is_fork(pull: Any, repo: str) -> bool:
+    head = pull.get("head") if isinstance(pull, dict) else None
+    head_repo = head.get("repo") if isinstance(head, dict) else None
+    name = head_repo.get("full_name") if isinstance(head_repo, dict) else None
+    return name != repo  # a deleted fork has no repo: a fork still
+
+
+def _named_head_problem(named: str | None, head: str, *, fork: bool) -> str | None:
+    """Why the commit the comment names (if any) does not bind the retest to the PR's head.
+
+    On a fork's PR the comment must name the head's whole sha: its author can push at any time,
+    and can make a commit whose sha starts like the reviewed one's.
+    """
+    if named is None:
+        if not fork:
+            return None
+        return ("on a fork's PR, name the commit you reviewed, all 40 digits: "
+                f"`retest this please <sha>` (the PR's head is now {head})")
+    if fork and len(named) != 40:
+        return f"on a fork's PR, name the whole 40-digit sha, not {named!r}: a prefix can be matched"
+    if not head.startswith(named):
+        return f"the PR's head is {head[:12]}, not the commit the comment names ({named[:12]})"
+    return None
 
 
 def _permission_of(data: Any, login: str) -> str:
@@ -140,6 +184,6 @@ def run_trigger(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
         raise UsageError("no --event and no $GITHUB_EVENT_PATH")
     ctx = ApiContext.from_env(env, token_env=args.token_env, api_url=args.api_url, repo=None)
     decision = decide_trigger(ctx, event_path, min_permission=args.min_permission)
-    print(f"bsdkm-ci: {decision.reason}", file=sys.stderr)
+    actions.say(f"bsdkm-ci: {decision.reason}", err=True)
     write_runner_files(env, decision.outputs(), "")
     return EXIT_OK

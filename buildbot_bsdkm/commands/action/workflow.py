@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -45,6 +46,23 @@ def escape_data(value: str) -> str:
 def escape_property(value: str) -> str:
     """Escape a ``key=value`` property; ``:`` and ``,`` would end the property list."""
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def log_line(text: str) -> str:
+    """``text`` as one line of log the runner takes for no workflow command.
+
+    The runner acts on ``::name::data`` at the start of a line and on the legacy ``##[name]data``
+    anywhere in one, so text from an artifact (the PR author's) is folded onto one line, with
+    every control and line-separator character a space, and both forms are broken up.
+    """
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    flat = flat.replace("##[", "# #[")
+    return ": :" + flat[2:] if flat.startswith("::") else flat
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """Print one log line made safe by ``log_line`` (stdout, or stderr with ``err``)."""
+    print(log_line(text), file=sys.stderr if err else sys.stdout)
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from act.harness import BOT, FORK, REPO, ActionsGitHub
+from act.harness import BOT, CONFIG, FORK, POLICY, REPO, ActionsGitHub
 from conftest import FIXTURES
-from github_fake.payloads import github_time, issue_comment, pull_request
+from github_fake.payloads import issue_comment, pull_request
 
 from buildbot_bsdkm.commands.action.workflow import read_outputs
 
@@ -59,6 +59,17 @@ def results_dir(tmp: Path) -> Path:
     return out
 
 
+def passing_results(tmp: Path) -> Path:
+    """A run that passes the base's policy: what a fork's forged artifact would hold."""
+    out = tmp / "passing"
+    out.mkdir(exist_ok=True)
+    doc = subprocess.run([str(BSDKM_CI), "parse", "--json", "--variant", "intelasm", "--target", "userspace",
+                          str(FIXTURES / "noise/accel_r01.txt")], capture_output=True, text=True, timeout=120)
+    assert doc.returncode in (0, 1), doc.stderr
+    (out / "summary.json").write_text(doc.stdout)
+    return out
+
+
 def test_status_per_run_on_the_pr_head(github: ActionsGitHub, tmp_path: Path) -> None:
     env = env_for(github, pull_request(number=3, head_sha=HEAD), tmp_path)
     proc = action(env, "status", "--out", results_dir(tmp_path))
@@ -88,9 +99,15 @@ def test_run_pr_takes_the_pr_only_when_the_api_confirms_its_head(github: Actions
     uploaded.mkdir()
     (uploaded / "event.json").write_text(json.dumps(pr))
     env = env_for(github, workflow_run(HEAD), tmp_path)
+    # What the PR changes is GitHub's to say; without an answer nothing is reported.
+    proc = action(env, "run-pr", "--event-dir", uploaded)
+    assert proc.returncode == 2 and "/compare/" in proc.stderr, proc.stderr
+    basehead = f"{pr['pull_request']['base']['sha']}...{HEAD}"
+    github.changes[basehead] = [("modified", "wolfcrypt/src/aes.c", None)]
     proc = action(env, "run-pr", "--event-dir", uploaded)
     assert proc.returncode == 0, proc.stderr
-    assert read_outputs((tmp_path / "out.txt").read_text()) == {"pr": "9", "head-sha": HEAD, "fork": "true"}
+    assert read_outputs((tmp_path / "out.txt").read_text()) == {"pr": "9", "head-sha": HEAD, "fork": "true",
+                                                                "judges-changed": ""}
     # The uploaded event came from the PR's own job: a number pointing at another PR is refused.
     env = env_for(github, workflow_run("d" * 40), tmp_path)
     proc = action(env, "run-pr", "--event-dir", uploaded)
@@ -124,12 +141,98 @@ def test_comment_edits_our_earlier_comment_without_being_told_our_login(github: 
 
 
 def test_retest_look_ups_are_answered_as_github_describes_them(github: ActionsGitHub, tmp_path: Path) -> None:
-    """The permission and check-suite answers the act runs' retests get are valid (teardown checks)."""
+    """The permission and timeline answers the act runs' retests get are valid (teardown checks)."""
     github.add_pull(pull_request(number=6, head_sha=HEAD, fork=True))
-    github.suites[HEAD] = [github_time(-600)]
     github.permissions["maintainer"] = "write"
-    env = env_for(github, issue_comment("retest this please", number=6, login="maintainer"), tmp_path)
+    github.pushed(6, HEAD)
+    event = issue_comment(f"retest this please {HEAD}", number=6, login="maintainer")
+    github.commented(event)
+    env = env_for(github, event, tmp_path)
     proc = action(env, "trigger")
     assert proc.returncode == 0, proc.stderr
     out = read_outputs((tmp_path / "out.txt").read_text())
     assert out["head-sha"] == HEAD and out["base-sha"] == next(iter(github.pulls.values()))["base"]["sha"]
+
+
+def _fork_pr(github: ActionsGitHub, tmp: Path, changed: list[str]) -> tuple[dict[str, str], Path]:
+    """A fork's PR whose head changes ``changed``; the companion's workspace holds the base's config."""
+    pr = pull_request(number=11, head_sha=HEAD, fork=True)
+    pr["pull_request"]["head"]["repo"]["full_name"] = FORK
+    github.add_pull(pr)
+    github.changes[f"{pr['pull_request']['base']['sha']}...{HEAD}"] = [("modified", p, None) for p in changed]
+    uploaded = tmp / "bsdkm-event"
+    uploaded.mkdir(exist_ok=True)
+    (uploaded / "event.json").write_text(json.dumps(pr))
+    workspace = tmp / "workspace"
+    (workspace / ".github").mkdir(parents=True, exist_ok=True)
+    (workspace / ".github" / "bsdkm.yml").write_text(
+        CONFIG.replace("{cache}", str(tmp / "cache")) + "known_issues: known-issues.yml\n")
+    (workspace / ".github" / "bsdkm-policy.yml").write_text(POLICY)
+    (workspace / ".github" / "known-issues.yml").write_text("[]\n")
+    return env_for(github, workflow_run(HEAD), tmp), workspace
+
+
+def _run_pr(env: dict[str, str], tmp: Path, workspace: Path) -> dict[str, str]:
+    (tmp / "out.txt").write_text("")
+    proc = subprocess.run([str(BSDKM_CI), "action", "run-pr", "--event-dir", tmp / "bsdkm-event",
+                           "--config", ".github/bsdkm.yml"], capture_output=True, text=True, timeout=180,
+                          env=env, cwd=workspace)
+    assert proc.returncode == 0, proc.stderr
+    return read_outputs((tmp / "out.txt").read_text())
+
+
+@pytest.mark.parametrize("changed", [".github/workflows/bsdkm-pr.yml", ".github/bsdkm-policy.yml",
+                                     ".github/known-issues.yml", ".github/bsdkm.yml",
+                                     ".github/actions/setup/action.yml", "action/action.yml"])
+def test_a_fork_pr_that_changes_what_judges_it_gets_error_statuses(github: ActionsGitHub, tmp_path: Path,
+                                                                   changed: str) -> None:
+    env, workspace = _fork_pr(github, tmp_path, ["wolfcrypt/src/aes.c", changed])
+    out = _run_pr(env, tmp_path, workspace)
+    assert (out["fork"], out["judges-changed"]) == ("true", changed), out
+    # The fork's artifact passes; the statuses are errors naming what the PR changed.
+    proc = action(env, "status", "--out", passing_results(tmp_path), "--sha", HEAD, "--fork-run", "true",
+                  "--judges-changed", out["judges-changed"])
+    assert proc.returncode == 0, proc.stderr
+    (status,) = github.latest_statuses(HEAD).values()
+    assert status["state"] == "error", status
+    assert status["description"].startswith(f"fork run: the PR changes what judges it ({changed})")
+    assert len(github.calls("GET", "/compare/")) == 1
+
+
+def test_a_fork_prs_statuses_say_they_come_from_its_own_run(github: ActionsGitHub, tmp_path: Path) -> None:
+    env, workspace = _fork_pr(github, tmp_path, ["wolfcrypt/src/aes.c", "docs/x.md"])
+    out = _run_pr(env, tmp_path, workspace)
+    assert (out["fork"], out["judges-changed"]) == ("true", ""), out
+    results = passing_results(tmp_path)
+    proc = action(env, "status", "--out", results, "--sha", HEAD, "--fork-run", out["fork"],
+                  "--judges-changed", out["judges-changed"])
+    assert proc.returncode == 0, proc.stderr
+    (status,) = github.latest_statuses(HEAD).values()
+    assert status["state"] == "success" and status["description"].startswith("fork run: PASS"), status
+    # The report the comment is made from says so too.
+    proc = action(env, "outputs", "--out", results, "--fork-run", "true")
+    assert proc.returncode == 0, proc.stderr
+    assert "fork's own `pull_request` run" in (results / "report.md").read_text()
+
+
+def test_a_fork_pr_that_changes_its_judges_fails_the_report(github: ActionsGitHub, tmp_path: Path) -> None:
+    results = passing_results(tmp_path)
+    env = env_for(github, workflow_run(HEAD), tmp_path)
+    args = ("--out", results, "--fork-run", "true", "--judges-changed", ".github/workflows/bsdkm-pr.yml")
+    proc = action(env, "outputs", *args)
+    assert proc.returncode == 0, proc.stderr
+    outputs = read_outputs((tmp_path / "out.txt").read_text())
+    assert outputs["verdict"] == "error" and json.loads(outputs["json"])["runs"][0]["state"] == "error"
+    report = (results / "report.md").read_text()
+    assert report.startswith("> [!CAUTION]") and "`.github/workflows/bsdkm-pr.yml`" in report
+    assert action(env, "gate", *args).returncode == 1
+    assert action(env, "gate", *args, "--fail-on", "never").returncode == 0
+
+
+def test_a_compare_github_may_have_cut_counts_as_changing_everything() -> None:
+    from buildbot_bsdkm.commands.action.provenance import JudgePaths, changed_judges
+
+    files = [{"filename": f"src/{i}.c"} for i in range(300)]
+    assert changed_judges(files, JudgePaths())[0].startswith("300+ files")
+    renamed = [{"filename": "docs/ci.yml", "previous_filename": ".github/workflows/bsdkm-pr.yml"}]
+    assert changed_judges(renamed, JudgePaths()) == [".github/workflows/bsdkm-pr.yml"]

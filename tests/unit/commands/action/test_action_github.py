@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from github_fake.payloads import github_time, issue_comment, pull_request
+from github_fake.payloads import issue_comment, pull_request
 from github_fake.server import FakeGitHub, Fault
 
 from buildbot_bsdkm.commands.action.workflow import read_outputs
@@ -32,7 +32,7 @@ class FakeGitHubWithPermissions(FakeGitHub):
     def __init__(self) -> None:
         super().__init__()
         self.permissions: dict[str, str] = {}
-        self.suites: dict[str, list[str]] = {}  # commit -> created_at of its check suites
+        self.timelines: dict[int, list[dict[str, Any]]] = {}  # PR number -> its events, oldest first
 
     def route(self, method: str, path: str, payload: Any) -> tuple[int, Any]:
         parts = path.strip("/").split("/")
@@ -42,20 +42,18 @@ class FakeGitHubWithPermissions(FakeGitHub):
                 return 404, {"message": "Not Found"}
             perm = self.permissions[login]
             return 200, {"permission": perm, "role_name": perm, "user": {"login": login}}
-        if method == "GET" and len(parts) == 6 and parts[3] == "commits" and parts[5] == "check-suites":
-            times = self.suites.get(parts[4], [])
-            return 200, {"total_count": len(times), "check_suites": [
-                {"id": i, "head_sha": parts[4], "created_at": at} for i, at in enumerate(times)]}
+        if method == "GET" and len(parts) == 6 and parts[3] == "issues" and parts[5] == "timeline":
+            return 200, self.timelines.get(int(parts[4]), [])
         return super().route(method, path, payload)
 
     def validate_request(self, method: str, url: str, headers: dict[str, str], body: bytes) -> str | None:
-        if "/collaborators/" in url or "/check-suites" in url:
-            return None  # not in the served OpenAPI subset; its shape is checked by route() above
+        if "/collaborators/" in url or "/timeline" in url:
+            return None  # not in the served OpenAPI subset (tests/act/harness.py serves them checked)
         return super().validate_request(method, url, headers, body)
 
     def validate_response(self, method: str, url: str, headers: dict[str, str], body: bytes, status: int,
                           answer: Any) -> None:
-        if "/collaborators/" not in url and "/check-suites" not in url:
+        if "/collaborators/" not in url and "/timeline" not in url:
             super().validate_response(method, url, headers, body, status, answer)
 
 
@@ -146,19 +144,23 @@ def retest_setup(github: FakeGitHubWithPermissions, tmp: Path, body: str, login:
                  permission: str | None) -> dict[str, str]:
     pr = pull_request(number=9, head_sha="a" * 40, fork=True)
     github.add_pull(pr)
-    github.suites["a" * 40] = [github_time(-60)]  # GitHub saw this head pushed before the comment
     if permission is not None:
         github.permissions[login] = permission
-    return workflow_env(github, issue_comment(body, number=9, login=login, association="CONTRIBUTOR"), tmp)
+    event = issue_comment(body, number=9, login=login, association="CONTRIBUTOR")
+    # The PR's timeline: the head pushed, then the comment.
+    github.timelines[9] = [{"event": "committed", "sha": "a" * 40},
+                           {"event": "commented", "id": event["comment"]["id"]}]
+    return workflow_env(github, event, tmp)
 
 
 def test_maintainer_retest_runs_the_pr_head(github: FakeGitHubWithPermissions, tmp_path: Path) -> None:
-    env = retest_setup(github, tmp_path, "Retest bsdkm/noasm please", "maintainer", "admin")
+    env = retest_setup(github, tmp_path, f"Retest bsdkm/noasm please {'a' * 40}", "maintainer", "admin")
     proc = action(env, "trigger")
     assert proc.returncode == 0, proc.stderr
     base = next(iter(github.pulls.values()))["base"]["sha"]
     assert read_outputs((tmp_path / "github_output").read_text()) == {
-        "run": "true", "reason": "retest of noasm requested by @maintainer (admin)", "pr": "9",
+        "run": "true", "reason": "retest of noasm at aaaaaaaaaaaa requested by @maintainer (admin)",
+        "pr": "9",
         "head-sha": "a" * 40, "base-sha": base, "variants": "noasm"}  # the base the PR check measured
 
 

@@ -97,3 +97,17 @@ def test_comment_mode() -> None:
     assert should_write("failures", "pass", "old", "b")  # a failure's comment is not left standing
     assert not should_write("changes", "pass", None, "b") and should_write("changes", "fail", None, "b")
     assert not should_write("changes", "fail", "b", "b") and should_write("changes", "pass", "a", "b")
+
+
+def test_a_pair_that_never_ran_is_an_error_with_its_reason() -> None:
+    """A not-run pair has no checks; it is never a success, whatever else passed."""
+    runs = [RunResult("intelasm", "userspace"),
+            RunResult("noasm", "freebsd-kmod", not_run="no FreeBSD kernel")]
+    verdict = Verdict(checks=[check("userspace", "intelasm", False)],
+                      not_run=[{"target": "freebsd-kmod", "variant": "noasm", "reason": "no FreeBSD kernel"}])
+    states = {s.context: (s.state, s.description) for s in run_states(runs, verdict)}
+    assert states["bsdkm/freebsd-kmod/noasm"] == ("error", "not run: no FreeBSD kernel")
+    assert states["bsdkm/userspace/intelasm"][0] == "failure"
+    # Alone in the job, with no check anywhere, the pair is still an error.
+    alone = Verdict(not_run=[{"target": "freebsd-kmod", "variant": "noasm", "reason": "r"}])
+    assert [s.state for s in run_states(runs[1:], alone)] == ["error"]
