@@ -13,6 +13,7 @@ from . import (
     action,
     bisect_cmd,
     compare_cmd,
+    force_cmd,
     history_cmd,
     init_cmd,
     junit_cmd,
@@ -26,7 +27,7 @@ from . import (
 
 # Every subcommand, in the order ``bsdkm-ci --help`` lists them.
 SUBCOMMANDS = (parse_cmd, junit_cmd, compare_cmd, signature_cmd, run_cmd, main_cmd, stage_cmd, action,
-               release_cmd, history_cmd, bisect_cmd, init_cmd)
+               release_cmd, history_cmd, bisect_cmd, init_cmd, force_cmd)
 
 
 def register_all(sub: argparse._SubParsersAction) -> None:

@@ -1,7 +1,9 @@
 """The README's Buildbot quick start, line by line, in a fresh venv holding the built wheel (not the
-checkout): the master listens where its bsdkm.yml says, a worker from another directory connects, a
-signed PR webhook from the loopback GitHub builds the userspace target, and the statuses and the one
-PR comment arrive through a GitHub App whose installation tokens expire, and are renewed, mid-run.
+checkout): the master listens where its bsdkm.yml says, a worker from another directory connects, the
+quick start's last line forces a userspace/noasm build and prints its verdict (no GitHub involved);
+then a signed PR webhook from the loopback GitHub builds the userspace target, and the statuses and
+the one PR comment arrive through a GitHub App whose installation tokens expire, and are renewed,
+mid-run.
 
 The lines are read from README.md itself. Three things differ from a person following it, each
 for the loopback: the pip line installs the built wheel instead of the git URL; `$EDITOR` is this
@@ -123,6 +125,7 @@ def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path:
         workers_port = free_port()
     master = home / "M"
     started: list[list[str]] = []
+    printed: dict[str, str] = {}
     try:
         for line in lines:
             argv = shlex.split(line)
@@ -144,6 +147,10 @@ def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path:
                 said = f"{command}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
                 assert done.returncode == 0 or slow, said
                 started.append(shlex.split(command))
+                printed[command] = done.stdout
+        # The quick start ends in a forced build's verdict, before any GitHub.
+        (forced,) = [out for command, out in printed.items() if command.startswith("bsdkm-ci force ")]
+        assert re.search(r"^userspace/noasm: SUCCESS \(verdict passed, 1 attempt\)", forced, re.M), forced
         installed = subprocess.run([str(venv / "bin" / "python"), "-c",
                                     "import buildbot_bsdkm; print(buildbot_bsdkm.__file__)"],
                                    capture_output=True, text=True, env=env, check=True, cwd=home).stdout
