@@ -111,6 +111,7 @@ def force(rest: Any, builders: list[str], reason: str) -> int:
         return int(rest.force(builders, reason))
     except ControlError as e:
         if "HTTP 403" in str(e):
-            raise UsageError("the master lets only a logged-in user force builds (www.auth): "
-                             "give --user NAME --password-file FILE") from None
+            raise UsageError("this master lets only a logged-in admin force builds (its bsdkm.yml has "
+                             "github: or www:; www.auth says who logs in): give --user NAME "
+                             "--password-file FILE") from None
         raise

@@ -5,10 +5,11 @@ then a signed PR webhook from the loopback GitHub builds the userspace target, a
 the one PR comment arrive through a GitHub App whose installation tokens expire, and are renewed,
 mid-run.
 
-The lines are read from README.md itself. Three things differ from a person following it, each
-for the loopback: the pip line installs the built wheel instead of the git URL; `$EDITOR` is this
-test writing the github: section (the loopback GitHub, the App's key in M/secrets/) and free ports
-in master: (others share this machine); the worker's `--master` names that port.
+The lines are read from README.md itself. Four things differ from a person following it: the pip
+line installs the built wheel instead of the git URL; `$EDITOR` is this test writing the github:
+section (the loopback GitHub, the App's key in M/secrets/), free ports in master: (others share this
+machine) and a www.auth login (with github: only a logged-in admin may force); the worker's
+`--master` names that port; `bsdkm-ci force` logs in as that admin.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.slow
 WEBHOOK_SECRET = "loopback webhook secret"
 TOKEN_TTL_S = 90.0  # GitHub's installation tokens last an hour; here several expire during the build
 CONTEXT = "bsdkm/userspace/intelasm"
+ADMIN, ADMIN_PASSWORD = "admin", "loopback-admin-password"  # www.auth: who may force
 
 
 def readme_quick_start() -> list[str]:
@@ -95,6 +97,8 @@ def edit_config(master: Path, github: FakeGitHub, clone_url: str, pem: bytes, ww
         "resend_interval_s": 2,
     }
     doc["master"]["www_port"], doc["master"]["workers_port"] = www, workers
+    (master / "www.htpasswd").write_text(f"{ADMIN}:{ADMIN_PASSWORD}\n", encoding="utf-8")
+    doc["www"] = {"auth": {"type": "htpasswd", "file": str(master / "www.htpasswd")}}
     for name, variant in doc["variants"].items():
         variant["enabled"] = name == "intelasm"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -138,6 +142,10 @@ def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path:
                 continue
             elif argv[:3] == ["bsdkm-ci", "init", "worker"]:
                 argv[argv.index("--master") + 1] = f"127.0.0.1:{workers_port}"
+            elif argv[:2] == ["bsdkm-ci", "force"]:
+                password = home / "admin.pw"
+                password.write_text(ADMIN_PASSWORD + "\n", encoding="utf-8")
+                argv += ["--user", ADMIN, "--password-file", str(password)]
             commands = [shlex.join(argv)] if "&&" not in argv else " ".join(argv).split(" && ")
             for command in commands:
                 done = subprocess.run(command, shell=True, cwd=home, env=env, capture_output=True, text=True,

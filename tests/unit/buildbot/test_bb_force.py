@@ -4,6 +4,7 @@ tests/integration/test_wheel_buildbot_quickstart.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ class FakeApi(BaseHTTPRequestHandler):
     force_status = 200
     result = 0
     forced: list[dict[str, Any]] = []
+    login = "Basic " + base64.b64encode(b"alice:alice-pw").decode()  # www.auth: alice may force
 
     def _send(self, status: int, doc: dict[str, Any]) -> None:
         body = json.dumps(doc).encode()
@@ -32,6 +34,15 @@ class FakeApi(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if self.path == "/auth/login":
+            if self.headers.get("Authorization") != self.login:
+                self._send(401, {"error": "unauthorized"})
+                return
+            self.send_response(200)
+            self.send_header("Set-Cookie", "TWISTED_SESSION=alice-session; Path=/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         path = self.path.split("?", 1)[0].removeprefix("/api/v2/")
         verdict = "passed" if self.result == 0 else "failed"
         props = {"bsdkm_verdict": [verdict, "gate"], "bsdkm_selftest": ["self-test: 89/89 passed", "collect"]}
@@ -47,7 +58,8 @@ class FakeApi(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         FakeApi.forced.append(body)
-        if self.force_status != 200:
+        logged_in = "TWISTED_SESSION=alice-session" in (self.headers.get("Cookie") or "")
+        if self.force_status != 200 and not logged_in:
             self._send(self.force_status, {"error": "you need to have role 'bsdkm-admins'"})
         else:
             self._send(200, {"jsonrpc": "2.0", "id": 1, "result": [7, {"1": 3}]})
@@ -89,6 +101,19 @@ def test_a_master_that_wants_a_login_says_how(api: str, capsys: pytest.CaptureFi
     FakeApi.force_status = 403
     assert main(["force", "M", "userspace/noasm", "--url", api]) == 2
     assert "give --user NAME --password-file FILE" in capsys.readouterr().err
+
+
+def test_a_logged_in_admin_forces(api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    FakeApi.force_status = 403
+    password = tmp_path / "pw"
+    password.write_text("alice-pw\n")
+    assert main(["force", "M", "userspace/noasm", "--url", api, "--user", "alice", "--password-file",
+                 str(password)]) == 0
+    assert "userspace/noasm: SUCCESS" in capsys.readouterr().out
+    password.write_text("wrong\n")
+    assert main(["force", "M", "userspace/noasm", "--url", api, "--user", "alice", "--password-file",
+                 str(password)]) == 2
+    assert "the login of alice was refused (HTTP 401)" in capsys.readouterr().err
 
 
 def test_a_directory_that_is_no_master(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
