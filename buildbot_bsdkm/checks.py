@@ -246,7 +246,8 @@ class Verdict:
                 words = sorted({c.triage or "waived" for c in waived})
                 return (f"PASS: {len(self.checks) - len(waived)} of {len(self.checks)} checks passed, "
                         f"{len(waived)} failed but do not block ({', '.join(words)})")
-            return f"PASS: {len(self.checks)} checks passed"
+            n = len(self.checks)
+            return f"PASS: {n} check{'' if n == 1 else 's'} passed"
         blocking = self.blocking_failures
         kinds = sorted({c.kind for c in blocking})
         text = f"FAIL: {len(blocking)} of {len(self.checks)} checks failed ({', '.join(kinds)})"

@@ -7,6 +7,8 @@ Exit codes (a contract other shells rely on; ``commands/errors.py``): 0 everythi
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -41,7 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # a reader that has gone shows here, inside the handler below
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
     except UsageError as e:
         print(f"bsdkm-ci {args.command}: {e}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -51,6 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bsdkm-ci: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_gone() -> int:
+    """The output's reader went away (``bsdkm-ci parse --json | head``): stop quietly, as a program
+    killed by SIGPIPE would, without a traceback, and without another failed flush at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE  # what a shell reports for a program SIGPIPE ended
 
 
 if __name__ == "__main__":

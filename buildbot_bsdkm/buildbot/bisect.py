@@ -29,6 +29,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from ..bisection.trigger import BisectRequest, regression_requests, requests_for
+from ..config import builders as plan
 from ..config.bsdkm_yml import Config, GitSource
 from ..contract import (
     BISECT_REQUEST_PROPERTY,
@@ -48,7 +49,7 @@ from . import base_outcomes, perf_history, worker_files
 from .retrying_build import can_start_build
 from .workers import WorkerSpec
 
-BUILDER = "bisect"
+BUILDER = plan.BISECT_BUILDER
 SCHEDULER = "bisect"
 OUT_DIR = "bsdkm-bisect"
 OUTPUT_LIMIT = 64 * 1024
@@ -282,7 +283,7 @@ def apply_bisect(c: dict[str, Any], config: Config, specs: list[WorkerSpec], con
 
     ``github``: ``github.settings.GitHubSettings`` (the culprit gets a commit comment), or None.
     """
-    names = [s.name for s in specs if any(s.can_run(t) for t in config.targets)]
+    names = list(plan.bisect_workers(config, specs))
     if not names:
         return
     comment = None

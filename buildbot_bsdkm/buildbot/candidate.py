@@ -26,6 +26,7 @@ from buildbot.steps.worker import CompositeStepMixin
 from twisted.python import log
 
 from ..checks import status_of_summary
+from ..config import builders as plan
 from ..config.bsdkm_yml import Config, GitSource
 from ..contract import (
     PROPERTY_SOURCE,
@@ -36,14 +37,13 @@ from ..contract import (
 )
 from ..model import load_document
 from ..report.candidate import html_release
-from ..targets import FACTS as TARGET_FACTS
 from ..targets import os_release_tag
 from . import base_outcomes, worker_files
 from .retrying_build import can_start_build
 from .workers import WorkerSpec
 
 OUT_DIR = "bsdkm-release"
-LINUX_BUILDER = "release/linux"
+LINUX_BUILDER = plan.LINUX_RELEASE_BUILDER
 PROP_CANDIDATE = "candidate"
 PROP_PREVIOUS = "previous"
 OUTPUT_LIMIT = 64 * 1024
@@ -208,35 +208,22 @@ def same_repository(a: str | None, b: str | None) -> bool:
 
 
 def release_builders(config: Config, specs: list[WorkerSpec], config_path: Any, bsdkm_ci: str) -> list[Any]:
-    """``release/linux`` and one ``release/freebsd-X.Y`` per declared release a worker carries."""
+    """``release/linux`` and one ``release/freebsd-X.Y`` per declared release a worker carries
+    (``plan.release_builders``)."""
     previous = util.Property(PROP_PREVIOUS, default=config.release.previous or "")
     repository = config.source.url if isinstance(config.source, GitSource) else None
     out = []
-    # Targets run once per FreeBSD release (freebsd-kmod), each on that release's workers; the rest here.
-    per_release = tuple(t for t in config.targets if t in TARGET_FACTS and TARGET_FACTS[t].per_os_release)
-    others = tuple(t for t in config.targets if t not in per_release)
-    linux = [s.name for s in specs if others and all(s.can_run(t) for t in others)]
-    if linux:
+    for b in plan.release_builders(config, specs):
         factory = util.BuildFactory()
         factory.addStep(ReleaseCandidate(candidate=candidate_source, previous=previous,
-                                         config_path=config_path, targets=others, bsdkm_ci=bsdkm_ci,
+                                         config_path=config_path, targets=b.targets,
+                                         freebsd_release=b.freebsd_release, bsdkm_ci=bsdkm_ci,
                                          repository=repository))
-        out.append(util.BuilderConfig(name=LINUX_BUILDER, workernames=linux, factory=factory,
-                                      tags=["release"], collapseRequests=False,
+        tags = ["release"] + ([os_release_tag(b.freebsd_release, config.release.arch)]
+                              if b.freebsd_release else [])
+        out.append(util.BuilderConfig(name=b.name, workernames=list(b.workers), factory=factory, tags=tags,
+                                      collapseRequests=False,
                                       canStartBuild=can_start_build))  # trusted workers only
-    if per_release:
-        for rel in config.release.freebsd_releases:
-            tag = os_release_tag(rel, config.release.arch)
-            names = [s.name for s in specs if tag in s.tags]
-            if not names:
-                continue  # the report of every release builder lists it as "not covered"
-            factory = util.BuildFactory()
-            factory.addStep(ReleaseCandidate(candidate=candidate_source, previous=previous,
-                                             config_path=config_path, targets=per_release,
-                                             freebsd_release=rel, bsdkm_ci=bsdkm_ci, repository=repository))
-            out.append(util.BuilderConfig(name=f"release/freebsd-{rel}", workernames=names, factory=factory,
-                                          tags=["release", tag], collapseRequests=False,
-                                          canStartBuild=can_start_build))
     return out
 
 

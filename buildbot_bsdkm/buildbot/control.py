@@ -295,12 +295,13 @@ def kill_tree(pid: int) -> None:
 class Rest:
     """Buildbot's REST API (``/api/v2``) on the local master."""
 
-    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+    def __init__(self, base_url: str, timeout: float = 30.0, session: requests.Session | None = None) -> None:
         self.base = base_url.rstrip("/") + "/api/v2"
         self.timeout = timeout
+        self.http: Any = session or requests  # a session keeps the web UI's login cookie
 
     def get(self, path: str, **params: Any) -> list[dict[str, Any]]:
-        r = requests.get(f"{self.base}/{path.lstrip('/')}", params=params, timeout=self.timeout)
+        r = self.http.get(f"{self.base}/{path.lstrip('/')}", params=params, timeout=self.timeout)
         if r.status_code != 200:
             raise ControlError(f"GET {path}: HTTP {r.status_code}: {r.text[:200]}")
         doc = r.json()
@@ -320,7 +321,7 @@ class Rest:
     def force(self, builder_names: Sequence[str], reason: str = "bsdkm-ci: forced") -> int:
         body = {"jsonrpc": "2.0", "method": "force", "id": 1,
                 "params": {"builderNames": list(builder_names), "reason": reason}}
-        r = requests.post(f"{self.base}/forceschedulers/force", json=body, timeout=self.timeout)
+        r = self.http.post(f"{self.base}/forceschedulers/force", json=body, timeout=self.timeout)
         doc = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
         if r.status_code != 200 or "error" in doc:
             problem = doc.get("error", r.text)

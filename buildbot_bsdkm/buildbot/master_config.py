@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from buildbot.plugins import schedulers, secrets, util, worker
-from twisted.python import log
 
+from ..config import builders as plan
 from ..config.bsdkm_yml import Config
 from ..contract import (
     CONFIG_PROPERTY,
@@ -186,24 +186,18 @@ def build_factory(config: Config, target: str, variant: str, settings: MasterSet
 def make_builders(
     config: Config, specs: list[WorkerSpec], settings: MasterSettings, copy: WorkerCopy | None = None
 ) -> tuple[list[Any], list[str]]:
-    """Builders, and the (target/variant) pairs no configured worker can run."""
-    builders, orphans = [], []
-    for target, variant in config.pairs(variants=list(config.variants)):  # disabled ones too: force/nightly
-        names = [s.name for s in specs if s.can_run(target)]
-        name = builder_name(target, variant)
-        if not names:
-            orphans.append(name)
-            continue
-        builders.append(util.BuilderConfig(
-            name=name,
-            workernames=names,
-            factory=build_factory(config, target, variant, settings, copy),
-            tags=[target, variant],
-            collapseRequests=False,  # each change keeps its own status
-            canStartBuild=can_start_build,
-            nextWorker=next_worker,
-            properties={TARGET_PROPERTY: target, VARIANT_PROPERTY: variant},
-        ))
+    """Builders, and the (target/variant) pairs no configured worker can run (``plan.pair_builders``)."""
+    planned, orphans = plan.pair_builders(config, specs)
+    builders = [util.BuilderConfig(
+        name=b.name,
+        workernames=list(b.workers),
+        factory=build_factory(config, b.targets[0], str(b.variant), settings, copy),
+        tags=[b.targets[0], str(b.variant)],
+        collapseRequests=False,  # each change keeps its own status
+        canStartBuild=can_start_build,
+        nextWorker=next_worker,
+        properties={TARGET_PROPERTY: b.targets[0], VARIANT_PROPERTY: b.variant},
+    ) for b in planned]
     return builders, orphans
 
 
@@ -269,9 +263,10 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
     }
     if settings.secrets_dir:
         c["secretsProviders"].append(secrets.SecretInAFile(dirname=settings.secrets_dir))
-    if orphans:
-        log.msg(f"bsdkm: no worker can run {', '.join(orphans)}: no builder for them")
-    warn_without_levels([(s.name, tuple(s.tags)) for s in remote])  # worker_trust: trusted/untrusted
+    say_coverage(config, specs)
+    unlevelled = warn_without_levels([(s.name, tuple(s.tags)) for s in remote])  # trusted/untrusted
+    if unlevelled:
+        print(unlevelled, flush=True)
     github = _github_settings(config, settings)  # read once: the reporters and bisect share its tokens
     apply_github(c, config, settings, names, github)
     apply_www_security(c, config)  # buildbotURL, and who may force/stop/cancel
@@ -283,6 +278,14 @@ def buildmaster_config(config: Config, settings: MasterSettings) -> dict[str, An
         for builder in c["builders"]:
             send_config_first(builder.factory, copy)
     return c
+
+
+def say_coverage(config: Config, specs: list[WorkerSpec]) -> None:
+    """The builders these workers allow and which worker would add the rest, on standard output:
+    ``buildbot checkconfig`` shows it, and a running master's twistd.log has it (twistd logs what is
+    printed). The trust-level warning goes the same way."""
+    for line in plan.coverage_lines(config, specs):
+        print(f"bsdkm: {line}", flush=True)
 
 
 def _github_settings(config: Config, settings: MasterSettings) -> Any:

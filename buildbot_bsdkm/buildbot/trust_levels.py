@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.python import log
-
 from ..config.worker_trust import TRUST_TAGS, has_level, may_run
 from ..contract import PR_AUTHOR_TRUSTED_PROPERTY, PR_NUMBER_PROPERTY, TAGS_PROPERTY
 
@@ -38,9 +36,16 @@ def worker_may_take(wfb: Any, request: Any) -> bool:
 def warn_without_levels(names_and_tags: list[tuple[str, tuple[str, ...]]]) -> str | None:
     """The start-up warning for workers that name no trust level (None when every one does)."""
     bare = [name for name, tags in names_and_tags if not has_level(tags)]
-    if not bare:
-        return None
-    text = (f"bsdkm: worker(s) {', '.join(bare)} name no trust level ({', '.join(sorted(TRUST_TAGS))}): "
-            "they run every build, PRs of untrusted authors and base-branch builds alike")
-    log.msg(text)
-    return text
+    return f"bsdkm: {no_level_sentence(bare)}" if bare else None
+
+
+def no_level_sentence(bare: list[str]) -> str:
+    """Which workers name no trust level, what that means, and where to name one."""
+    *first, last = sorted(TRUST_TAGS)
+    levels = f"{', '.join(first)} or {last}"
+    one = len(bare) == 1
+    who = f"worker {bare[0]} has" if one else f"workers {', '.join(bare)} have"
+    return (f"{who} no trust level ({levels}) in {'its' if one else 'their'} tags, so "
+            f"{'it runs' if one else 'they run'} every build: base-branch builds and pull requests of "
+            f"untrusted authors alike. Name one in bsdkm.yml's workers.{bare[0] if one else '<name>'}.tags "
+            "(docs: security model, trust levels).")

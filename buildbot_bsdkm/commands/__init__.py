@@ -14,6 +14,7 @@ from . import (
     bisect_cmd,
     compare_cmd,
     doctor_cmd,
+    force_cmd,
     history_cmd,
     init_cmd,
     junit_cmd,
@@ -27,7 +28,7 @@ from . import (
 
 # Every subcommand, in the order ``bsdkm-ci --help`` lists them.
 SUBCOMMANDS = (parse_cmd, junit_cmd, compare_cmd, signature_cmd, run_cmd, main_cmd, stage_cmd, action,
-               release_cmd, history_cmd, bisect_cmd, init_cmd, doctor_cmd)
+               release_cmd, history_cmd, bisect_cmd, init_cmd, force_cmd, doctor_cmd)
 
 
 def register_all(sub: argparse._SubParsersAction) -> None:

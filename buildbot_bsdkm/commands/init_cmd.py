@@ -21,40 +21,20 @@ import secrets
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..config.bsdkm_yml import ConfigError, parse_config
+from ..config.bsdkm_yml import Config, ConfigError, parse_config
+from ..config.builders import coverage_lines
 from ..config.master import (
     DEFAULT_WORKERS_LISTEN,
     DEFAULT_WORKERS_PORT,
     DEFAULT_WWW_LISTEN,
     DEFAULT_WWW_PORT,
 )
+from ..config.worker_kinds import DEFAULT_WORKERS, KINDS, WorkerKind
 from ..config.workers import NAME_RE
 from ..support import resources
 from .errors import EXIT_OK, UsageError
-
-
-@dataclass(frozen=True)
-class WorkerKind:
-    name: str
-    tags: tuple[str, ...]
-    targets: tuple[str, ...] | None  # None: what its tags allow
-    setup: str | None  # the packaged setup script it needs, under _data/workers/
-    what: str
-
-
-# A worker kind is what the machine can run; a FreeBSD machine builds and loads the FreeBSD module
-# only, so its userspace builds never land there.
-KINDS: dict[str, WorkerKind] = {k.name: k for k in (
-    WorkerKind("userspace", ("linux-userspace",), None, None, "userspace builds on Linux"),
-    WorkerKind("linux-qemu", ("linux-qemu",), None, "linux-qemu",
-               "userspace, the Linux module and FreeBSD kernels in QEMU (Debian 12, amd64)"),
-    WorkerKind("freebsd", ("freebsd-amd64",), ("freebsd-kmod",), "freebsd",
-               "the FreeBSD module with kldload on a dedicated FreeBSD machine (amd64)"),
-)}
-DEFAULT_WORKERS = ("linux:userspace",)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -146,6 +126,8 @@ def master_sections(workers: list[tuple[str, WorkerKind]]) -> str:
         "",
         "# Each worker's password is the file secrets/<name> next to this file (mode 0600); give the",
         "# worker a copy: bsdkm-ci init worker DIR --master HOST:PORT --name NAME --password-file FILE",
+        "# A trust level in a worker's tags (trusted, untrusted or vm-reset) says which builds it may take;",
+        "# with none it takes every build, pull requests of untrusted authors too (docs: security model).",
         "workers:",
     ]
     for name, kind in workers:
@@ -192,7 +174,7 @@ def run_master(args: argparse.Namespace) -> int:
     packaged = resources.default_config_path().read_text(encoding="utf-8")
     config_text = _without_top_keys(packaged, ("workers", "github", "master")) + master_sections(workers)
     try:
-        parse_config(config_text, str(target / "bsdkm.yml"), target)
+        config = parse_config(config_text, str(target / "bsdkm.yml"), target)
     except ConfigError as e:  # the packaged file and what is written here must stay one document
         raise UsageError(f"the bsdkm.yml to write is not usable: {e}") from None
     db_url = args.db_url or os.environ.get("BSDKM_DB_URL") or "sqlite:///state.sqlite"
@@ -214,12 +196,21 @@ def run_master(args: argparse.Namespace) -> int:
     print(f"bsdkm-ci: master in {target}: master.cfg, bsdkm.yml, policies/, secrets/ ({names})")
     print(f"bsdkm-ci: web UI on {DEFAULT_WWW_LISTEN}:{DEFAULT_WWW_PORT}, workers on "
           f"{DEFAULT_WORKERS_LISTEN}:{DEFAULT_WORKERS_PORT} (bsdkm.yml master:)")
+    _say_builders(config, workers)
     print(f"bsdkm-ci: next: edit {target / 'bsdkm.yml'} (github:), then buildbot checkconfig {target} "
           f"&& buildbot start {target}")
     for name, kind in workers:
         print(f"bsdkm-ci: worker {name}: bsdkm-ci init worker DIR --kind {kind.name} --master HOST:"
               f"{DEFAULT_WORKERS_PORT} --name {name} --password-file {secrets_dir / name}")
     return EXIT_OK
+
+
+def _say_builders(config: Config, workers: list[tuple[str, WorkerKind]]) -> None:
+    """The builders these workers allow, the flags that add the rest, and where trust levels go."""
+    for line in coverage_lines(config, [kind.spec(name) for name, kind in workers]):
+        print(f"bsdkm-ci: {line}")
+    print("bsdkm-ci: a worker whose tags name no trust level (trusted, untrusted or vm-reset) runs every "
+          "build: bsdkm.yml workers:, docs: security model")
 
 
 # --------------------------------------------------------------------------- worker

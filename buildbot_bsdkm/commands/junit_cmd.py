@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from ..policy import Verdict, evaluate
-from ..report.junit import junit_xml
+from ..report.junit import junit_tally, junit_xml
 from ..report.verdict import html_report, markdown_report
 from . import triage_args
 from .io import exit_status, load_runs, read_policy, read_results, write_text
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         write_text(args.html, html_report(runs, verdict))
     print_verdict(verdict)
+    print(f"  {args.output}: {junit_tally(runs, verdict)}")
     return exit_status(verdict)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..config.bsdkm_yml import Config, GitSource, LocalSource, SourceSpec, usable_git_ref
 from ..model import RunResult
 from ..pipeline.jobs.matrix import MatrixResult, run_matrix
+from ..report.junit import junit_tally
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 
 NOT_RUN = "not-run"
@@ -104,7 +105,8 @@ def execute(
 
 
 def print_result(result: MatrixResult, out: Path) -> int:
-    print(f"JUnit:   {result.outputs.get('junit.xml', out / 'junit.xml')}")
+    print(f"JUnit:   {result.outputs.get('junit.xml', out / 'junit.xml')}: "
+          f"{junit_tally(result.runs, result.verdict)}")
     print(f"Report:  {result.outputs.get('report.md')} (HTML: {result.outputs.get('report.html')})")
     print(f"Summary: {result.outputs.get('summary.json')}")
     for r in result.runs:

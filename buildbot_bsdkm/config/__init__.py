@@ -1,3 +1,3 @@
 """``bsdkm.yml`` read into typed settings: the file's own keys (``bsdkm_yml``), the ``workers:`` block
-(``workers``) and the workers' trust levels (``worker_trust``). Kept empty so a reader of one loads no
-other."""
+(``workers``), the workers' trust levels (``worker_trust``) and kinds (``worker_kinds``), and the
+builders a master's workers allow (``builders``). Kept empty so a reader of one loads no other."""

@@ -50,8 +50,9 @@ class GateInputs:
 
         ``read_baseline=False``: the gate has base runs of its own; the configured file is not read.
         """
-        return cls(load_policy(config.policy), load_baseline(config.baseline) if read_baseline else None,
-                   config.known_issues)
+        config_dir = config.path.parent if config.path is not None else None
+        return cls(load_policy(config.policy, config_dir=config_dir),
+                   load_baseline(config.baseline) if read_baseline else None, config.known_issues)
 
 
 

@@ -83,6 +83,7 @@ from .rules import (
     glob_problem,
     load_policy,
     parse_policy,
+    policy_label,
 )
 
 __all__ = [
@@ -121,6 +122,7 @@ __all__ = [
     "fmt_num",
     "glob_problem",
     "load_policy",
+    "policy_label",
     "matches",
     "measure",
     "pair_baseline",

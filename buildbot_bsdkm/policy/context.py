@@ -6,7 +6,7 @@ from typing import Any
 
 from ..checks import Check, CheckKind, Verdict
 from ..model import RunResult
-from .rules import Policy
+from .rules import Policy, policy_label
 
 
 class Evaluation:
@@ -22,7 +22,8 @@ class Evaluation:
         # measure code, not the emulator, so policy/instructions.py compares them for every target.
         self.counted_baseline: list[RunResult] | None = baseline
         self.counted_history: list[RunResult] = self.history
-        self.verdict = Verdict(policy_source=policy.source, inconclusive_fails=policy.inconclusive == "fail")
+        self.verdict = Verdict(policy_source=policy.label or policy_label(policy.source),
+                               inconclusive_fails=policy.inconclusive == "fail")
 
     def add(self, run: RunResult, name: str, kind: CheckKind | str, passed: bool, message: str,
             **kw: Any) -> None:

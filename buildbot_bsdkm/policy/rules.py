@@ -5,6 +5,7 @@ The schema is described in ``policy/__init__.py`` and ``policies/default.yml``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,8 @@ class CrossoverRule:
 @dataclass
 class Policy:
     source: str = "<default>"
+    # How reports name it (``policy_label``): never a path of the machine that judged.
+    label: str = ""
     metric: str = "auto"
     selftests: bool = True
     complete: bool = True
@@ -331,7 +334,26 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
     return policy
 
 
-def load_policy(path: str | Path | None = None) -> Policy:
-    """Read a policy file (the documented default when ``path`` is None)."""
+def load_policy(path: str | Path | None = None, *, config_dir: Path | None = None) -> Policy:
+    """Read a policy file (the documented default when ``path`` is None); ``config_dir``: the
+    directory of the config that names it, which reports name it relative to."""
     p = Path(path) if path is not None else DEFAULT_POLICY_PATH
-    return parse_policy(read_text(p, PolicyError), str(p))
+    policy = parse_policy(read_text(p, PolicyError), str(p))
+    policy.label = policy_label(p, config_dir)
+    return policy
+
+
+def policy_label(path: str | Path, config_dir: Path | None = None) -> str:
+    """How a report names the policy it was judged by, without a path of this machine (a PR comment
+    is public): a packaged policy as ``policies/NAME (packaged)``, another relative to the config
+    that names it, else relative to the working directory when below it, else by its file name."""
+    p = Path(path)
+    resolved = p.resolve()
+    packaged = DEFAULT_POLICY_PATH.parent
+    if resolved.is_relative_to(packaged):
+        return f"policies/{resolved.relative_to(packaged).as_posix()} (packaged)"
+    if config_dir is not None:
+        return Path(os.path.relpath(resolved, config_dir.resolve())).as_posix()
+    if resolved.is_relative_to(Path.cwd()):
+        return resolved.relative_to(Path.cwd()).as_posix()
+    return p.name

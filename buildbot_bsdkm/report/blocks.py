@@ -32,6 +32,14 @@ class Table:
     rows: list[Row] = field(default_factory=list)
     omitted: int = 0
 
+    def shown(self) -> tuple[list[str], list[list[str]]]:
+        """Header and rows as rendered: a column empty in every row is left out (no baseline, no
+        limit: nothing to read there). A table without rows keeps its header."""
+        if not self.rows:
+            return list(self.header), []
+        keep = [i for i in range(len(self.header)) if any(r.cells[i].strip() for r in self.rows)]
+        return [self.header[i] for i in keep], [[r.cells[i] for i in keep] for r in self.rows]
+
 
 # Private-use characters around inline code. They only choose how a span is shown: text inside
 # them is as literal as text outside (a code span), so a name that carries them gains nothing.

@@ -536,3 +536,42 @@ def junit_xml(runs: list[RunResult], verdict: Verdict, *, testcase_files: bool =
 
 def write_junit(runs: list[RunResult], verdict: Verdict, path: str | Path) -> None:
     Path(path).write_text(junit_xml(runs, verdict), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- what the file counts
+
+_PART_WORDS = {"kernel": "kernel health", "instructions": "instruction counts"}
+
+
+def junit_tally(runs: list[RunResult], verdict: Verdict) -> str:
+    """What the JUnit file of ``runs`` counts, in words: ``120 tests (1 log completeness, 119 benchmark
+    items); 4 of them hold the 4 checks``. The verdict counts checks (gates applied); the file
+    has a test per self-test, benchmark item and log whether a gate applied to it or not."""
+    counts: dict[str, int] = {}
+    with_checks = checks = 0
+
+    def add(word: str, n: int) -> None:
+        if n:
+            counts[word] = counts.get(word, 0) + n
+
+    for run in runs:
+        if run.not_run:
+            add("runs not run", 1)
+            continue
+        for part, cases in _parts(run, _checks_for(verdict, run)):
+            with_checks += sum(1 for c in cases if c.checks)
+            checks += sum(len(c.checks) for c in cases)
+            if part == "selftest":
+                logs = sum(1 for c in cases if c.checks and c.checks[0].kind == CheckKind.COMPLETE)
+                add("log completeness", logs)
+                add("self-tests", len(cases) - logs)
+            elif part == "benchmark":
+                items = sum(len(log.benchmarks) for log in run.logs)
+                add("benchmark items", items)
+                add("run-wide gates", len(cases) - items)
+            else:
+                add(_PART_WORDS.get(part, part), len(cases))
+    total = sum(counts.values())
+    parts = ", ".join(f"{n} {word}" for word, n in counts.items())
+    return (f"{total} test{'' if total == 1 else 's'} ({parts or 'none'}); {with_checks} of them hold the "
+            f"{checks} check{'' if checks == 1 else 's'}")

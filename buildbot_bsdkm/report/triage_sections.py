@@ -12,6 +12,15 @@ from .blocks import KEEP, Block, Row, Table
 HEADINGS = {NEW: "Failures: New", PRE_EXISTING: "Failures: Pre-existing", KNOWN: "Known issues",
             FLAKY: "Failures: Flaky"}
 FIXED_HEADING = "Fixed by this change"
+# With no base branch outcome to compare with, nothing can be called new: the failures that are
+# neither known nor flaky are listed under this heading instead.
+NO_BASE_HEADING = "Failures (no base to compare with)"
+NO_BASE_WORD = "with no base to compare with"
+
+
+def compared_with_a_base(verdict: Any) -> bool:
+    """Whether the triage had base-branch outcomes to call a failure new or pre-existing by."""
+    return bool((getattr(verdict, "triage", None) or {}).get("base_outcomes"))
 
 
 def _blocks_word(c: Any) -> str:
@@ -24,7 +33,8 @@ def counts_line(verdict: Any) -> str | None:
     for c in verdict.failures:
         words[c.triage or NEW] = words.get(c.triage or NEW, 0) + 1
     fixed = len((getattr(verdict, "triage", None) or {}).get("fixed") or [])
-    parts = [f"{n} {w}" for w in (NEW, PRE_EXISTING, KNOWN, FLAKY) if (n := words.get(w))]
+    shown = {NEW: NEW if compared_with_a_base(verdict) else NO_BASE_WORD}
+    parts = [f"{n} {shown.get(w, w)}" for w in (NEW, PRE_EXISTING, KNOWN, FLAKY) if (n := words.get(w))]
     if fixed:
         parts.append(f"{fixed} fixed")
     return "Triage: " + ", ".join(parts) if parts else None
@@ -44,7 +54,8 @@ def triage_blocks(verdict: Any) -> list[Block]:
         for c in by[NEW]:
             t.rows.append(Row([c.run_label, c.kind + (" (error)" if c.error else ""), c.name, c.message,
                                c.signature or ""], KEEP))
-        blocks += [Block("h3", HEADINGS[NEW]), Block("table", table=t)]
+        heading = HEADINGS[NEW] if compared_with_a_base(verdict) else NO_BASE_HEADING
+        blocks += [Block("h3", heading), Block("table", table=t)]
     if by.get(PRE_EXISTING):
         t = Table(["run", "check", "signature", "on the base", "fails"])
         for c in by[PRE_EXISTING]:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
+from ..checks import STATUS_FAIL, STATUS_INCONCLUSIVE, STATUS_MARKS, STATUS_PASS
 from ..model import LogFormat, RunResult
-from ..policy import Check, CheckKind, Verdict, fmt_num, measure
+from ..policy import Check, CheckKind, Verdict, fmt_num, measure, policy_label
 from ..policy import kernel_health as kh
 from ..support.redact import redact_text
 from .blocks import (
@@ -53,6 +55,9 @@ def fmt_cycles(x: float) -> str:
 
 def _status(passed: bool) -> str:
     return "pass" if passed else "FAIL"
+
+
+VERDICT_BLOCK = "verdict"  # the headline: a paragraph in Markdown, its mark drawn in HTML (verdict_mark_svg)
 
 
 def _verdict_line(verdict: Verdict) -> str:
@@ -188,7 +193,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
                   links: Mapping[str, str] | None = None) -> list[Block]:
     """The report's content, shared by the Markdown and HTML renderers."""
     runs = [r for r in runs if not r.not_run]  # said once, in the verdict line and "Not run"
-    blocks = [Block("h2", "bsdkm-ci results"), Block("p", _verdict_line(verdict))]
+    blocks = [Block("h2", "bsdkm-ci results"), Block(VERDICT_BLOCK, _verdict_line(verdict))]
     blocks += instruction_summary(runs, verdict)  # "instructions: +0.80 % (SHA-256) ...", one line
     if links:
         blocks.append(Block("links", table=Table(list(links), [Row(list(links.values()))])))
@@ -208,8 +213,15 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
     if source:
         blocks.append(Block("p", source))
     blocks += [Block("p", line) for line in _kernel_lines(runs)]
-    blocks.append(Block("p", f"Policy: {code(verdict.policy_source)}"))
+    name, packaged, _ = _policy_name(verdict.policy_source).partition(" (packaged)")
+    blocks.append(Block("p", f"Policy: {code(name)}{packaged}"))
     return blocks
+
+
+def _policy_name(source: str) -> str:
+    """The verdict's policy as reports name it; a document judged before names were kept gives an
+    absolute path, shown by the name alone."""
+    return policy_label(source) if os.path.isabs(source) else source
 
 
 def _source_line(runs: Sequence[RunResult]) -> str | None:
@@ -284,8 +296,9 @@ def _md_block(block: Block) -> str:
         t = block.table
         if not t.rows and t.omitted:
             return f"_All {t.omitted} row(s) of this table omitted to fit the size limit._\n\n"
-        text = _md_row(t.header) + _md_row(["---"] * len(t.header))
-        text += "".join(_md_row(r.cells) for r in t.rows)
+        header, rows = t.shown()
+        text = _md_row(header) + _md_row(["---"] * len(header))
+        text += "".join(_md_row(cells) for cells in rows)
         if t.omitted:
             text += f"\n_{t.omitted} less important row(s) omitted to fit the size limit._\n"
         return text + "\n"
@@ -338,7 +351,7 @@ def markdown_report(runs: Sequence[RunResult], verdict: Verdict, *,
 
 
 def _delta_table(verdict: Verdict) -> Table:
-    table = Table(["run", "benchmark", "baseline", "head", "delta", "limit", "status"])
+    table = Table(["run", "benchmark", "base", "head", "delta", "limit", "status"])
     for c in verdict.of_kind(CheckKind.REGRESSION):
         unit = f" {c.unit}" if c.unit and c.unit != "%" else ""
         base = f"{fmt_num(c.baseline)}{unit}" if c.baseline is not None else ""
@@ -351,8 +364,8 @@ def _delta_table(verdict: Verdict) -> Table:
 
 def delta_report(verdict: Verdict, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """Markdown of a baseline comparison: verdict, failures, and every item's delta."""
-    blocks = [Block("p", _verdict_line(verdict)), *[Block("note", n) for n in verdict.notes],
-              *_failures_block(verdict), *perf_blocks(verdict), Block("h3", "Change versus baseline"),
+    blocks = [Block(VERDICT_BLOCK, _verdict_line(verdict)), *[Block("note", n) for n in verdict.notes],
+              *_failures_block(verdict), *perf_blocks(verdict), Block("h3", "Change versus the base"),
               Block("table", table=_delta_table(verdict))]
     dropped = _trim(blocks, max_chars)
     text = "".join(_md_block(b) for b in blocks)
@@ -409,21 +422,52 @@ def _html_block(block: Block) -> str:
         return f"<{block.kind}>{html_inline(block.text)}</{block.kind}>"
     if block.kind == "note":
         return f'<p class="note"><strong>Note:</strong> {html_inline(block.text)}</p>'
+    if block.kind == VERDICT_BLOCK:
+        return _html_verdict(block.text)
     if block.kind == "links" and block.table:
         pairs = zip(block.table.header, block.table.rows[0].cells, strict=True)
         return "<p>" + " · ".join(f'<a href="{e(plain(v))}">{e(plain(k))}</a>' for k, v in pairs) + "</p>"
     if block.kind == "table" and block.table is not None:
-        t = block.table
-        head = "".join(f"<th>{html_inline(h)}</th>" for h in t.header)
-        body = "".join("<tr" + (' class="fail"' if "FAIL" in r.cells else "") + ">"
-                       + "".join(f"<td>{html_inline(c)}</td>" for c in r.cells) + "</tr>" for r in t.rows)
+        header, rows = block.table.shown()
+        head = "".join(f"<th>{html_inline(h)}</th>" for h in header)
+        body = "".join("<tr" + (' class="fail"' if "FAIL" in cells else "") + ">"
+                       + "".join(f"<td>{html_inline(c)}</td>" for c in cells) + "</tr>" for cells in rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     return f"<p>{html_inline(block.text)}</p>"
 
 
+# The verdict's mark drawn, not written: an emoji (✅ ❌ ⚠️) needs an emoji font, which a fresh
+# machine's browser may not have (it showed an empty box); these need none.
+_MARK_COLOURS = {STATUS_PASS: "#1a7f37", STATUS_FAIL: "#cf222e", STATUS_INCONCLUSIVE: "#9a6700"}
+_MARK_PATHS = {
+    STATUS_PASS: '<path d="M4.5 8.5l2.5 2.5 5-6" fill="none" stroke="#fff" stroke-width="2"/>',
+    STATUS_FAIL: '<path d="M5 5l6 6M11 5l-6 6" stroke="#fff" stroke-width="2"/>',
+    STATUS_INCONCLUSIVE: '<path d="M8 4v5" stroke="#fff" stroke-width="2"/><circle cx="8" cy="11.8" r="1.2" '
+                         'fill="#fff"/>',
+}
+
+
+def verdict_mark_svg(status: str) -> str:
+    """The verdict's mark as inline SVG (a green tick, a red cross, an amber exclamation)."""
+    colour = _MARK_COLOURS.get(status, _MARK_COLOURS[STATUS_FAIL])
+    path = _MARK_PATHS.get(status, _MARK_PATHS[STATUS_FAIL])
+    return (f'<svg class="mark" xmlns="http://www.w3.org/2000/svg" width="16" height="16" '
+            f'viewBox="0 0 16 16" role="img" aria-label="{status}">'
+            f'<circle cx="8" cy="8" r="8" fill="{colour}"/>{path}</svg>')
+
+
+def _html_verdict(headline: str) -> str:
+    """The headline with its emoji mark replaced by the drawn one."""
+    for status, mark in STATUS_MARKS.items():
+        if headline.startswith(mark + " "):
+            text = headline.removeprefix(mark + " ")
+            return f'<p class="verdict">{verdict_mark_svg(status)} {html_inline(text)}</p>'
+    return f'<p class="verdict">{html_inline(headline)}</p>'
+
+
 _CSS = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}tr.fail td{background:#ffebe9}"
-        ".note{background:#fff8c5;padding:4px}")
+        ".note{background:#fff8c5;padding:4px}.verdict{font-weight:bold}.mark{vertical-align:-2px}")
 
 
 def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
@@ -551,12 +595,18 @@ def perf_blocks(verdict: Verdict) -> list[Block]:
                                   KEEP if keep else BENCHMARK_ROW, abs(i["change"] or 0.0)))
         head = (f"{PERF_HEADING}{run['target']}/{run['variant']} — {run['verdict']} "
                 f"({run['family']} tests share a {run['alpha'] * 100:g} % false-alarm budget; "
-                f"base from {run['base_from']})")
+                f"{_compared_with(run.get('base_from'))})")
         blocks += [Block("h3", head), Block("table", table=table)]
         odd = [i["name"] for i in rows if i["verdict"] == "inconclusive"]
         if odd:
             blocks.append(Block("p", f"Inconclusive (not judged, not passed): {', '.join(odd)}"))
     return blocks
+
+
+def _compared_with(base_from: Any) -> str:
+    """What the head was measured against: the base's runs (built beside it, given with ``--base``
+    or ``--baseline``, or the configured baseline file), or, with none, this machine's history."""
+    return "against this machine's history" if base_from == "history" else "against the base's runs"
 
 
 PERF_HEADING = "Performance: "

@@ -23,18 +23,20 @@ _constructor = SafeConstructor()
 class LocatedError(ValueError):
     """A document that cannot be used; ``str()`` is ``file:line: key: problem``.
 
-    Subclasses name their kind of document: ``TOP`` is how the key of the whole document is shown,
-    ``FILE_KEY``/``NOT_FOUND`` the key and wording of a file that is not there.
+    Subclasses name their kind of document: ``TOP`` is how the key of the whole document is shown
+    (empty: ``file:line: problem``, no key), ``FILE_KEY``/``NOT_FOUND`` the key and wording of a file
+    that is not there.
     """
 
-    TOP = "<top>"
+    TOP = ""
     FILE_KEY = ""
-    NOT_FOUND = "file not found"
+    NOT_FOUND = "no such file"
 
     def __init__(self, file: str, line: int | None, key: str, problem: str) -> None:
         self.file, self.line, self.key, self.problem = file, line, key, problem
         where = f"{file}:{line}: " if file and line is not None else (f"{file}: " if file else "")
-        super().__init__(f"{where}{key or self.TOP}: {problem}")
+        named = key or self.TOP
+        super().__init__(f"{where}{named}: {problem}" if named else f"{where}{problem}")
 
     @property
     def source(self) -> str:

@@ -1,12 +1,15 @@
 """The README's Buildbot quick start, line by line, in a fresh venv holding the built wheel (not the
-checkout): the master listens where its bsdkm.yml says, a worker from another directory connects, a
-signed PR webhook from the loopback GitHub builds the userspace target, and the statuses and the one
-PR comment arrive through a GitHub App whose installation tokens expire, and are renewed, mid-run.
+checkout): the master listens where its bsdkm.yml says, a worker from another directory connects, the
+quick start's last line forces a userspace/noasm build and prints its verdict (no GitHub involved);
+then a signed PR webhook from the loopback GitHub builds the userspace target, and the statuses and
+the one PR comment arrive through a GitHub App whose installation tokens expire, and are renewed,
+mid-run.
 
-The lines are read from README.md itself. Three things differ from a person following it, each
-for the loopback: the pip line installs the built wheel instead of the git URL; `$EDITOR` is this
-test writing the github: section (the loopback GitHub, the App's key in M/secrets/) and free ports
-in master: (others share this machine); the worker's `--master` names that port.
+The lines are read from README.md itself. Four things differ from a person following it: the pip
+line installs the built wheel instead of the git URL; `$EDITOR` is this test writing the github:
+section (the loopback GitHub, the App's key in M/secrets/), free ports in master: (others share this
+machine) and a www.auth login (with github: only a logged-in admin may force); the worker's
+`--master` names that port; `bsdkm-ci force` logs in as that admin.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ WEBHOOK_SECRET = "loopback webhook secret"
 # however fast the build is.
 TOKEN_TTL_S = 40.0
 CONTEXT = "bsdkm/userspace/intelasm"
+ADMIN, ADMIN_PASSWORD = "admin", "loopback-admin-password"  # www.auth: who may force
 
 
 def hold_master_past_renewal(master: Path, github: FakeGitHub) -> None:
@@ -113,6 +117,8 @@ def edit_config(master: Path, github: FakeGitHub, clone_url: str, pem: bytes, ww
         "resend_interval_s": 2,
     }
     doc["master"]["www_port"], doc["master"]["workers_port"] = www, workers
+    (master / "www.htpasswd").write_text(f"{ADMIN}:{ADMIN_PASSWORD}\n", encoding="utf-8")
+    doc["www"] = {"auth": {"type": "htpasswd", "file": str(master / "www.htpasswd")}}
     for name, variant in doc["variants"].items():
         variant["enabled"] = name == "intelasm"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -143,6 +149,7 @@ def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path:
         workers_port = free_port()
     master = home / "M"
     started: list[list[str]] = []
+    printed: dict[str, str] = {}
     try:
         for line in lines:
             argv = shlex.split(line)
@@ -155,6 +162,10 @@ def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path:
                 continue
             elif argv[:3] == ["bsdkm-ci", "init", "worker"]:
                 argv[argv.index("--master") + 1] = f"127.0.0.1:{workers_port}"
+            elif argv[:2] == ["bsdkm-ci", "force"]:
+                password = home / "admin.pw"
+                password.write_text(ADMIN_PASSWORD + "\n", encoding="utf-8")
+                argv += ["--user", ADMIN, "--password-file", str(password)]
             commands = [shlex.join(argv)] if "&&" not in argv else " ".join(argv).split(" && ")
             for command in commands:
                 done = subprocess.run(command, shell=True, cwd=home, env=env, capture_output=True, text=True,
@@ -164,6 +175,10 @@ def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path:
                 said = f"{command}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
                 assert done.returncode == 0 or slow, said
                 started.append(shlex.split(command))
+                printed[command] = done.stdout
+        # The quick start ends in a forced build's verdict, before any GitHub.
+        (forced,) = [out for command, out in printed.items() if command.startswith("bsdkm-ci force ")]
+        assert re.search(r"^userspace/noasm: SUCCESS \(verdict passed, 1 attempt\)", forced, re.M), forced
         installed = subprocess.run([str(venv / "bin" / "python"), "-c",
                                     "import buildbot_bsdkm; print(buildbot_bsdkm.__file__)"],
                                    capture_output=True, text=True, env=env, check=True, cwd=home).stdout

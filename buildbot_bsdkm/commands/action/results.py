@@ -233,7 +233,6 @@ class RunOutcome:
             "report-path": str(self.report_path) if self.report_path else "",
             "regressions": str(len(self.verdict.regressions)),
             "failed-tests": str(len(self.failed_tests)),
-            "failures": str(len(self.verdict.failures)),
             "summary": self.headline(),
         }
 

@@ -208,7 +208,7 @@ def test_bad_inputs_exit_2_with_the_reason(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert f"{bad}:2: variants.x.targets:" in proc.stderr
     missing = cli("run", "--config", str(tmp_path / "nope.yml"), cwd=tmp_path)
-    assert missing.returncode == 2 and "file not found" in missing.stderr
+    assert missing.returncode == 2 and "nope.yml: no such file" in missing.stderr
     policy = tmp_path / "p.yml"
     policy.write_text("version: 1\nspeedups: [{pattern: 'AES*'}]\n")
     cfg = tmp_path / "c.yml"

@@ -390,7 +390,7 @@ class TestGate(StageStepCase):
         self.make(steps.Gate)
         self.expect_commands(shell("gate").stdout(verdict.summary() + "\n").exit(0),
                              *self.expect_reports(verdict, None))
-        self.expect_outcome(result=SUCCESS, state_string="gate passed (PASS: 1 checks passed)")
+        self.expect_outcome(result=SUCCESS, state_string="gate passed (PASS: 1 check passed)")
         self.expect_property("bsdkm_verdict", "passed")
         self.expect_property("bsdkm_regressions", [])
         return self.run_step()

@@ -81,7 +81,8 @@ def test_one_vs_one_healthy_pair_is_inconclusive_never_pass() -> None:
     assert v.headline().startswith(f"⚠️ INCONCLUSIVE: {n} gated item(s) not judged")
     assert "PASS" not in v.summary()
     assert f"⚠️ INCONCLUSIVE: {n} gated item(s)" in markdown_report([head], v)
-    assert f"⚠️ INCONCLUSIVE: {n} gated item(s)" in html_report([head], v)
+    assert 'aria-label="inconclusive">' in html_report([head], v)  # the mark drawn, not an emoji
+    assert f"</svg> INCONCLUSIVE: {n} gated item(s)" in html_report([head], v)
     doc = v.to_dict()
     assert (doc["verdict"], doc["inconclusive"]) == ("inconclusive", n)
     strict = parse_policy("perf: {inconclusive: fail}\nregressions:\n"

@@ -87,7 +87,7 @@ def test_a_file_it_names(tmp_path: Path) -> None:
     (tmp_path / "bad.yml").write_text(ENTRY.replace("until: \"5.9.3\"", "until: never"))
     assert error("known_issues: bad.yml\n", tmp_path).startswith(
         f"{tmp_path / 'bad.yml'}:7: known_issues[0].until: must be")
-    assert "file not found" in error("known_issues: missing.yml\n", tmp_path)
+    assert "missing.yml: no such file" in error("known_issues: missing.yml\n", tmp_path)
 
 
 def test_expiry_by_version_names_the_entry() -> None:

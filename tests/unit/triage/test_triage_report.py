@@ -17,8 +17,8 @@ def test_known_and_new_sections_with_the_tracker_link() -> None:
     run.logs[1].tests.append(SelfTest("AES-GCM", False, " error L=1 code=-216", -216))
     v = evaluate([run], POLICY, triage=TriageInputs(known=load_config(default_config_path()).known_issues))
     text = markdown_report([run], v)
-    assert "Triage: 1 new, 2 known" in text
-    new = text[text.index("### Failures: New"):text.index("### Known issues")]
+    assert "Triage: 1 with no base to compare with, 2 known" in text  # no base outcomes: none is "new"
+    new = text[text.index("### Failures (no base to compare with)"):text.index("### Known issues")]
     assert "selftest: AES-GCM (-216)" in new and "malloc" not in new
     known = text[text.index("### Known issues"):]
     assert "aesni-key-setup-malloc-in-critical-section" in known and "(until 5.9.3)" in known
@@ -47,7 +47,16 @@ def test_pr_controlled_names_in_signatures_stay_text() -> None:
     run.logs[1].tests.append(SelfTest("[x](https://evil) @org/team", False, None, -1))
     v = evaluate([run], POLICY)
     text = markdown_report([run], v)
-    new = text[text.index("### Failures: New"):text.index("### Kernel health")]
+    new = text[text.index("### Failures (no base to compare with)"):text.index("### Kernel health")]
     # no link, no autolink, no mention
     assert "selftest: \\[x\\](https:\u200b//evil) @\u200borg/team (-1)" in new
     assert "@org/team" not in text  # GitHub links even \\@org/team: a zero-width space stops it
+
+
+def test_a_failure_is_new_only_against_a_base() -> None:
+    run = panic_run()
+    alone = markdown_report([run], evaluate([run], POLICY))
+    assert "### Failures (no base to compare with)" in alone and "Failures: New" not in alone
+    clean_base = TriageInputs(base=base(2, [False, False]))  # the base branch passed twice
+    against = markdown_report([run], evaluate([run], POLICY, triage=clean_base))
+    assert "### Failures: New" in against and "no base to compare with" not in against

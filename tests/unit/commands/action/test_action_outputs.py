@@ -86,7 +86,7 @@ def test_regressed_and_failing_run(dirs: dict[str, Path], tmp_path: Path) -> Non
     proc = gh.run("outputs", "--out", dirs["broken"], "--baseline", dirs["base"], "--policy", FIXED_POLICY)
     assert proc.returncode == 0, proc.stderr
     out = gh.outputs()
-    counts = (out["verdict"], out["regressions"], out["failed-tests"], out["failures"])
+    counts = (out["verdict"], out["regressions"], out["failed-tests"], out["failed"])
     assert counts == ("fail", "28", "1", "29")
     assert out["summary"] == "FAIL: 29 of 104 checks failed (regression, selftest)"
 
@@ -140,7 +140,7 @@ def test_stored_verdict_is_published_as_is(dirs: dict[str, Path], tmp_path: Path
     (out_dir / "summary.json").write_text(to_json(runs, verdict=verdict.to_dict()))
     gh = Runner(tmp_path)
     assert gh.run("outputs", "--out", out_dir).returncode == 0
-    assert (gh.outputs()["regressions"], gh.outputs()["failures"]) == ("28", "29")
+    assert (gh.outputs()["regressions"], gh.outputs()["failed"]) == ("28", "29")
     # An explicit policy re-judges: with regressions off only the self-test fails.
     policy = tmp_path / "policy.yml"
     policy.write_text("version: 1\nregressions: []\n")
