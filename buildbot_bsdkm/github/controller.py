@@ -66,8 +66,9 @@ from .trust import (
     ReplyLimiter,
     TrustDecision,
     decide_comment,
+    decide_commenter,
     decide_pull_request,
-    event_push_problem,
+    push_vetted,
 )
 
 SCHEDULER_NAME = "github-pr"
@@ -307,9 +308,8 @@ class PullRequestBuilds(service.BuildbotService):
                                f"than {pull.head_sha}")
             self._acted_heads.setdefault((pull.repo.lower(), pull.number), set()).add(pull.head_sha)
             # A retest of this head later must know whether someone untrusted pushed it.
-            vetted = event_push_problem(event, self.settings.trust, self.approvals) is None
-            self.approvals.saw_head(pull.repo, pull.number, pull.head_sha, pull.updated_at, vetted=vetted,
-                                    before=event.before)
+            self.approvals.saw_head(pull.repo, pull.number, pull.head_sha, pull.updated_at,
+                                    vetted=push_vetted(event, self.settings.trust), before=event.before)
         decision = decide_pull_request(event, self.settings.trust, self.approvals)
         if decision.action == Action.AWAIT_APPROVAL:
             self._supersede(pull, record)
@@ -333,6 +333,11 @@ class PullRequestBuilds(service.BuildbotService):
         assert self.store is not None
         if not await self.store.first_time(f"comment:{event.comment_id}") and not replayed:
             return Outcome("duplicate", f"comment {event.comment_id} was acted on before")
+        early = decide_commenter(event, trigger, self.settings.trust)
+        if early is not None:  # settled without reading the PR from GitHub
+            if early.action == Action.REPLY:
+                await self._explain(early, early.reason)
+            return Outcome(early.action, early.reason)
         async with self._pr(event.repo, event.issue_number) as record:
             pull = await self._fetch_pull(event.repo, event.issue_number)
             if pull is None:
