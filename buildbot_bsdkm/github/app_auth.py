@@ -16,16 +16,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer
 
-from .errors import GitHubError
+from .auth_health import AuthHealth
+from .errors import CredentialsError, GitHubError
 
 if TYPE_CHECKING:
-    from .client import GitHubClient
+    from .client import ApiResponse, GitHubClient
 
 # GitHub accepts an App JWT for at most 10 minutes; issued a minute in the past against clock drift.
 JWT_LIFETIME_S = 540
 JWT_BACKDATE_S = 60
 # A new installation token this long before the old one expires (or a quarter of its life, if less).
 REFRESH_BEFORE_S = 300.0
+# After GitHub refused to give a token, this long before asking again: every kept report is re-sent
+# in one pass, and one question per pass is enough.
+FAILURE_COOLDOWN_S = 10.0
 
 
 class AppKeyError(ValueError):
@@ -68,8 +72,11 @@ class TokenSource(Protocol):
     """What the client asks for the Authorization header, and whom it is."""
 
     refreshable: bool
+    health: AuthHealth  # whether GitHub takes these credentials (one notice per change)
 
-    async def authorization(self, client: GitHubClient) -> str: ...
+    async def authorization(self, client: GitHubClient) -> str:
+        """The Authorization header; ``errors.CredentialsError`` when it cannot be had."""
+        ...
 
     def refused(self, authorization: str) -> None: ...
 
@@ -88,6 +95,7 @@ class StaticToken:
             raise ValueError("GitHub token is empty: set github.token_env or github.token_file")
         self._token = token
         self._login: str | None = None
+        self.health = AuthHealth()
 
     async def authorization(self, client: GitHubClient) -> str:
         return f"Bearer {self._token}"
@@ -114,25 +122,39 @@ class _Installation:
 
 
 class AppTokens:
-    """A GitHub App's installation tokens for one repository, refreshed before they expire."""
+    """A GitHub App's installation tokens for one repository, refreshed before they expire.
+
+    A token GitHub will not give (the App reinstalled under a new installation id, a JWT refused
+    for clock skew, no installation on the repository) is a ``CredentialsError``: the report waits
+    in the outbox. A 401 or 404 from the token endpoint forgets the installation id, which is then
+    looked up again (at once after a 404: the App was reinstalled).
+    """
 
     refreshable = True
 
     def __init__(self, app_id: str, key: Any, repo: str, *, installation_id: int | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.app_id = str(app_id)
         self._key = key
         self.repo = repo
         self.installation_id = installation_id
         self._clock = clock
+        self._monotonic = monotonic  # the cooldown after a refusal must not follow clock corrections
         self._current: _Installation | None = None
         self._lock = defer.DeferredLock()
         self._slug: str | None = None
         self._issued: list[str] = []  # every token seen, so none can reach a log line
+        self._refusal: tuple[float, CredentialsError] | None = None  # (until, why) after GitHub said no
         self.tokens_issued = 0  # how many installation tokens were fetched (measurements, tests)
+        self.health = AuthHealth(clock)
 
     def _jwt(self) -> str:
-        token = app_jwt(self.app_id, self._key, self._clock())
+        try:
+            token = app_jwt(self.app_id, self._key, self._clock())
+        except Exception as e:  # noqa: BLE001 - a key PyJWT cannot sign with: say so, keep the report
+            raise CredentialsError(f"GitHub App {self.app_id}: cannot sign its JWT: {type(e).__name__}: "
+                                   f"{e}") from None
         self._issued.append(token)
         del self._issued[:-16]
         return token
@@ -151,36 +173,72 @@ class AppTokens:
         if token is None:
             await self._lock.acquire()
             try:
-                token = self._fresh() or await self._new_token(client)
+                token = self._fresh() or await self._token_unless_refused(client)
             finally:
                 self._lock.release()
         return f"Bearer {token}"
 
+    async def _token_unless_refused(self, client: GitHubClient) -> str:
+        if self._refusal is not None:
+            until, why = self._refusal
+            if self._monotonic() < until:
+                raise CredentialsError(str(why), why.status)
+        try:
+            token = await self._new_token(client)
+        except CredentialsError as e:
+            self._refusal = (self._monotonic() + FAILURE_COOLDOWN_S, e)
+            raise
+        self._refusal = None
+        return token
+
     async def _installation(self, client: GitHubClient) -> int:
         if self.installation_id is None:
-            got = await client.request("GET", f"/repos/{self.repo}/installation",
-                                       authorization=f"Bearer {self._jwt()}")
+            try:
+                got = await client.request("GET", f"/repos/{self.repo}/installation",
+                                           authorization=f"Bearer {self._jwt()}", quiet=True)
+            except GitHubError as e:
+                raise CredentialsError(f"GitHub App {self.app_id}: cannot find its installation on "
+                                       f"{self.repo}: {e}", e.status) from None
             found = got.data.get("id") if isinstance(got.data, dict) else None
             if not isinstance(found, int):
-                raise GitHubError(f"GitHub App {self.app_id}: no installation on {self.repo}")
+                raise CredentialsError(f"GitHub App {self.app_id}: no installation on {self.repo}")
             self.installation_id = found
         return self.installation_id
 
     async def _new_token(self, client: GitHubClient) -> str:
-        installation = await self._installation(client)
-        got = await client.request("POST", f"/app/installations/{installation}/access_tokens", {},
-                                   authorization=f"Bearer {self._jwt()}", idempotent=True)
+        got = await self._ask_token(client)
+        if got is None:  # the App was reinstalled under a new installation id: look it up, once
+            got = await self._ask_token(client)
+        if got is None:
+            raise CredentialsError(f"GitHub App {self.app_id}: no installation token for {self.repo} even "
+                                   "after looking its installation up again (404)", 404)
         data = got.data if isinstance(got.data, dict) else {}
         token = str(data.get("token") or "")
         if not token:
-            raise GitHubError(f"GitHub App {self.app_id}: the installation token answer has no token",
-                              transient=True)
+            raise CredentialsError(f"GitHub App {self.app_id}: the installation token answer has no token")
         now = self._clock()
         self._issued.append(token)
         del self._issued[:-16]
         self._current = _Installation(token, _expiry(data.get("expires_at")) or now + 3600, now)
         self.tokens_issued += 1
         return token
+
+    async def _ask_token(self, client: GitHubClient) -> ApiResponse | None:
+        """The token endpoint's answer; None after a 404, with the installation id forgotten."""
+        installation = await self._installation(client)
+        try:
+            return await client.request("POST", f"/app/installations/{installation}/access_tokens", {},
+                                        authorization=f"Bearer {self._jwt()}", idempotent=True, quiet=True)
+        except GitHubError as e:
+            if e.status in (401, 404):
+                self.installation_id = None  # whichever it is, the next attempt asks GitHub again
+            if e.status == 404:
+                return None
+            if e.status == 401:
+                raise CredentialsError(f"GitHub App {self.app_id}: its JWT was refused (a wrong key, or this "
+                                       f"machine's clock is off): {e}", 401) from None
+            raise CredentialsError(f"GitHub App {self.app_id}: no installation token: {e}",
+                                   e.status) from None
 
     def refused(self, authorization: str) -> None:
         """GitHub said 401 to this header: revoked, or expired early; the next call gets a new one."""

@@ -19,6 +19,7 @@ from twisted.python import log
 
 from ..contract import PR_HEAD_PROPERTY, PR_NUMBER_PROPERTY, PR_REPO_PROPERTY
 from .aggregate import BuildFacts, PrReport, commit_status, plain_properties
+from .auth_notice import BuilderNotice
 from .controller import PrBuilder
 from .publisher import Publisher
 from .render import Renderer
@@ -46,6 +47,7 @@ class GitHubPrReporter(ReporterBase):
         self.statuses = statuses
         self.resend_interval_s = resend_interval_s
         self._resend_call: Any = None
+        self.notice: BuilderNotice | None = None
         super().__init__(**kwargs)
 
     def checkConfig(self, *args: Any, **kwargs: Any) -> None:
@@ -73,6 +75,9 @@ class GitHubPrReporter(ReporterBase):
         self._resend_call = task.LoopingCall(lambda: defer.ensureDeferred(self._resend()))
         self._resend_call.clock = self.master.reactor
         self._resend_call.start(self.resend_interval_s, now=True)
+        if self.notice is None:  # the UI says when GitHub auth fails, on the builders whose reports wait
+            self.notice = BuilderNotice(self.master, self.pr_builders)
+            self.publisher.client.auth_health.subscribe(self.notice.changed)
         if self.statuses or self.report is not None:
             threads.deferToThread(self.renderer.start).addErrback(
                 log.err, "bsdkm github: the report renderer did not start (tried again per report)")

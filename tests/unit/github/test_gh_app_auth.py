@@ -144,6 +144,74 @@ def test_a_personal_token_still_works_and_names_its_user(github: FakeGitHub, tmp
     assert github.calls("POST", "/access_tokens") == []
 
 
+# --- auth failures keep the reports ---------------------------------------------------------
+
+
+def _statuses(pub: Publisher, n: int = 3) -> list[bool]:
+    return [reactor_thread.run(lambda i=i: pub.post_status(REPO, SHA, f"bsdkm/u/v{i}", "pending", "queued"))
+            for i in range(n)]
+
+
+def _auth_lines(logged: list[str]) -> tuple[list[str], list[str]]:
+    return ([line for line in logged if "GitHub auth is failing" in line],
+            [line for line in logged if "GitHub auth works again" in line])
+
+
+def test_a_reinstalled_app_is_looked_up_again_and_no_report_is_dropped(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    """Fails on the old code: the installation id was cached for ever, the token endpoint's 404 was a
+    refusal, and the publisher dropped all three statuses, keeping none in the outbox."""
+    app = _app(github)
+    tokens = AppTokens("4242", KEY, REPO)
+    pub = Publisher(GitHubClient(github.url, tokens, policy=FAST), Outbox(tmp_path / "o.json"))
+    assert _statuses(pub, 1) == [True]
+    with github.lock:  # uninstalled and installed again: a new installation, the old tokens revoked
+        app.installation_id = 4711
+        github.installation_tokens.clear()
+    assert _statuses(pub) == [True, True, True]
+    assert pub.dropped == [] and pub.outbox.pending() == []
+    assert tokens.installation_id == 4711
+    assert len(github.calls("GET", "/installation")) == 2  # looked up again once, not per status
+
+
+def test_a_refused_jwt_keeps_every_report_and_says_so_once(
+    github: FakeGitHub, tmp_path: Path, logged: list[str]
+) -> None:
+    """Fails on the old code: a JWT refused for clock skew (401 on the token endpoint) dropped every
+    status. Now they wait in the outbox, the log says once that GitHub auth is failing, and they go
+    out once the clock is right."""
+    _app(github)
+    skew, cooldown = [3600.0], [0.0]  # this machine's clock an hour fast; a controlled cooldown clock
+    tokens = AppTokens("4242", KEY, REPO, installation_id=31337, clock=lambda: time.time() + skew[0],
+                       monotonic=lambda: cooldown[0])
+    pub = Publisher(GitHubClient(github.url, tokens, policy=FAST), Outbox(tmp_path / "o.json"))
+    assert _statuses(pub) == [False, False, False]
+    assert pub.dropped == [] and len(pub.outbox.pending()) == 3
+    assert len(github.calls("POST", "/access_tokens")) == 1  # the others waited out the cooldown
+    cooldown[0] += 60.0
+    assert reactor_thread.run(pub.resend_pending) == 0  # still failing: still kept, not said again
+    failing, again = _auth_lines(logged)
+    assert len(failing) == 1 and "JWT was refused" in failing[0] and again == []
+    assert tokens.health.failing and tokens.installation_id is None  # a 401 forgets the installation
+    skew[0], cooldown[0] = 0.0, cooldown[0] + 60.0  # the clock is put right
+    assert reactor_thread.run(pub.resend_pending) == 3
+    assert pub.outbox.pending() == [] and len(github.latest_statuses(SHA)) == 3
+    failing, again = _auth_lines(logged)
+    assert len(failing) == 1 and len(again) == 1 and not tokens.health.failing
+    assert not any(t in "\n".join(logged) for t in github.installation_tokens)
+
+
+def test_a_refused_personal_token_keeps_the_reports(github: FakeGitHub, tmp_path: Path,
+                                                    logged: list[str]) -> None:
+    """Fails on the old code: a 401 for the token was GitHub refusing the report: dropped."""
+    pub = Publisher(GitHubClient(github.url, "ghp_revoked", policy=FAST), Outbox(tmp_path / "o.json"))
+    assert _statuses(pub) == [False, False, False]
+    assert pub.dropped == [] and len(pub.outbox.pending()) == 3
+    failing, _ = _auth_lines(logged)
+    assert len(failing) == 1 and "ghp_revoked" not in "\n".join(logged)
+
+
 # --- settings -------------------------------------------------------------------------------
 
 
