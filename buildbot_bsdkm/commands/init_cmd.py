@@ -238,6 +238,9 @@ def _password(path: str) -> str:
         value = Path(path).read_text(encoding="utf-8").strip()
     except OSError as e:
         raise UsageError(f"--password-file {path}: cannot read it: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--password-file {path}: not UTF-8 text; it must hold the password written by "
+                         "`bsdkm-ci init master` (its secrets/NAME)") from None
     if not value or "\n" in value:
         raise UsageError(f"--password-file {path}: must hold the password alone, on one line")
     return value

@@ -39,6 +39,7 @@ class AppKeyError(ValueError):
 def load_private_key(pem: bytes, where: str) -> Any:
     """The RSA private key of a GitHub App (the PEM file GitHub lets one download)."""
     try:
+        from cryptography.exceptions import UnsupportedAlgorithm
         from cryptography.hazmat.primitives.asymmetric import rsa
         from cryptography.hazmat.primitives.serialization import load_pem_private_key
     except ImportError:  # pragma: no cover - the [buildbot] extra has it
@@ -49,6 +50,9 @@ def load_private_key(pem: bytes, where: str) -> Any:
     except (ValueError, TypeError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise AppKeyError(f"{where}: not a PEM private key without a passphrase ({first})") from None
+    except UnsupportedAlgorithm as e:  # e.g. an EC key on a curve OpenSSL does not offer
+        raise AppKeyError(f"{where}: a key of a kind this machine cannot use ({e}); a GitHub App key "
+                          "is RSA") from None
     if not isinstance(key, rsa.RSAPrivateKey):
         raise AppKeyError(f"{where}: a GitHub App key is RSA, this one is not")
     return key

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..support.private_file import exposure
 from ..support.redact import has_credentials, redact_url
 from ..support.yaml_reader import LocatedError, located
 from .app_auth import AppKeyError, AppTokens, StaticToken, TokenSource, load_private_key
@@ -137,14 +138,25 @@ def _flag(section: Mapping[str, Any], key: str, default: bool) -> bool:
     return value
 
 
+def _private(path: Path, key: str, section: Mapping[str, Any]) -> None:
+    """Refuse a credential file others may read, as ssh refuses such a private key."""
+    problem = exposure(path)
+    if problem:
+        raise GitHubConfigError(key, f"{path} is {problem}: whoever can read it can act as this CI on "
+                                f"GitHub; chmod 600 {path}", section=section)
+
+
 def _secret(section: Mapping[str, Any], name: str, default_env: str, env: Mapping[str, str]) -> str:
     file_key, env_key = f"{name}_file", f"{name}_env"
     if file_key in section:
         path = Path(str(section[file_key]))
+        _private(path, file_key, section)
         try:
             value = path.read_text(encoding="utf-8").strip()
         except OSError as e:
             raise GitHubConfigError(file_key, f"cannot read {path}: {e.strerror}", section=section) from None
+        except UnicodeDecodeError:
+            raise GitHubConfigError(file_key, f"{path} is not UTF-8 text", section=section) from None
         if not value:
             raise GitHubConfigError(file_key, f"{path} is empty", section=section)
         return value
@@ -181,6 +193,7 @@ def _app(section: Mapping[str, Any], repo: str, secrets_dir: Path | None) -> App
     key_name = given[0]
     if key_name == "app_key_file":
         path = Path(str(section["app_key_file"]))
+        _private(path, key_name, section)
     else:
         name = str(section["app_key_secret"])
         if secrets_dir is None:

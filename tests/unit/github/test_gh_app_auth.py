@@ -223,8 +223,7 @@ ENV = {"HOOK": "s", "GITHUB_TOKEN": "ghp_x"}
 
 
 def test_settings_read_an_app_key_file_or_a_master_secret(tmp_path: Path) -> None:
-    key = tmp_path / "app.pem"
-    key.write_bytes(PEM)
+    key = _key_file(tmp_path, PEM)
     got = parse_settings(_section(app_id=4242, app_key_file=str(key)), env=ENV)
     assert isinstance(got.auth(), AppTokens) and got.token == ""
     assert got.auth() is got.auth()  # one cache of installation tokens per master
@@ -253,3 +252,55 @@ def test_settings_name_what_is_wrong_with_an_app(tmp_path: Path, extra: dict, ke
         parse_settings(_section(**extra), env=ENV, secrets_dir=tmp_path)
     assert key in str(e.value) and words in str(e.value)
     assert "PRIVATE KEY" not in str(e.value)
+
+
+# An EC key on secp112r1: PEM that parses, of a kind OpenSSL here does not offer (a throwaway).
+UNSUPPORTED_CURVE_PEM = b"""-----BEGIN EC PRIVATE KEY-----
+MD4CAQEEDivg0pOOCUzE+Exp0/SLoAcGBSuBBAAGoSADHgAEriZm+BaX28gVwDY0
+las/nLOkY/alh5kfAAqIQQ==
+-----END EC PRIVATE KEY-----
+"""
+
+
+def _key_file(tmp_path: Path, pem: bytes, mode: int = 0o600) -> Path:
+    path = tmp_path / "app.pem"
+    path.write_bytes(pem)
+    path.chmod(mode)
+    return path
+
+
+def test_an_app_key_on_an_unsupported_curve_is_named_not_a_traceback(tmp_path: Path) -> None:
+    """Fails on the old code: cryptography's UnsupportedAlgorithm escaped load_private_key (and
+    master.cfg, which turns only ValueErrors into configuration errors)."""
+    key = _key_file(tmp_path, UNSUPPORTED_CURVE_PEM)
+    with pytest.raises(GitHubConfigError) as e:
+        parse_settings(_section(app_id=4242, app_key_file=str(key)), env=ENV)
+    assert "github.app_key_file" in str(e.value) and "is RSA" in str(e.value)
+    assert "PRIVATE KEY" not in str(e.value)
+
+
+@pytest.mark.parametrize(("mode", "words"), [(0o644, "every user"), (0o604, "every user"),
+                                              (0o640, "its group")])
+def test_a_key_file_others_can_read_is_refused_as_ssh_refuses_it(tmp_path: Path, mode: int,
+                                                                 words: str) -> None:
+    """Fails on the old code: a key file anyone could read was used without a word."""
+    key = _key_file(tmp_path, PEM, mode)
+    with pytest.raises(GitHubConfigError) as e:
+        parse_settings(_section(app_id=4242, app_key_file=str(key)), env=ENV)
+    assert "github.app_key_file" in str(e.value) and words in str(e.value) and "chmod 600" in str(e.value)
+    key.chmod(0o600)
+    assert isinstance(parse_settings(_section(app_id=4242, app_key_file=str(key)), env=ENV).auth(), AppTokens)
+    key.chmod(0o400)
+    assert isinstance(parse_settings(_section(app_id=4242, app_key_file=str(key)), env=ENV).auth(), AppTokens)
+
+
+def test_token_and_webhook_secret_files_follow_the_same_rule(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("ghp_x\n")
+    token.chmod(0o644)
+    with pytest.raises(GitHubConfigError, match="github.token_file: .* every user"):
+        parse_settings({"repo": REPO, "token_file": str(token), "webhook_secret_env": "HOOK"}, env=ENV)
+    token.chmod(0o600)
+    token.write_bytes(b"\xff\xfe")
+    with pytest.raises(GitHubConfigError, match="github.token_file: .* not UTF-8"):
+        parse_settings({"repo": REPO, "token_file": str(token), "webhook_secret_env": "HOOK"}, env=ENV)

@@ -79,9 +79,11 @@ def test_bad_sections_name_the_key(section: dict | None, env: dict, message: str
 
 def test_secret_from_file(tmp_path: Path) -> None:
     (tmp_path / "token").write_text("from-file\n")
+    (tmp_path / "token").chmod(0o600)
     settings = parse_settings({"repo": "a/b", "token_file": str(tmp_path / "token")}, env=ENV)
     assert settings.token == "from-file"
     (tmp_path / "empty").write_text("\n")
+    (tmp_path / "empty").chmod(0o600)
     with pytest.raises(GitHubConfigError, match="is empty"):
         parse_settings({"repo": "a/b", "token_file": str(tmp_path / "empty")}, env=ENV)
 
