@@ -16,6 +16,7 @@ from buildbot.plugins import schedulers, secrets, util, worker
 from twisted.python import log
 
 from ..config.bsdkm_yml import Config
+from ..config.master import DEFAULT_DB_URL, stored_db_url
 from ..contract import (
     CONFIG_PROPERTY,
     RUN_KIND_PROPERTY,
@@ -334,7 +335,8 @@ def default_master_settings(basedir: str | Path, environ: Mapping[str, str] | No
     base = Path(basedir)
     secrets_dir = base / "secrets"
     return MasterSettings(
-        db_url=env.get("BSDKM_DB_URL") or "sqlite:///state.sqlite",
+        # `bsdkm-ci init master --db-url` keeps it there; $BSDKM_DB_URL still overrides it.
+        db_url=env.get("BSDKM_DB_URL") or stored_db_url(secrets_dir) or DEFAULT_DB_URL,
         secrets_dir=str(secrets_dir) if secrets_dir.is_dir() else None,
         basedir=str(base),
     )

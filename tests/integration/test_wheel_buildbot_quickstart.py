@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 import yaml
 from conftest import ROOT
 from cryptography.hazmat.primitives import serialization
@@ -98,6 +99,22 @@ def edit_config(master: Path, github: FakeGitHub, clone_url: str, pem: bytes, ww
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
 
 
+def only_the_generated_login_may_act(master: Path, www_port: int) -> None:
+    """The web UI `init master` wrote: reading is open, acting needs the login it printed."""
+    user, password = (master / "www.htpasswd").read_text(encoding="utf-8").strip().split(":", 1)
+    # Cancelling a build request that does not exist: an action, which changes nothing here.
+    cancel = f"http://127.0.0.1:{www_port}/api/v2/buildrequests/999999"
+    body = {"jsonrpc": "2.0", "method": "cancel", "id": 1, "params": {"reason": "who may act"}}
+    with requests.Session() as anonymous:
+        assert anonymous.get(f"http://127.0.0.1:{www_port}/api/v2/builders", timeout=30).status_code == 200
+        assert anonymous.post(cancel, json=body, timeout=30).status_code == 403
+    with requests.Session() as session:
+        login = f"http://127.0.0.1:{www_port}/auth/login"
+        assert session.get(login, auth=(user, "wrong"), timeout=30).status_code == 401
+        assert session.get(login, auth=(user, password), timeout=30).status_code == 200
+        assert session.post(cancel, json=body, timeout=30).status_code == 200
+
+
 def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path: Path) -> None:
     lines = readme_quick_start()
     assert lines[0].startswith("pip install 'buildbot-bsdkm[buildbot]")
@@ -152,7 +169,8 @@ def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path:
         rest = Rest(f"http://127.0.0.1:{www_port}/")
         rest.wait(lambda: rest.get("builders"), "the master's web API", timeout=180)
         assert listening(www_port) == {"127.0.0.1"}  # master.listen.www
-        assert listening(workers_port) == {"0.0.0.0"}  # master.listen.workers
+        assert listening(workers_port) == {"127.0.0.1"}  # master.listen.workers, as master.cfg's header says
+        only_the_generated_login_may_act(master, www_port)
         rest.wait_workers(["linux"], timeout=120)
         names = set(rest.builder_names().values())
         assert "userspace/intelasm" in names and not any(n.startswith("linux-kmod") for n in names)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -63,3 +64,86 @@ def test_checkconfig_names_an_app_key_on_an_unsupported_curve(tmp_path: Path) ->
     assert checked.returncode != 0
     assert "github.app_key_file" in text and "is RSA" in text
     assert "Traceback" not in text and "UnsupportedAlgorithm" not in text
+
+
+# --- what the written master runs on ---------------------------------------------------------------
+
+
+def loaded(master: Path) -> Any:
+    """The configuration the master itself loads at start: Buildbot's loader over master.cfg."""
+    from buildbot.config.master import FileLoader
+
+    return FileLoader(str(master), "master.cfg").loadConfig()
+
+
+def test_init_master_db_url_is_the_database_the_master_runs_on(tmp_path: Path, monkeypatch) -> None:
+    """Fails on the old code: --db-url reached `buildbot create-master` only, and the master then ran
+    on sqlite:///state.sqlite."""
+    monkeypatch.delenv("BSDKM_DB_URL", raising=False)
+    master = tmp_path / "M"
+    url = f"sqlite:///{tmp_path / 'elsewhere.sqlite'}"
+    assert main(["init", "master", str(master), "--db-url", url]) == 0
+    kept = master / "secrets" / "db-url"
+    assert kept.read_text().strip() == url and kept.stat().st_mode & 0o777 == 0o600
+    assert loaded(master).db.db_url == url
+    # $BSDKM_DB_URL at init is kept the same way; without either, the master's own sqlite.
+    other = tmp_path / "M2"
+    monkeypatch.setenv("BSDKM_DB_URL", url)
+    assert main(["init", "master", str(other)]) == 0
+    monkeypatch.delenv("BSDKM_DB_URL")
+    assert loaded(other).db.db_url == url
+    plain = tmp_path / "M3"
+    assert main(["init", "master", str(plain)]) == 0
+    assert not (plain / "secrets" / "db-url").exists()
+    assert loaded(plain).db.db_url == "sqlite:///state.sqlite"
+
+
+def test_init_master_writes_an_authenticated_web_ui(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Fails on the old code: a fresh master had no www auth, so any local user could force builds."""
+    monkeypatch.delenv("BSDKM_DB_URL", raising=False)
+    from buildbot.www.auth import HTPasswdAuth
+
+    master = tmp_path / "M"
+    assert main(["init", "master", str(master)]) == 0
+    out = capsys.readouterr().out
+    passwords = master / "www.htpasswd"
+    assert passwords.stat().st_mode & 0o777 == 0o600
+    (line,) = passwords.read_text().splitlines()
+    user, password = line.split(":", 1)
+    assert user == "admin" and len(password) >= 24
+    assert password not in out
+    assert f"log in (top right) as admin, with the password after 'admin:' in {passwords}" in out
+    www = yaml.safe_load((master / "bsdkm.yml").read_text())["www"]
+    assert www["auth"] == {"type": "htpasswd", "file": "www.htpasswd"}  # beside bsdkm.yml
+    config = loaded(master)
+    assert isinstance(config.www["auth"], HTPasswdAuth)
+    assert config.www["auth"].checkers[0].filename == str(passwords)
+    assert config.www["authz"].allowRules  # forcing, stopping, cancelling: admins only
+    checked = checkconfig(master)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_workers_port_listens_where_the_master_cfg_header_says(tmp_path: Path, capsys,
+                                                                  monkeypatch) -> None:
+    """Fails on the old code: the header said loopback, the workers port listened on 0.0.0.0."""
+    monkeypatch.delenv("BSDKM_DB_URL", raising=False)
+    master = tmp_path / "M"
+    assert main(["init", "master", str(master)]) == 0
+    assert loaded(master).protocols["pb"]["port"] == "tcp:9989:interface=127.0.0.1"
+    assert "workers' port on 127.0.0.1:9989" in (master / "master.cfg").read_text()
+    assert "workers on 127.0.0.1:9989" in capsys.readouterr().out
+    # Opening it is the admin's decision, said when the master is made (or in bsdkm.yml).
+    opened = tmp_path / "open"
+    assert main(["init", "master", str(opened), "--workers-listen", "0.0.0.0"]) == 0
+    assert loaded(opened).protocols["pb"]["port"] == "tcp:9989:interface=0.0.0.0"
+    assert main(["init", "master", str(tmp_path / "bad"), "--workers-listen", "everywhere"]) == 2
+    assert "--workers-listen everywhere: must be an IP address" in capsys.readouterr().err
+
+
+def test_init_master_into_a_directory_whose_parents_do_not_exist_yet(tmp_path: Path, monkeypatch) -> None:
+    """Fails on the old code: `buildbot create-master` makes the last directory only, says so on
+    stderr with exit status 0, and init then failed on master.cfg with a traceback."""
+    monkeypatch.delenv("BSDKM_DB_URL", raising=False)
+    master = tmp_path / "srv" / "ci" / "M"
+    assert main(["init", "master", str(master)]) == 0
+    assert (master / "buildbot.tac").is_file() and (master / "master.cfg").is_file()
