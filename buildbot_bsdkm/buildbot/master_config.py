@@ -228,8 +228,7 @@ def apply_github(
     (empty without a ``github:`` section); a plain list of services is taken too. Only the
     builders this master has are built and reported for a PR (a target no worker runs has none).
     """
-    got = github_services(config, basedir=settings.basedir, secrets_dir=settings.secrets_dir,
-                          builder_names=builder_names, settings=github)
+    got = github_services(config, basedir=settings.basedir, builder_names=builder_names, settings=github)
     if isinstance(got, Mapping):
         c["services"].extend(got.get("services", []))
         if got.get("change_hook_dialects"):
@@ -293,8 +292,7 @@ def _github_settings(config: Config, settings: MasterSettings) -> Any:
     from ..github.settings import parse_settings
 
     return parse_settings(config.github, env=dict(os.environ), variants=frozenset(config.variants),
-                          targets=frozenset(config.targets),
-                          secrets_dir=Path(settings.secrets_dir) if settings.secrets_dir else None)
+                          targets=frozenset(config.targets))
 
 
 SETTINGS_FILE = "bsdkm-master.json"

@@ -174,9 +174,9 @@ def master_sections(workers: list[tuple[str, WorkerKind]],
         "# github:",
         "#   repo: wolfSSL/wolfssl",
         "#   app_id: 123456",
-        "#   app_key_secret: github-app-key      # the App's private key in secrets/github-app-key",
-        "#   # token_env: GITHUB_TOKEN           # or a personal token (token_file: FILE)",
-        "#   webhook_secret_env: BSDKM_WEBHOOK_SECRET",
+        "#   app_key: {secret: github-app-key}   # the App's private key in secrets/github-app-key",
+        "#   # token: {secret: github-token}     # or a personal token (token_env: VAR, token_file: FILE)",
+        "#   webhook_secret: {secret: github-webhook}  # secrets/github-webhook (or webhook_secret_env)",
         "",
     ]
     return "\n".join(lines)

@@ -89,6 +89,70 @@ class TokenSource(Protocol):
     def secrets(self) -> tuple[str, ...]: ...
 
 
+class SecretSource(Protocol):
+    """Where a ``{secret: NAME}`` of ``bsdkm.yml`` is read at run time (the master's secretsProviders,
+    ``master_secrets.MasterSecrets``); ``errors.CredentialsError`` when none gives it."""
+
+    async def get(self, name: str) -> str: ...
+
+
+class SecretToken:
+    """A personal token that one of the master's secrets providers gives (``token: {secret: NAME}``).
+
+    Read when first needed and kept; read again after GitHub refuses it, so a rotated secret is
+    picked up without a restart.
+    """
+
+    refreshable = True  # after a 401: read the secret again, once
+
+    def __init__(self, name: str, source: SecretSource) -> None:
+        self.name = name
+        self._source = source
+        self._token: str | None = None
+        self._seen: list[str] = []  # every value read, so none can reach a log line
+        self._login: str | None = None
+        self.health = AuthHealth()
+
+    async def authorization(self, client: GitHubClient) -> str:
+        if self._token is None:
+            token = (await self._source.get(self.name)).strip()
+            if not token:
+                raise CredentialsError(f"secret {self.name!r} (github.token) is empty")
+            self._token = token
+            self._seen = [*self._seen[-3:], token]
+        return f"Bearer {self._token}"
+
+    def refused(self, authorization: str) -> None:
+        if self._token is not None and authorization == f"Bearer {self._token}":
+            self._token = None
+
+    async def login(self, client: GitHubClient) -> str | None:
+        if self._login is None:
+            got = await client.request("GET", "/user")
+            login = got.data.get("login") if isinstance(got.data, dict) else None
+            self._login = str(login) if login else None
+        return self._login
+
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(self._seen)
+
+
+class KeyFromSecret:
+    """A GitHub App's private key that one of the master's secrets providers gives
+    (``app_key: {secret: NAME}``), read and checked when it is first needed."""
+
+    def __init__(self, name: str, source: SecretSource) -> None:
+        self.name = name
+        self._source = source
+
+    async def load(self) -> Any:
+        pem = await self._source.get(self.name)
+        try:
+            return load_private_key(pem.encode("utf-8"), f"secret {self.name!r} (github.app_key)")
+        except AppKeyError as e:
+            raise CredentialsError(str(e)) from None
+
+
 class StaticToken:
     """A personal (or fine-grained) token: the same header every time."""
 
@@ -153,9 +217,15 @@ class AppTokens:
         self.tokens_issued = 0  # how many installation tokens were fetched (measurements, tests)
         self.health = AuthHealth(clock)
 
-    def _jwt(self) -> str:
+    async def _signing_key(self) -> Any:
+        if isinstance(self._key, KeyFromSecret):
+            self._key = await self._key.load()  # kept once it is a key: a rotation needs a reconfig
+        return self._key
+
+    async def _jwt(self) -> str:
+        key = await self._signing_key()
         try:
-            token = app_jwt(self.app_id, self._key, self._clock())
+            token = app_jwt(self.app_id, key, self._clock())
         except Exception as e:  # noqa: BLE001 - a key PyJWT cannot sign with: say so, keep the report
             raise CredentialsError(f"GitHub App {self.app_id}: cannot sign its JWT: {type(e).__name__}: "
                                    f"{e}") from None
@@ -197,9 +267,10 @@ class AppTokens:
 
     async def _installation(self, client: GitHubClient) -> int:
         if self.installation_id is None:
+            signed = await self._jwt()
             try:
                 got = await client.request("GET", f"/repos/{self.repo}/installation",
-                                           authorization=f"Bearer {self._jwt()}", quiet=True)
+                                           authorization=f"Bearer {signed}", quiet=True)
             except GitHubError as e:
                 raise CredentialsError(f"GitHub App {self.app_id}: cannot find its installation on "
                                        f"{self.repo}: {e}", e.status) from None
@@ -230,9 +301,10 @@ class AppTokens:
     async def _ask_token(self, client: GitHubClient) -> ApiResponse | None:
         """The token endpoint's answer; None after a 404, with the installation id forgotten."""
         installation = await self._installation(client)
+        signed = await self._jwt()
         try:
             return await client.request("POST", f"/app/installations/{installation}/access_tokens", {},
-                                        authorization=f"Bearer {self._jwt()}", idempotent=True, quiet=True)
+                                        authorization=f"Bearer {signed}", idempotent=True, quiet=True)
         except GitHubError as e:
             if e.status in (401, 404):
                 self.installation_id = None  # whichever it is, the next attempt asks GitHub again
@@ -251,7 +323,7 @@ class AppTokens:
 
     async def login(self, client: GitHubClient) -> str | None:
         if self._slug is None:
-            got = await client.request("GET", "/app", authorization=f"Bearer {self._jwt()}")
+            got = await client.request("GET", "/app", authorization=f"Bearer {await self._jwt()}")
             slug = got.data.get("slug") if isinstance(got.data, dict) else None
             self._slug = str(slug) if slug else None
         return f"{self._slug}[bot]" if self._slug else None

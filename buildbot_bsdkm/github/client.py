@@ -7,9 +7,10 @@ GitHub App's installation tokens (``app_auth``), asked for before every attempt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from .app_auth import StaticToken, TokenSource
 from .auth_health import AuthHealth
 from .backoff import Advice, RetryPolicy, advise
 from .errors import CredentialsError, GitHubError, Superseded
+from .spacing import MUTATIVE_METHODS, WriteSpacing
 
 USER_AGENT = "bsdkm-ci"
 API_VERSION = "2022-11-28"
@@ -56,6 +58,11 @@ def _github_message(body: bytes) -> str:
     return "; ".join([str(doc.get("message", "")), *details])[:300]
 
 
+@contextlib.asynccontextmanager
+async def _unspaced() -> AsyncIterator[None]:
+    yield
+
+
 class GitHubClient:
     def __init__(
         self,
@@ -66,7 +73,9 @@ class GitHubClient:
         policy: RetryPolicy | None = None,
         timeout: float = 30.0,
         clock: Callable[[], float] = time.time,
+        spacing: WriteSpacing | None = None,
     ) -> None:
+        """``spacing``: the installation's write slot (``spacing.WriteSpacing``); None: writes unspaced."""
         if isinstance(token, str):
             token = StaticToken(token)  # ValueError when empty
         if reactor is None:
@@ -79,6 +88,7 @@ class GitHubClient:
         self.policy = policy or RetryPolicy()
         self.timeout = timeout
         self._clock = clock
+        self.spacing = spacing
         self.sleeps: list[float] = []  # waits taken, for measurements and tests
         self._pool: HTTPConnectionPool | None = None  # kept-alive connections, for repeatable calls only
 
@@ -159,17 +169,20 @@ class GitHubClient:
             raw = b""
             error = ""
             sent = authorization or await self._credentials()
+            # Our writes wait for the installation's write slot; the App's own token calls do not.
+            spaced = self.spacing is not None and authorization is None and method in MUTATIVE_METHODS
             try:
-                response = await treq.request(
-                    method,
-                    url,
-                    json=body,
-                    headers=self._headers(sent),
-                    timeout=self.timeout,
-                    reactor=self._reactor,
-                    pool=self._pool_for(idempotent),
-                )
-                raw = await response.content()
+                async with self.spacing.turn() if spaced else _unspaced():  # type: ignore[union-attr]
+                    response = await treq.request(
+                        method,
+                        url,
+                        json=body,
+                        headers=self._headers(sent),
+                        timeout=self.timeout,
+                        reactor=self._reactor,
+                        pool=self._pool_for(idempotent),
+                    )
+                    raw = await response.content()
                 status = response.code
                 headers = {k.decode(): v[-1].decode() for k, v in response.headers.getAllRawHeaders()}
             except defer.CancelledError:

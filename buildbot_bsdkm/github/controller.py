@@ -43,6 +43,7 @@ from ..contract import (
 from .bodylimit import install
 from .client import GitHubError
 from .coalesce import Coalescer
+from .errors import CredentialsError
 from .events import (
     CommentEvent,
     EventError,
@@ -143,6 +144,8 @@ class PullRequestBuilds(service.BuildbotService):
     @defer.inlineCallbacks
     def startService(self) -> Any:
         yield super().startService()
+        self.settings.secrets.bind(self.master)
+        self._in_background(check_secrets(self.settings))
         if self.store is None:
             self.store = BuildbotStateStore(self.master)
         self._limit_bodies()
@@ -570,6 +573,16 @@ class PullRequestBuilds(service.BuildbotService):
     async def idle(self) -> None:
         while self._background:
             await defer.DeferredList(list(self._background))
+
+
+async def check_secrets(settings: GitHubSettings) -> None:
+    """Say at start which ``{secret: NAME}`` of the github: section no secrets provider gives: they
+    are read only when needed, and the webhook's would otherwise show only as refused deliveries."""
+    for key, ref in settings.secret_refs:
+        try:
+            await settings.secrets.get(ref.name)
+        except CredentialsError as e:
+            log.msg(f"bsdkm github: github.{key}: {e}")
 
 
 def parse_queued(item: Queued) -> Any:

@@ -21,6 +21,7 @@ from ..contract import PR_HEAD_PROPERTY, PR_NUMBER_PROPERTY, PR_REPO_PROPERTY
 from .aggregate import BuildFacts, PrReport, commit_status, plain_properties
 from .auth_notice import BuilderNotice
 from .controller import PrBuilder
+from .master_secrets import MasterSecrets
 from .publisher import Publisher
 from .render import Renderer
 
@@ -36,9 +37,11 @@ class GitHubPrReporter(ReporterBase):
         statuses: bool = True,
         resend_interval_s: float = 60.0,
         renderer: Renderer | None = None,
+        secrets: MasterSecrets | None = None,
         **kwargs: Any,
     ) -> None:
         self.publisher = publisher
+        self.secrets = secrets  # {secret: NAME} credentials: read through this master's providers
         self.renderer = renderer or Renderer()
         # One rendering at a time: waiting for the child happens here, not in the thread pool.
         self._rendering = defer.DeferredLock()
@@ -69,6 +72,8 @@ class GitHubPrReporter(ReporterBase):
     @defer.inlineCallbacks
     def startService(self) -> Any:
         yield super().startService()
+        if self.secrets is not None:
+            self.secrets.bind(self.master)  # before the first re-send below asks for credentials
         from twisted.internet import task
 
         # Re-send whatever GitHub did not accept earlier (outage, long rate limit, restart).

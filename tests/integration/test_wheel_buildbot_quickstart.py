@@ -89,7 +89,7 @@ def edit_config(master: Path, github: FakeGitHub, clone_url: str, pem: bytes, ww
         "api_url": github.url,
         "clone_url": clone_url,
         "app_id": 4242,
-        "app_key_secret": "github-app-key",
+        "app_key": {"secret": "github-app-key"},  # through the master's SecretInAFile
         "webhook_secret_file": str(secrets / "webhook"),
         "resend_interval_s": 2,
     }

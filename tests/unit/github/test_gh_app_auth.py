@@ -222,36 +222,68 @@ def _section(**extra: object) -> dict:
 ENV = {"HOOK": "s", "GITHUB_TOKEN": "ghp_x"}
 
 
-def test_settings_read_an_app_key_file_or_a_master_secret(tmp_path: Path) -> None:
+class Secrets:
+    """The master's secretsProviders as the settings see them (``app_auth.SecretSource``)."""
+
+    def __init__(self, **values: str) -> None:
+        self.values = values
+        self.asked: list[str] = []
+
+    async def get(self, name: str) -> str:
+        from buildbot_bsdkm.github.errors import CredentialsError
+
+        self.asked.append(name)
+        if name not in self.values:
+            raise CredentialsError(f"secret {name!r} is given by none of the master's secretsProviders")
+        return self.values[name]
+
+
+def test_settings_read_an_app_key_file_or_a_secret_of_the_master(github: FakeGitHub, tmp_path: Path) -> None:
     key = _key_file(tmp_path, PEM)
     got = parse_settings(_section(app_id=4242, app_key_file=str(key)), env=ENV)
     assert isinstance(got.auth(), AppTokens) and got.token == ""
     assert got.auth() is got.auth()  # one cache of installation tokens per master
-    secrets = tmp_path / "secrets"
-    secrets.mkdir()
-    (secrets / "gh-app").write_bytes(PEM)
-    got = parse_settings(_section(app_id="4242", app_key_secret="gh-app", installation_id=9), env=ENV,
-                         secrets_dir=secrets)
-    assert isinstance(got.auth(), AppTokens) and got.auth().installation_id == 9
+    got = parse_settings(_section(app_id="4242", app_key={"secret": "gh-app"}, installation_id=31337),
+                         env=ENV)
+    tokens = got.auth()
+    assert isinstance(tokens, AppTokens) and tokens.installation_id == 31337
+    assert got.secret_refs[0][0] == "app_key" and got.secret_refs[0][1].name == "gh-app"
+    # Read through the master's providers when first needed, not when the configuration loads.
+    source = Secrets(**{"gh-app": PEM.decode()})
+    got.secrets.get = source.get  # type: ignore[method-assign]  # stands in for the running master
+    _app(github)
+    _status(GitHubClient(github.url, tokens, policy=FAST), 0)
+    assert source.asked == ["gh-app"] and github.latest_statuses(SHA)
     plain = parse_settings(_section(), env=ENV)
     assert isinstance(plain.auth(), StaticToken) and plain.token == "ghp_x"
 
 
+def test_an_unusable_app_key_from_a_secret_keeps_the_reports(github: FakeGitHub, tmp_path: Path,
+                                                             logged: list[str]) -> None:
+    _app(github)
+    got = parse_settings(_section(app_id=4242, app_key={"secret": "gh-app"}, installation_id=31337), env=ENV)
+    got.secrets.get = Secrets(**{"gh-app": "not a key"}).get  # type: ignore[method-assign]
+    pub = Publisher(GitHubClient(github.url, got.auth(), policy=FAST), Outbox(tmp_path / "o.json"))
+    assert _statuses(pub, 2) == [False, False] and len(pub.outbox.pending()) == 2
+    failing, _ = _auth_lines(logged)
+    assert len(failing) == 1 and "secret 'gh-app' (github.app_key)" in failing[0] and "PEM" in failing[0]
+
+
 @pytest.mark.parametrize(("extra", "key", "words"), [
-    ({"app_id": 1, "app_key_secret": "missing"}, "github.app_key_secret", "missing"),
+    ({"app_id": 1, "app_key_secret": "gh-app"}, "github.app_key_secret", "replaced by app_key: {secret"),
     ({"app_id": 1}, "github.app_key_file", "private key"),
-    ({"app_id": "x1", "app_key_secret": "gh-app"}, "github.app_id", "numeric"),
-    ({"app_id": 1, "app_key_secret": "gh-app", "token_env": "T"}, "github.token_env", "not both"),
-    ({"app_key_secret": "gh-app"}, "github.app_key_secret", "app_id"),
-    ({"app_id": 1, "app_key_secret": "bad"}, "github.app_key_secret", "PEM"),
+    ({"app_id": "x1", "app_key": {"secret": "gh-app"}}, "github.app_id", "numeric"),
+    ({"app_id": 1, "app_key": {"secret": "gh-app"}, "token_env": "T"}, "github.token_env", "not both"),
+    ({"app_key": {"secret": "gh-app"}}, "github.app_key", "app_id"),
+    ({"app_id": 1, "app_key": "-----BEGIN RSA"}, "github.app_key", "never the value itself"),
+    ({"app_id": 1, "app_key": {"secret": ""}}, "github.app_key", "{secret: NAME}"),
+    ({"app_id": 1, "app_key": {"secret": "a"}, "app_key_file": "k"}, "github.app_key", "give one of"),
 ])
 def test_settings_name_what_is_wrong_with_an_app(tmp_path: Path, extra: dict, key: str, words: str) -> None:
-    (tmp_path / "gh-app").write_bytes(PEM)
-    (tmp_path / "bad").write_text("not a key\n")
     with pytest.raises(GitHubConfigError) as e:
-        parse_settings(_section(**extra), env=ENV, secrets_dir=tmp_path)
+        parse_settings(_section(**extra), env=ENV)
     assert key in str(e.value) and words in str(e.value)
-    assert "PRIVATE KEY" not in str(e.value)
+    assert "PRIVATE KEY" not in str(e.value) and "BEGIN RSA" not in str(e.value)
 
 
 # An EC key on secp112r1: PEM that parses, of a kind OpenSSL here does not offer (a throwaway).
