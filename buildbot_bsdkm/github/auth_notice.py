@@ -1,7 +1,7 @@
 """The web UI's notice that GitHub auth is failing: the PR builders' description, while it lasts.
 
-Buildbot shows a builder's description at the top of its page and in the builders list; the PR
-builders are the ones whose statuses and comments wait, so that is where an admin looks. The
+Buildbot shows a builder's description at the top of its page ("Description: ..."); the PR builders
+are the ones whose statuses and comments wait, so their pages are where an admin looks. The
 description the builders had is put back once GitHub takes the credentials again (a reconfig also
 puts back the configured one).
 """
