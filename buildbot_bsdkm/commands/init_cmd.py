@@ -214,6 +214,16 @@ def www_login_lines(target: Path) -> list[str]:
             f"builds log in (top right) as {WWW_USER}, with the password after '{WWW_USER}:' in {path}"]
 
 
+def remote_worker_lines(workers: list[tuple[str, WorkerKind]], workers_listen: str) -> list[str]:
+    """A FreeBSD worker is a machine of its own: say that a loopback workers port keeps it out."""
+    remote = [name for name, kind in workers if kind.name == "freebsd"]
+    if not remote or not ipaddress.ip_address(workers_listen).is_loopback:
+        return []
+    return [f"bsdkm-ci: {', '.join(remote)} run on other machines, which cannot reach {workers_listen}:"
+            f"{DEFAULT_WORKERS_PORT}: set master.listen.workers in bsdkm.yml (0.0.0.0, or this machine's "
+            "address on a network you trust; the worker protocol is not encrypted)"]
+
+
 # --------------------------------------------------------------------------- master: its database
 
 
@@ -274,7 +284,7 @@ def run_master(args: argparse.Namespace) -> int:
           f"secrets/ ({names})")
     print(f"bsdkm-ci: web UI on {DEFAULT_WWW_LISTEN}:{DEFAULT_WWW_PORT}, workers on "
           f"{workers_listen}:{DEFAULT_WORKERS_PORT} (bsdkm.yml master:)")
-    for line in www_login_lines(target):
+    for line in [*www_login_lines(target), *remote_worker_lines(workers, workers_listen)]:
         print(line)
     print(f"bsdkm-ci: next: edit {target / 'bsdkm.yml'} (github:), then buildbot checkconfig {target} "
           f"&& buildbot start {target}")

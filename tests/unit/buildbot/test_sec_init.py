@@ -131,7 +131,12 @@ def test_the_workers_port_listens_where_the_master_cfg_header_says(tmp_path: Pat
     assert main(["init", "master", str(master)]) == 0
     assert loaded(master).protocols["pb"]["port"] == "tcp:9989:interface=127.0.0.1"
     assert "workers' port on 127.0.0.1:9989" in (master / "master.cfg").read_text()
-    assert "workers on 127.0.0.1:9989" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "workers on 127.0.0.1:9989" in out and "cannot reach" not in out
+    # A FreeBSD worker is a machine of its own: told how to let it in.
+    assert main(["init", "master", str(tmp_path / "bsd"), "--worker", "fbsd:freebsd"]) == 0
+    assert "fbsd run on other machines, which cannot reach 127.0.0.1:9989: set master.listen.workers" in (
+        capsys.readouterr().out)
     # Opening it is the admin's decision, said when the master is made (or in bsdkm.yml).
     opened = tmp_path / "open"
     assert main(["init", "master", str(opened), "--workers-listen", "0.0.0.0"]) == 0
