@@ -197,7 +197,7 @@ class GitHubClient:
                 self._auth.refused(sent)
                 renewed = True
                 attempt -= 1
-                self._log(f"{method} {path}: 401 with the installation token; getting a new one")
+                self._log(f"{method} {path}: 401 with our token; getting it again, once")
                 continue
             if status == 401 and authorization is None:
                 refused = CredentialsError(redact(f"{method} {path}: GitHub refused our credentials (401): "
