@@ -290,7 +290,8 @@ def apply_bisect(c: dict[str, Any], config: Config, specs: list[WorkerSpec], con
     if github is not None:
         from ..github.client import GitHubClient
 
-        comment = BsdkmBisectComment(client=lambda: GitHubClient(github.api_url, github.auth()),
+        comment = BsdkmBisectComment(client=lambda: GitHubClient(github.api_url, github.auth(),
+                                                                 spacing=github.writes),
                                      repo=github.repo)
     c["builders"].append(util.BuilderConfig(name=BUILDER, workernames=names, tags=["bisect"],
                                             factory=bisect_factory(config_path, bsdkm_ci, comment),

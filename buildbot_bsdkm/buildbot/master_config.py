@@ -16,6 +16,7 @@ from buildbot.plugins import schedulers, secrets, util, worker
 
 from ..config import builders as plan
 from ..config.bsdkm_yml import Config
+from ..config.master import DEFAULT_DB_URL, stored_db_url
 from ..contract import (
     CONFIG_PROPERTY,
     RUN_KIND_PROPERTY,
@@ -221,8 +222,7 @@ def apply_github(
     (empty without a ``github:`` section); a plain list of services is taken too. Only the
     builders this master has are built and reported for a PR (a target no worker runs has none).
     """
-    got = github_services(config, basedir=settings.basedir, secrets_dir=settings.secrets_dir,
-                          builder_names=builder_names, settings=github)
+    got = github_services(config, basedir=settings.basedir, builder_names=builder_names, settings=github)
     if isinstance(got, Mapping):
         c["services"].extend(got.get("services", []))
         if got.get("change_hook_dialects"):
@@ -295,8 +295,7 @@ def _github_settings(config: Config, settings: MasterSettings) -> Any:
     from ..github.settings import parse_settings
 
     return parse_settings(config.github, env=dict(os.environ), variants=frozenset(config.variants),
-                          targets=frozenset(config.targets),
-                          secrets_dir=Path(settings.secrets_dir) if settings.secrets_dir else None)
+                          targets=frozenset(config.targets))
 
 
 SETTINGS_FILE = "bsdkm-master.json"
@@ -337,7 +336,8 @@ def default_master_settings(basedir: str | Path, environ: Mapping[str, str] | No
     base = Path(basedir)
     secrets_dir = base / "secrets"
     return MasterSettings(
-        db_url=env.get("BSDKM_DB_URL") or "sqlite:///state.sqlite",
+        # `bsdkm-ci init master --db-url` keeps it there; $BSDKM_DB_URL still overrides it.
+        db_url=env.get("BSDKM_DB_URL") or stored_db_url(secrets_dir) or DEFAULT_DB_URL,
         secrets_dir=str(secrets_dir) if secrets_dir.is_dir() else None,
         basedir=str(base),
     )

@@ -16,8 +16,8 @@ www:
   anonymous: read                      # or none
   admins: [alice, bob]                 # may force/stop/cancel; default (htpasswd): any user in the file
   auth:
-    type: htpasswd                     # user:password file (Apache htpasswd, crypt/MD5/plain)
-    file: /etc/bsdkm-ci/www.htpasswd
+    type: htpasswd                     # Buildbot's HTPasswdAuth: user:password lines, the password plain
+    file: /etc/bsdkm-ci/www.htpasswd   # (relative: to bsdkm.yml's directory); keep it mode 0600
   # auth: {type: github, client_id_env: BSDKM_OAUTH_ID, client_secret_env: BSDKM_OAUTH_SECRET,
   #        orgs: [wolfSSL/ci-admins]}  # or admins: [...]; one of them is required
   #   (or client_secret_file; an OAuth app whose callback is <url>auth/login)
@@ -104,7 +104,8 @@ def admin_orgs(section: Mapping[str, Any]) -> list[str]:
     return list(orgs)
 
 
-def make_auth(section: Mapping[str, Any], env: Mapping[str, str]) -> Any:
+def make_auth(section: Mapping[str, Any], env: Mapping[str, str], base: Path | None = None) -> Any:
+    """``base``: the directory a relative ``auth.file`` is in (bsdkm.yml's own, as for its policy)."""
     from buildbot.plugins import util
 
     kind = auth_type(section)
@@ -113,6 +114,8 @@ def make_auth(section: Mapping[str, Any], env: Mapping[str, str]) -> Any:
     auth = section["auth"]
     if kind == "htpasswd":
         path = Path(str(auth.get("file") or ""))
+        if base is not None and str(path) and not path.is_absolute():
+            path = base / path
         if not path.is_file():
             raise WwwConfigError("auth.file", f"{path} is not a readable user:password file", section=section)
         return util.HTPasswdAuth(str(path))
@@ -199,7 +202,8 @@ def apply_www_security(c: dict[str, Any], config: Any, env: Mapping[str, str] | 
     c["buildbotURL"] = public_url(section, c["buildbotURL"])
     if not exposed(config):
         return
-    auth = make_auth(section, os.environ if env is None else env)
+    where = getattr(config, "path", None)
+    auth = make_auth(section, os.environ if env is None else env, Path(where).parent if where else None)
     if auth is not None:
         c["www"]["auth"] = auth
     c["www"]["authz"] = make_authz(section)

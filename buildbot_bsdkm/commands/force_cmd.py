@@ -3,7 +3,8 @@
 What the web UI's force button does, from the master's machine: no GitHub, no change, the
 configuration's own source. DIR is the master's directory (``bsdkm-ci init master DIR``); the web
 UI's address is read from its ``bsdkm.yml`` (``master:``), or given with ``--url``. A master whose
-web UI needs a login (``www.auth``) takes ``--user`` and ``--password-file``.
+web UI needs a login (``www.auth``) is logged in to as the first admin of its own htpasswd file when
+this user can read it (the file ``init master`` writes); otherwise give ``--user`` and ``--password-file``.
 
 One line per build: the builder, Buildbot's result, the verdict, the attempts and the self-test
 summary. Exit 0 every build succeeded, 1 one did not, 2 unusable input (no such master or builder,
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def master_url(directory: Path) -> str:
     """The web UI a master in ``directory`` serves, as its own files say."""
+    url, _ = _master(directory)
+    return url
+
+
+def _master(directory: Path) -> tuple[str, tuple[str, str] | None]:
+    """The web UI's address, and the login the master's own htpasswd file holds for this user."""
+    # Buildbot is the [buildbot] extra: imported once run() has found it installed.
     from ..buildbot.master_config import MasterSettingsError, listening, load_master_settings
     from ..config.bsdkm_yml import ConfigError, load_config
 
@@ -45,24 +54,49 @@ def master_url(directory: Path) -> str:
         raise UsageError(f"{directory}: no Buildbot master here (no buildbot.tac)")
     try:
         settings = load_master_settings(directory)
-        config = load_config(settings.config_path or directory / "bsdkm.yml")
+        path = settings.config_path or directory / "bsdkm.yml"
+        config = load_config(path)
     except (MasterSettingsError, ConfigError) as e:
         raise UsageError(str(e)) from None
-    return listening(config, settings).www_url
+    own = htpasswd_login(getattr(config, "www", None), Path(path).parent)
+    return listening(config, settings).www_url, own
 
 
-def _login(url: str, user: str | None, password_file: str | None) -> Any:
+def htpasswd_login(www: Any, base: Path) -> tuple[str, str] | None:
+    """The first admin of the master's htpasswd file (``www.auth``), when this user may read it: on the
+    master's machine, its admin's login is at hand, as the force button is to them in the web UI."""
+    auth = www.get("auth") if isinstance(www, Mapping) else None
+    if not isinstance(auth, Mapping) or auth.get("type") != "htpasswd":
+        return None
+    path = Path(str(auth.get("file") or ""))
+    path = path if path.is_absolute() else base / path
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    admins = www.get("admins") or []
+    for line in lines:
+        user, sep, password = line.partition(":")
+        if sep and user.strip() and (not admins or user.strip() in admins):
+            return user.strip(), password.strip()
+    return None
+
+
+def _login(url: str, user: str | None, password_file: str | None, own: tuple[str, str] | None = None) -> Any:
     import requests
 
     session = requests.Session()
     if not user and not password_file:
-        return session
-    if not (user and password_file):
+        if own is None:
+            return session
+        user, password = own
+    elif not (user and password_file):
         raise UsageError("--user and --password-file go together")
-    try:
-        password = Path(password_file).read_text(encoding="utf-8").strip()
-    except OSError as e:
-        raise UsageError(f"--password-file {password_file}: cannot read it: {e.strerror}") from None
+    else:
+        try:
+            password = Path(password_file).read_text(encoding="utf-8").strip()
+        except OSError as e:
+            raise UsageError(f"--password-file {password_file}: cannot read it: {e.strerror}") from None
     try:
         r = session.get(url + "auth/login", auth=(user, password), timeout=30)
     except requests.RequestException as e:
@@ -80,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..buildbot.control import ControlError, Rest, verdict_lines
 
-    url = args.url.rstrip("/") + "/" if args.url else master_url(Path(args.dir))
-    rest = Rest(url, session=_login(url, args.user, args.password_file))
+    url, own = _master(Path(args.dir)) if not args.url else (args.url.rstrip("/") + "/", None)
+    rest = Rest(url, session=_login(url, args.user, args.password_file, own))
     try:
         have = rest.wait(rest.builder_names, f"the master's web UI at {url} (is the master started?)",
                          timeout=API_WAIT_S)

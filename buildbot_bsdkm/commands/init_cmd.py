@@ -1,8 +1,10 @@
 """``bsdkm-ci init master DIR`` / ``bsdkm-ci init worker DIR``: a Buildbot master or worker, ready to start.
 
-``init master`` writes master.cfg, a bsdkm.yml (the packaged one, with ``master:`` and ``workers:``
-filled in and a ``github:`` to fill), its policies, and each worker's password, generated, in
-DIR/secrets/NAME (mode 0600). Start it with ``buildbot start DIR``.
+``init master`` writes master.cfg, a bsdkm.yml (the packaged one, with ``master:``, ``workers:`` and
+``www:`` filled in and a ``github:`` to fill), its policies, and each worker's password, generated, in
+DIR/secrets/NAME (mode 0600). The web UI asks for a login to force, stop or cancel builds: user
+admin, a generated password in DIR/www.htpasswd (mode 0600). The database URL (--db-url) is kept
+in DIR/secrets/db-url, where the master reads it. Start it with ``buildbot start DIR``.
 
 ``init worker`` writes a worker of one kind that logs in to HOST:PORT as NAME with the password
 from ``--password-file`` (a copy of the master's DIR/secrets/NAME). ``userspace`` and ``linux-qemu``
@@ -15,6 +17,7 @@ Exit 0 written, 2 unusable input (nothing is written then).
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import secrets
@@ -26,6 +29,8 @@ from pathlib import Path
 from ..config.bsdkm_yml import Config, ConfigError, parse_config
 from ..config.builders import coverage_lines
 from ..config.master import (
+    DB_URL_SECRET,
+    DEFAULT_DB_URL,
     DEFAULT_WORKERS_LISTEN,
     DEFAULT_WORKERS_PORT,
     DEFAULT_WWW_LISTEN,
@@ -49,7 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"a worker to expect, repeatable; KIND: {', '.join(KINDS)} "
                         f"(default: {' '.join(DEFAULT_WORKERS)})")
     m.add_argument("--db-url", default=None,
-                   help="the master's database (default: $BSDKM_DB_URL, else sqlite in DIR)")
+                   help="the master's database, kept in DIR/secrets/db-url for the master to use "
+                        "(default: $BSDKM_DB_URL, else sqlite in DIR)")
+    m.add_argument("--workers-listen", default=DEFAULT_WORKERS_LISTEN, metavar="ADDRESS",
+                   help=f"where the workers port listens (default {DEFAULT_WORKERS_LISTEN}: workers on this "
+                        "machine only; 0.0.0.0 for workers on others, over a network you trust)")
     m.set_defaults(func=run_master)
     w = what.add_parser("worker", help="a worker directory that connects to the master")
     w.add_argument("dir", metavar="DIR", help="the worker's directory (new, or empty)")
@@ -110,20 +119,25 @@ def _flow(items: tuple[str, ...]) -> str:
     return "[" + ", ".join(items) + "]"
 
 
-def master_sections(workers: list[tuple[str, WorkerKind]]) -> str:
-    """The master's own part of bsdkm.yml: where it listens, its workers, GitHub to fill in."""
+def master_sections(workers: list[tuple[str, WorkerKind]],
+                    workers_listen: str = DEFAULT_WORKERS_LISTEN) -> str:
+    """The master's own part of bsdkm.yml: where it listens, its workers, who may use its web UI,
+    GitHub to fill in."""
     lines = [
         "",
         "# ---- written by `bsdkm-ci init master` -------------------------------------------------",
         "# Where this master listens. The web UI (and GitHub's webhook) stays on loopback: put a proxy",
-        "# in front that publishes change_hook/github, or listen on 0.0.0.0 with www.auth set.",
+        "# in front that publishes change_hook/github, or listen on 0.0.0.0. The workers port is",
+        "# Buildbot's unencrypted worker protocol: loopback, unless workers on other machines reach it",
+        "# over a network you trust (0.0.0.0, or this machine's address there).",
         "master:",
         f"  www_port: {DEFAULT_WWW_PORT}",
         f"  workers_port: {DEFAULT_WORKERS_PORT}",
         "  listen:",
         f"    www: {DEFAULT_WWW_LISTEN}",
-        f"    workers: {DEFAULT_WORKERS_LISTEN}",
+        f"    workers: {workers_listen}",
         "",
+        *www_section(),
         "# Each worker's password is the file secrets/<name> next to this file (mode 0600); give the",
         "# worker a copy: bsdkm-ci init worker DIR --master HOST:PORT --name NAME --password-file FILE",
         "# A trust level in a worker's tags (trusted, untrusted or vm-reset) says which builds it may take;",
@@ -142,14 +156,63 @@ def master_sections(workers: list[tuple[str, WorkerKind]]) -> str:
         "# github:",
         "#   repo: wolfSSL/wolfssl",
         "#   app_id: 123456",
-        "#   app_key_secret: github-app-key      # the App's private key in secrets/github-app-key",
-        "#   # token_env: GITHUB_TOKEN           # or a personal token (token_file: FILE)",
-        "#   webhook_secret_env: BSDKM_WEBHOOK_SECRET",
-        "# www:",
-        "#   url: https://ci.example.org/        # links in statuses and comments point here",
+        "#   app_key: {secret: github-app-key}   # the App's private key in secrets/github-app-key",
+        "#   # token: {secret: github-token}     # or a personal token (token_env: VAR, token_file: FILE)",
+        "#   webhook_secret: {secret: github-webhook}  # secrets/github-webhook (or webhook_secret_env)",
         "",
     ]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- master: web UI login
+
+WWW_USER = "admin"
+WWW_PASSWORDS = "www.htpasswd"  # beside bsdkm.yml, which names it relative to itself
+
+
+def www_section() -> list[str]:
+    """bsdkm.yml's ``www:``: Buildbot's own htpasswd login; reading stays open, acting needs it."""
+    return [
+        "# The web UI: anyone who reaches it may read; forcing, stopping and cancelling builds need a",
+        f"# login from {WWW_PASSWORDS} (user:password lines, mode 0600; every user in it is an admin).",
+        "www:",
+        "  anonymous: read",
+        f"  auth: {{type: htpasswd, file: {WWW_PASSWORDS}}}",
+        "  # url: https://ci.example.org/      # links in statuses and comments point here",
+        "",
+    ]
+
+
+def write_www_login(target: Path) -> Path:
+    """The web UI's one user, with a generated password (Buildbot's htpasswd file holds it plain)."""
+    path = target / WWW_PASSWORDS
+    _write_private(path, f"{WWW_USER}:{secrets.token_urlsafe(18)}\n")
+    return path
+
+
+def www_login_lines(target: Path) -> list[str]:
+    path = target / WWW_PASSWORDS
+    return [f"bsdkm-ci: web UI http://{DEFAULT_WWW_LISTEN}:{DEFAULT_WWW_PORT}/: to force, stop or cancel "
+            f"builds log in (top right) as {WWW_USER}, with the password after '{WWW_USER}:' in {path}"]
+
+
+def remote_worker_lines(workers: list[tuple[str, WorkerKind]], workers_listen: str) -> list[str]:
+    """A FreeBSD worker is a machine of its own: say that a loopback workers port keeps it out."""
+    remote = [name for name, kind in workers if kind.name == "freebsd"]
+    if not remote or not ipaddress.ip_address(workers_listen).is_loopback:
+        return []
+    return [f"bsdkm-ci: {', '.join(remote)} run on other machines, which cannot reach {workers_listen}:"
+            f"{DEFAULT_WORKERS_PORT}: set master.listen.workers in bsdkm.yml (0.0.0.0, or this machine's "
+            "address on a network you trust; the worker protocol is not encrypted)"]
+
+
+# --------------------------------------------------------------------------- master: its database
+
+
+def keep_db_url(secrets_dir: Path, db_url: str) -> None:
+    """Where the master reads its database URL at start (it may hold a password: mode 0600)."""
+    if db_url != DEFAULT_DB_URL:
+        _write_private(secrets_dir / DB_URL_SECRET, db_url + "\n")
 
 
 def _without_top_keys(text: str, keys: tuple[str, ...]) -> str:
@@ -169,18 +232,22 @@ def _without_top_keys(text: str, keys: tuple[str, ...]) -> str:
 def run_master(args: argparse.Namespace) -> int:
     target = Path(args.dir).absolute()
     workers = _workers(args.worker or list(DEFAULT_WORKERS))
+    workers_listen = _listen_address(args.workers_listen)
     _fresh_dir(target, "a master")
     buildbot = _tool("buildbot")
     packaged = resources.default_config_path().read_text(encoding="utf-8")
-    config_text = _without_top_keys(packaged, ("workers", "github", "master")) + master_sections(workers)
+    config_text = (_without_top_keys(packaged, ("workers", "github", "master", "www"))
+                   + master_sections(workers, workers_listen))
     try:
         config = parse_config(config_text, str(target / "bsdkm.yml"), target)
     except ConfigError as e:  # the packaged file and what is written here must stay one document
         raise UsageError(f"the bsdkm.yml to write is not usable: {e}") from None
-    db_url = args.db_url or os.environ.get("BSDKM_DB_URL") or "sqlite:///state.sqlite"
+    db_url = args.db_url or os.environ.get("BSDKM_DB_URL") or DEFAULT_DB_URL
+    target.mkdir(parents=True, exist_ok=True)  # create-master makes the last directory only
     made = subprocess.run([buildbot, "create-master", "-q", "-r", "--db", db_url, str(target)],
                           capture_output=True, text=True, check=False)
-    if made.returncode != 0:
+    # Its exit status is 0 even when it failed (a traceback on stderr): what it writes tells.
+    if made.returncode != 0 or not (target / "buildbot.tac").is_file():
         tail = (made.stdout + made.stderr).strip().splitlines()[-5:]
         raise UsageError("buildbot create-master failed: " + " / ".join(tail))
     (target / "master.cfg.sample").unlink(missing_ok=True)  # ours is master.cfg
@@ -192,10 +259,15 @@ def run_master(args: argparse.Namespace) -> int:
     secrets_dir.mkdir(mode=0o700, exist_ok=True)
     for name, _ in workers:
         _write_private(secrets_dir / name, secrets.token_urlsafe(24) + "\n")
+    keep_db_url(secrets_dir, db_url)
+    write_www_login(target)
     names = ", ".join(n for n, _ in workers)
-    print(f"bsdkm-ci: master in {target}: master.cfg, bsdkm.yml, policies/, secrets/ ({names})")
+    print(f"bsdkm-ci: master in {target}: master.cfg, bsdkm.yml, policies/, {WWW_PASSWORDS}, "
+          f"secrets/ ({names})")
     print(f"bsdkm-ci: web UI on {DEFAULT_WWW_LISTEN}:{DEFAULT_WWW_PORT}, workers on "
-          f"{DEFAULT_WORKERS_LISTEN}:{DEFAULT_WORKERS_PORT} (bsdkm.yml master:)")
+          f"{workers_listen}:{DEFAULT_WORKERS_PORT} (bsdkm.yml master:)")
+    for line in [*www_login_lines(target), *remote_worker_lines(workers, workers_listen)]:
+        print(line)
     _say_builders(config, workers)
     print(f"bsdkm-ci: next: edit {target / 'bsdkm.yml'} (github:), then buildbot checkconfig {target} "
           f"&& buildbot start {target}")
@@ -216,6 +288,15 @@ def _say_builders(config: Config, workers: list[tuple[str, WorkerKind]]) -> None
 # --------------------------------------------------------------------------- worker
 
 
+def _listen_address(text: str) -> str:
+    try:
+        ipaddress.ip_address(text.strip())
+    except ValueError:
+        raise UsageError(f"--workers-listen {text}: must be an IP address (127.0.0.1, 0.0.0.0 for every "
+                         "interface, ::)") from None
+    return text.strip()
+
+
 def _master_address(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     host = host.strip("[]")
@@ -229,6 +310,9 @@ def _password(path: str) -> str:
         value = Path(path).read_text(encoding="utf-8").strip()
     except OSError as e:
         raise UsageError(f"--password-file {path}: cannot read it: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--password-file {path}: not UTF-8 text; it must hold the password written by "
+                         "`bsdkm-ci init master` (its secrets/NAME)") from None
     if not value or "\n" in value:
         raise UsageError(f"--password-file {path}: must hold the password alone, on one line")
     return value

@@ -6,8 +6,17 @@ master:
   workers_port: 9989      # workers connect here
   listen:
     www: 127.0.0.1        # a proxy in front publishes the webhook (or 0.0.0.0: every interface)
-    workers: 0.0.0.0      # remote workers must reach this one
+    workers: 127.0.0.1    # 0.0.0.0 (or this machine's address) for workers on other machines
 ```
+
+Both listen on loopback unless told otherwise. Buildbot's worker protocol is not encrypted: the
+commands, their output and the configuration the master sends its workers cross the network as
+they are, and a worker's password is all a connection needs. Opening it to other machines is a
+decision about the network in between (a private one, a VPN, an SSH tunnel), so it is the
+admin's to make (``bsdkm-ci init master --workers-listen 0.0.0.0``, or this section).
+
+The master's database URL is not here: it may hold a password, and this file goes to every worker.
+``bsdkm-ci init master --db-url`` keeps it as the master's secret ``db-url`` (``DB_URL_SECRET``).
 
 Pure (the core): ``buildbot/master_config.py`` turns it into Buildbot's endpoints.
 """
@@ -16,6 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..support.yaml_reader import At, opt
 
@@ -25,8 +35,10 @@ DEFAULT_WWW_PORT = 8010
 DEFAULT_WORKERS_PORT = 9989
 # The web UI stays on loopback unless asked: without www.auth anyone who reaches it may force builds.
 DEFAULT_WWW_LISTEN = "127.0.0.1"
-# Workers run elsewhere (a FreeBSD machine, a QEMU host); they log in with their password.
-DEFAULT_WORKERS_LISTEN = "0.0.0.0"
+# Loopback until the admin opens it: the worker protocol is cleartext (see above).
+DEFAULT_WORKERS_LISTEN = "127.0.0.1"
+DEFAULT_DB_URL = "sqlite:///state.sqlite"
+DB_URL_SECRET = "db-url"  # <master>/secrets/db-url: the database URL `init master --db-url` gave
 
 
 @dataclass(frozen=True)
@@ -67,3 +79,20 @@ def read_master(at: At) -> MasterListen:
         raise (m.get("workers_port") or at).error(
             f"the web UI and the workers cannot share port {got.www_port}")
     return got
+
+
+def stored_db_url(secrets_dir: Path) -> str | None:
+    """The database URL kept in the master's secrets directory, or None when none is kept there
+    (ValueError, naming the file, when one is there but cannot be used)."""
+    path = secrets_dir / DB_URL_SECRET
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read the master's database URL: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: the master's database URL is not UTF-8 text") from None
+    if not value:
+        raise ValueError(f"{path}: empty; it holds the master's database URL (or remove it: sqlite)")
+    return value

@@ -7,9 +7,10 @@ GitHub App's installation tokens (``app_auth``), asked for before every attempt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +21,10 @@ from twisted.python import log
 from twisted.web.client import HTTPConnectionPool
 
 from .app_auth import StaticToken, TokenSource
+from .auth_health import AuthHealth
 from .backoff import Advice, RetryPolicy, advise
-from .errors import GitHubError, Superseded
+from .errors import CredentialsError, GitHubError, Superseded
+from .spacing import MUTATIVE_METHODS, WriteSpacing
 
 USER_AGENT = "bsdkm-ci"
 API_VERSION = "2022-11-28"
@@ -55,6 +58,11 @@ def _github_message(body: bytes) -> str:
     return "; ".join([str(doc.get("message", "")), *details])[:300]
 
 
+@contextlib.asynccontextmanager
+async def _unspaced() -> AsyncIterator[None]:
+    yield
+
+
 class GitHubClient:
     def __init__(
         self,
@@ -65,7 +73,9 @@ class GitHubClient:
         policy: RetryPolicy | None = None,
         timeout: float = 30.0,
         clock: Callable[[], float] = time.time,
+        spacing: WriteSpacing | None = None,
     ) -> None:
+        """``spacing``: the installation's write slot (``spacing.WriteSpacing``); None: writes unspaced."""
         if isinstance(token, str):
             token = StaticToken(token)  # ValueError when empty
         if reactor is None:
@@ -78,6 +88,7 @@ class GitHubClient:
         self.policy = policy or RetryPolicy()
         self.timeout = timeout
         self._clock = clock
+        self.spacing = spacing
         self.sleeps: list[float] = []  # waits taken, for measurements and tests
         self._pool: HTTPConnectionPool | None = None  # kept-alive connections, for repeatable calls only
 
@@ -100,6 +111,11 @@ class GitHubClient:
     @property
     def reactor(self) -> IReactorTime:
         return self._reactor
+
+    @property
+    def auth_health(self) -> AuthHealth:
+        """Whether GitHub takes this client's credentials (shared with every client of them)."""
+        return self._auth.health
 
     def _headers(self, authorization: str) -> dict[str, list[str]]:
         return {
@@ -129,10 +145,15 @@ class GitHubClient:
         idempotent: bool = True,
         still_wanted: Callable[[], bool] | None = None,
         authorization: str | None = None,
+        quiet: bool = False,
     ) -> ApiResponse:
         """One API call with retries.
 
         ``authorization``: this header instead of the token's (the App's JWT, for its own calls).
+        ``quiet``: no log line when it fails (the caller says it once, as ``AuthHealth`` does).
+
+        Our own credentials failing (no token to be had, a 401 GitHub still gives after a new
+        token) raise ``CredentialsError``, which keeps the report for a re-send.
 
         ``idempotent=False`` (a POST that creates something): an attempt that got no answer or a
         5xx may have been carried out, so it is not repeated here; the caller checks first.
@@ -147,18 +168,21 @@ class GitHubClient:
             headers: dict[str, str] = {}
             raw = b""
             error = ""
-            sent = authorization or await self._auth.authorization(self)
+            sent = authorization or await self._credentials()
+            # Our writes wait for the installation's write slot; the App's own token calls do not.
+            spaced = self.spacing is not None and authorization is None and method in MUTATIVE_METHODS
             try:
-                response = await treq.request(
-                    method,
-                    url,
-                    json=body,
-                    headers=self._headers(sent),
-                    timeout=self.timeout,
-                    reactor=self._reactor,
-                    pool=self._pool_for(idempotent),
-                )
-                raw = await response.content()
+                async with self.spacing.turn() if spaced else _unspaced():  # type: ignore[union-attr]
+                    response = await treq.request(
+                        method,
+                        url,
+                        json=body,
+                        headers=self._headers(sent),
+                        timeout=self.timeout,
+                        reactor=self._reactor,
+                        pool=self._pool_for(idempotent),
+                    )
+                    raw = await response.content()
                 status = response.code
                 headers = {k.decode(): v[-1].decode() for k, v in response.headers.getAllRawHeaders()}
             except defer.CancelledError:
@@ -173,31 +197,53 @@ class GitHubClient:
                 self._auth.refused(sent)
                 renewed = True
                 attempt -= 1
-                self._log(f"{method} {path}: 401 with the installation token; getting a new one")
+                self._log(f"{method} {path}: 401 with our token; getting it again, once")
                 continue
+            if status == 401 and authorization is None:
+                refused = CredentialsError(redact(f"{method} {path}: GitHub refused our credentials (401): "
+                                                  f"{_github_message(raw)}", self._auth.secrets()), 401)
+                self._auth.health.failed(str(refused))
+                raise refused
             advice = advise(self.policy, attempt, status, headers, self._clock(), error)
             if status is not None and 200 <= status < 300:
+                if authorization is None:
+                    self._auth.health.worked()
                 return ApiResponse(status, json.loads(raw) if raw else None, headers)
             maybe_done = status is None or status >= 500
             if advice.retry and not idempotent and maybe_done:
                 advice = Advice(False, advice.delay, advice.reason + "; it may have been carried out", True)
             if advice.retry and still_wanted is not None and not still_wanted():
                 raise Superseded(f"{method} {path}: {advice.reason}; a newer report replaced this one")
-            self._raise_or_wait_reason(method, path, attempt, status, raw, advice)
+            self._raise_or_wait_reason(method, path, attempt, status, raw, advice, quiet)
             self.sleeps.append(advice.delay)
             await task.deferLater(self._reactor, advice.delay, lambda: None)
 
+    async def _credentials(self) -> str:
+        """The Authorization header of our credentials; a failure to get it is said once, and kept."""
+        try:
+            return await self._auth.authorization(self)
+        except CredentialsError as e:
+            failure = e
+        except Exception as e:  # noqa: BLE001 - whatever broke (a missing secret, a bad key): keep the report
+            failure = CredentialsError(f"GitHub credentials unavailable: {type(e).__name__}: {e}")
+        failure = CredentialsError(redact(str(failure), self._auth.secrets()), failure.status)
+        self._auth.health.failed(str(failure))
+        raise failure
+
     def _raise_or_wait_reason(
-        self, method: str, path: str, attempt: int, status: int | None, raw: bytes, advice: Advice
+        self, method: str, path: str, attempt: int, status: int | None, raw: bytes, advice: Advice,
+        quiet: bool = False,
     ) -> None:
         detail = f"{method} {path}: {advice.reason}"
         message = _github_message(raw) if status is not None else ""
         if message:
             detail += f": {message}"
         if not advice.retry:
-            self._log(f"giving up after {attempt} attempt(s): {detail}")
+            if not quiet:
+                self._log(f"giving up after {attempt} attempt(s): {detail}")
             raise GitHubError(redact(detail, self._auth.secrets()), status, advice.transient)
-        self._log(f"attempt {attempt} failed, retrying in {advice.delay:.1f} s: {detail}")
+        if not quiet:
+            self._log(f"attempt {attempt} failed, retrying in {advice.delay:.1f} s: {detail}")
 
     # --- the calls the reporters make --------------------------------------------------------
 

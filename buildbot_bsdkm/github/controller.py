@@ -43,6 +43,7 @@ from ..contract import (
 from .bodylimit import install
 from .client import GitHubError
 from .coalesce import Coalescer
+from .errors import CredentialsError
 from .events import (
     CommentEvent,
     EventError,
@@ -66,8 +67,9 @@ from .trust import (
     ReplyLimiter,
     TrustDecision,
     decide_comment,
+    decide_commenter,
     decide_pull_request,
-    event_push_problem,
+    push_vetted,
 )
 
 SCHEDULER_NAME = "github-pr"
@@ -142,6 +144,8 @@ class PullRequestBuilds(service.BuildbotService):
     @defer.inlineCallbacks
     def startService(self) -> Any:
         yield super().startService()
+        self.settings.secrets.bind(self.master)
+        self._in_background(check_secrets(self.settings))
         if self.store is None:
             self.store = BuildbotStateStore(self.master)
         self._limit_bodies()
@@ -307,9 +311,8 @@ class PullRequestBuilds(service.BuildbotService):
                                f"than {pull.head_sha}")
             self._acted_heads.setdefault((pull.repo.lower(), pull.number), set()).add(pull.head_sha)
             # A retest of this head later must know whether someone untrusted pushed it.
-            vetted = event_push_problem(event, self.settings.trust, self.approvals) is None
-            self.approvals.saw_head(pull.repo, pull.number, pull.head_sha, pull.updated_at, vetted=vetted,
-                                    before=event.before)
+            self.approvals.saw_head(pull.repo, pull.number, pull.head_sha, pull.updated_at,
+                                    vetted=push_vetted(event, self.settings.trust), before=event.before)
         decision = decide_pull_request(event, self.settings.trust, self.approvals)
         if decision.action == Action.AWAIT_APPROVAL:
             self._supersede(pull, record)
@@ -333,6 +336,11 @@ class PullRequestBuilds(service.BuildbotService):
         assert self.store is not None
         if not await self.store.first_time(f"comment:{event.comment_id}") and not replayed:
             return Outcome("duplicate", f"comment {event.comment_id} was acted on before")
+        early = decide_commenter(event, trigger, self.settings.trust)
+        if early is not None:  # settled without reading the PR from GitHub
+            if early.action == Action.REPLY:
+                await self._explain(early, early.reason)
+            return Outcome(early.action, early.reason)
         async with self._pr(event.repo, event.issue_number) as record:
             pull = await self._fetch_pull(event.repo, event.issue_number)
             if pull is None:
@@ -565,6 +573,16 @@ class PullRequestBuilds(service.BuildbotService):
     async def idle(self) -> None:
         while self._background:
             await defer.DeferredList(list(self._background))
+
+
+async def check_secrets(settings: GitHubSettings) -> None:
+    """Say at start which ``{secret: NAME}`` of the github: section no secrets provider gives: they
+    are read only when needed, and the webhook's would otherwise show only as refused deliveries."""
+    for key, ref in settings.secret_refs:
+        try:
+            await settings.secrets.get(ref.name)
+        except CredentialsError as e:
+            log.msg(f"bsdkm github: github.{key}: {e}")
 
 
 def parse_queued(item: Queued) -> Any:

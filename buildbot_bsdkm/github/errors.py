@@ -17,3 +17,14 @@ class Superseded(GitHubError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, None, transient=False)
+
+
+class CredentialsError(GitHubError):
+    """Our own credentials could not be had, or GitHub refused them.
+
+    Always worth a re-send: a reinstalled App, a clock put right or a renewed token makes the same
+    report go through, so a delivery that failed this way stays in the outbox.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message, status, transient=True)

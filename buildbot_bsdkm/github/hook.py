@@ -34,6 +34,10 @@ class WebhookRefused(ValueError):
     """Why a webhook request was refused (Buildbot turns a ValueError into HTTP 400)."""
 
 
+class WebhookSecretUnavailable(RuntimeError):
+    """The master cannot check signatures now (HTTP 500: GitHub shows the failure and can redeliver)."""
+
+
 def _header(request: Request, name: str) -> str | None:
     value = request.getHeader(name)
     if value is None:
@@ -94,7 +98,12 @@ class BsdkmGitHubEventHandler(GitHubEventHandler):
     def _render_secret(self) -> Any:
         p = Properties()
         p.master = self.master
-        secret = yield p.render(self._secret)
+        try:
+            secret = yield p.render(self._secret)
+        except KeyError as e:  # {secret: NAME} that no provider gives: ours to fix, not GitHub's (500)
+            log.msg(f"bsdkm github: github.webhook_secret: {e.args[0] if e.args else e}; deliveries are "
+                    "answered 500 until a secrets provider gives it")
+            raise WebhookSecretUnavailable("the webhook secret is given by no secrets provider") from None
         return secret
 
     @defer.inlineCallbacks

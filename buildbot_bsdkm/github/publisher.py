@@ -2,7 +2,9 @@
 
 Every delivery is written to the outbox before its first attempt, and then either reaches
 GitHub (and leaves the outbox), or (transient failure) waits there for ``resend_pending``, or
-(GitHub refused it: 4xx) is logged and dropped because re-sending it cannot succeed.
+(GitHub refused it: 4xx) is logged and dropped because re-sending it cannot succeed. A failure
+of our own credentials is not GitHub refusing the report: it waits too (``CredentialsError``),
+and the credentials' ``AuthHealth`` says so once for all of them.
 
 Reports for one slot (a commit's status context, a PR's comment) go out one at a time, in the
 order they were made; one still waiting when a newer one arrives is not sent at all, so a
@@ -17,6 +19,7 @@ from twisted.internet import defer, task
 from twisted.python import log
 
 from .client import GitHubClient, GitHubError, Superseded
+from .errors import CredentialsError
 from .outbox import Delivery, Outbox
 
 REPORT_MARKER = "<!-- bsdkm-ci:pr-report -->"
@@ -99,6 +102,8 @@ class Publisher:
             self.superseded += 1
             log.msg(f"bsdkm github: {delivery.key}: {e}")
             return True
+        except CredentialsError:
+            return False  # kept; said once for every report by the credentials' AuthHealth
         except GitHubError as e:
             if e.transient:
                 log.msg(f"bsdkm github: kept {delivery.key} for re-sending: {e}")
@@ -174,6 +179,8 @@ class Publisher:
         # looks for it first.
         try:
             created = await self.client.create_comment(repo, number, body, idempotent=False)
+        except CredentialsError:
+            raise  # nothing was carried out: no credentials, or GitHub refused them
         except GitHubError as e:
             if e.status is None or e.status >= 500:  # not a refusal, not a rate limit: maybe done
                 raise _MaybeCreated(e) from None

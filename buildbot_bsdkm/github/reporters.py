@@ -19,7 +19,9 @@ from twisted.python import log
 
 from ..contract import PR_HEAD_PROPERTY, PR_NUMBER_PROPERTY, PR_REPO_PROPERTY
 from .aggregate import BuildFacts, PrReport, commit_status, plain_properties
+from .auth_notice import BuilderNotice
 from .controller import PrBuilder
+from .master_secrets import MasterSecrets
 from .publisher import Publisher
 from .render import Renderer
 
@@ -35,9 +37,11 @@ class GitHubPrReporter(ReporterBase):
         statuses: bool = True,
         resend_interval_s: float = 60.0,
         renderer: Renderer | None = None,
+        secrets: MasterSecrets | None = None,
         **kwargs: Any,
     ) -> None:
         self.publisher = publisher
+        self.secrets = secrets  # {secret: NAME} credentials: read through this master's providers
         self.renderer = renderer or Renderer()
         # One rendering at a time: waiting for the child happens here, not in the thread pool.
         self._rendering = defer.DeferredLock()
@@ -46,6 +50,7 @@ class GitHubPrReporter(ReporterBase):
         self.statuses = statuses
         self.resend_interval_s = resend_interval_s
         self._resend_call: Any = None
+        self.notice: BuilderNotice | None = None
         super().__init__(**kwargs)
 
     def checkConfig(self, *args: Any, **kwargs: Any) -> None:
@@ -67,12 +72,17 @@ class GitHubPrReporter(ReporterBase):
     @defer.inlineCallbacks
     def startService(self) -> Any:
         yield super().startService()
+        if self.secrets is not None:
+            self.secrets.bind(self.master)  # before the first re-send below asks for credentials
         from twisted.internet import task
 
         # Re-send whatever GitHub did not accept earlier (outage, long rate limit, restart).
         self._resend_call = task.LoopingCall(lambda: defer.ensureDeferred(self._resend()))
         self._resend_call.clock = self.master.reactor
         self._resend_call.start(self.resend_interval_s, now=True)
+        if self.notice is None:  # the UI says when GitHub auth fails, on the builders whose reports wait
+            self.notice = BuilderNotice(self.master, self.pr_builders)
+            self.publisher.client.auth_health.subscribe(self.notice.changed)
         if self.statuses or self.report is not None:
             threads.deferToThread(self.renderer.start).addErrback(
                 log.err, "bsdkm github: the report renderer did not start (tried again per report)")

@@ -26,6 +26,7 @@ from .client import GitHubClient
 from .controller import PrBuilder, PullRequestBuilds
 from .hook import BsdkmGitHubEventHandler
 from .inbox import INBOX_FILE, Inbox
+from .master_secrets import SecretRef
 from .outbox import Outbox
 from .publisher import Publisher
 from .reporters import GitHubPrReporter
@@ -61,7 +62,6 @@ def github_services(
     *,
     env: dict[str, str] | None = None,
     basedir: str | None = None,
-    secrets_dir: str | None = None,
     builder_names: Collection[str] | None = None,
     settings: GitHubSettings | None = None,
 ) -> dict[str, Any]:
@@ -73,14 +73,14 @@ def github_services(
         env=env if env is not None else dict(os.environ),
         variants=frozenset(config.variants),
         targets=frozenset(config.targets),
-        secrets_dir=Path(secrets_dir) if secrets_dir else None,
     )
     builders = pr_builders(config, builder_names)
     outbox_path = Path(settings.outbox)
     if not outbox_path.is_absolute():
         outbox_path = Path(basedir or os.getcwd()) / outbox_path
     publisher = Publisher(
-        GitHubClient(settings.api_url, settings.auth()), Outbox(outbox_path), bot_login=settings.bot_login
+        GitHubClient(settings.api_url, settings.auth(), spacing=settings.writes), Outbox(outbox_path),
+        bot_login=settings.bot_login,
     )
     # Beside the outbox: events answered and not yet acted on (inbox.py).
     inbox = Inbox(outbox_path.with_name(INBOX_FILE))
@@ -91,12 +91,16 @@ def github_services(
         _pr_report(config) if settings.comment else None,
         statuses=settings.statuses,
         resend_interval_s=settings.resend_interval_s,
+        secrets=settings.secrets,
     )
     install_for_buildbot(settings.max_payload_bytes)
     handler = functools.partial(
         BsdkmGitHubEventHandler, controller=controller, max_payload_bytes=settings.max_payload_bytes
     )
-    dialect = {"class": handler, "secret": settings.webhook_secret, "strict": True}
+    secret = settings.webhook_secret
+    # {secret: NAME}: Buildbot's util.Secret, which the hook renders through the master's providers.
+    dialect = {"class": handler, "secret": secret.renderable() if isinstance(secret, SecretRef) else secret,
+               "strict": True}
     return {
         "change_hook_dialects": {settings.dialect: dialect},
         "services": [controller, reporter],

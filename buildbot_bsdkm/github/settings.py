@@ -1,15 +1,17 @@
 """The ``github:`` section of ``bsdkm.yml`` → typed settings (secrets come from env or files).
 
-Read when the master starts (the secrets are the master's environment's); errors name the line
-of the key in ``bsdkm.yml`` (``Config.github`` keeps it, ``yaml_reader.LocatedDict``).
+Read when the master starts; errors name the line of the key in ``bsdkm.yml`` (``Config.github``
+keeps it, ``yaml_reader.LocatedDict``). A secret comes from the master's environment (``*_env``), a
+private file (``*_file``), or one of the master's ``secretsProviders`` (``{secret: NAME}``, read when
+first needed: ``master_secrets``).
 
 Example::
 
     github:
       repo: wolfSSL/wolfssl
-      token_env: GITHUB_TOKEN            # or token_file: /run/secrets/gh-token
-      # or a GitHub App: app_id: 123456, app_key_file: /etc/bsdkm/app.pem (or app_key_secret: NAME)
-      webhook_secret_env: BSDKM_WEBHOOK_SECRET
+      token_env: GITHUB_TOKEN            # or token_file: /run/secrets/gh-token, or token: {secret: NAME}
+      # or a GitHub App: app_id: 123456, app_key_file: /etc/bsdkm/app.pem (or app_key: {secret: NAME})
+      webhook_secret_env: BSDKM_WEBHOOK_SECRET   # or webhook_secret_file, or webhook_secret: {secret: NAME}
       trusted_users: [wolfSSL-Bot]
       retest_phrases: ["retest this please", "test this please"]
 """
@@ -22,10 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..support.private_file import exposure
 from ..support.redact import has_credentials, redact_url
 from ..support.yaml_reader import LocatedError, located
-from .app_auth import AppKeyError, AppTokens, StaticToken, TokenSource, load_private_key
+from .app_auth import (
+    AppKeyError,
+    AppTokens,
+    KeyFromSecret,
+    SecretToken,
+    StaticToken,
+    TokenSource,
+    load_private_key,
+)
+from .master_secrets import MasterSecrets, SecretRef
 from .signature import DEFAULT_MAX_BODY_BYTES
+from .spacing import DEFAULT_WRITE_INTERVAL_S, WriteSpacing
 from .triggers import DEFAULT_APPROVE_PHRASES, DEFAULT_RETEST_PHRASES, TriggerConfig
 from .trust import TRUSTED_ASSOCIATIONS, TrustPolicy
 
@@ -36,12 +49,14 @@ KNOWN_KEYS = frozenset(
         "clone_url",
         "token_env",
         "token_file",
+        "token",
         "app_id",
         "app_key_file",
-        "app_key_secret",
+        "app_key",
         "installation_id",
         "webhook_secret_env",
         "webhook_secret_file",
+        "webhook_secret",
         "trusted_users",
         "trusted_associations",
         "retest_phrases",
@@ -51,6 +66,7 @@ KNOWN_KEYS = frozenset(
         "reply_window_s",
         "resend_interval_s",
         "answer_within_s",
+        "write_interval_s",
         "statuses",
         "comment",
         "dialect",
@@ -84,8 +100,8 @@ class GitHubConfigError(LocatedError):
 @dataclass(frozen=True)
 class GitHubSettings:
     repo: str
-    token: str = field(repr=False)
-    webhook_secret: str = field(repr=False)
+    token: str = field(repr=False)  # "" when the token is a secret of the master, or an App's
+    webhook_secret: str | SecretRef = field(repr=False)
     api_url: str = "https://api.github.com"
     clone_url: str = ""
     trust: TrustPolicy = field(default_factory=TrustPolicy)
@@ -104,6 +120,11 @@ class GitHubSettings:
     # The personal token, or the App's installation tokens (then ``token`` is empty); one per
     # settings, so every client of this master shares one cached installation token.
     credentials: TokenSource | None = field(default=None, repr=False, compare=False)
+    # The master's secretsProviders, for {secret: NAME}: bound to the master when its services start.
+    secrets: MasterSecrets = field(default_factory=MasterSecrets, repr=False, compare=False)
+    secret_refs: tuple[tuple[str, SecretRef], ...] = ()  # (key, {secret: NAME}) read through them
+    # The installation's write slot: every client of these credentials spaces its writes by it.
+    writes: WriteSpacing = field(default_factory=WriteSpacing, repr=False, compare=False)
 
     def auth(self) -> TokenSource:
         return self.credentials if self.credentials is not None else StaticToken(self.token)
@@ -137,14 +158,50 @@ def _flag(section: Mapping[str, Any], key: str, default: bool) -> bool:
     return value
 
 
-def _secret(section: Mapping[str, Any], name: str, default_env: str, env: Mapping[str, str]) -> str:
+def _private(path: Path, key: str, section: Mapping[str, Any]) -> None:
+    """Refuse a credential file others may read, as ssh refuses such a private key."""
+    problem = exposure(path)
+    if problem:
+        raise GitHubConfigError(key, f"{path} is {problem}: whoever can read it can act as this CI on "
+                                f"GitHub; chmod 600 {path}", section=section)
+
+
+def _secret_ref(section: Mapping[str, Any], key: str) -> SecretRef | None:
+    """``key: {secret: NAME}``, or None when ``key`` is not given."""
+    if key not in section:
+        return None
+    value = section[key]
+    name = value.get("secret") if isinstance(value, Mapping) and set(value) == {"secret"} else None
+    if not isinstance(name, str) or not name.strip():
+        raise GitHubConfigError(key, f"must be {{secret: NAME}}, a secret of the master's secretsProviders "
+                                f"(never the value itself; or {key}_env, {key}_file)", section=section)
+    return SecretRef(name.strip())
+
+
+def _one_of(section: Mapping[str, Any], keys: tuple[str, ...]) -> None:
+    given = [k for k in keys if k in section]
+    if len(given) > 1:
+        raise GitHubConfigError(given[1], f"give one of {', '.join(keys)}, not {given[0]} too",
+                                section=section)
+
+
+def _secret(
+    section: Mapping[str, Any], name: str, default_env: str, env: Mapping[str, str]
+) -> str | SecretRef:
     file_key, env_key = f"{name}_file", f"{name}_env"
+    _one_of(section, (env_key, file_key, name))
+    ref = _secret_ref(section, name)
+    if ref is not None:
+        return ref
     if file_key in section:
         path = Path(str(section[file_key]))
+        _private(path, file_key, section)
         try:
             value = path.read_text(encoding="utf-8").strip()
         except OSError as e:
             raise GitHubConfigError(file_key, f"cannot read {path}: {e.strerror}", section=section) from None
+        except UnicodeDecodeError:
+            raise GitHubConfigError(file_key, f"{path} is not UTF-8 text", section=section) from None
         if not value:
             raise GitHubConfigError(file_key, f"{path} is empty", section=section)
         return value
@@ -156,12 +213,12 @@ def _secret(section: Mapping[str, Any], name: str, default_env: str, env: Mappin
     return value
 
 
-APP_KEYS = ("app_id", "app_key_file", "app_key_secret", "installation_id")
+APP_KEYS = ("app_id", "app_key_file", "app_key", "installation_id")
 
 
-def _app(section: Mapping[str, Any], repo: str, secrets_dir: Path | None) -> AppTokens:
-    """``app_id`` + the private key (a file, or a secret of the master's secrets directory)."""
-    for key in ("token_env", "token_file"):
+def _app(section: Mapping[str, Any], repo: str, secrets: MasterSecrets) -> AppTokens:
+    """``app_id`` + the private key (a file, or ``{secret: NAME}`` of the master's secretsProviders)."""
+    for key in ("token_env", "token_file", "token"):
         if key in section:
             raise GitHubConfigError(key, "give a token or a GitHub App (app_id), not both", section=section)
     app_id = section.get("app_id")
@@ -173,30 +230,26 @@ def _app(section: Mapping[str, Any], repo: str, secrets_dir: Path | None) -> App
                                      or installation <= 0):
         raise GitHubConfigError("installation_id", f"must be a positive number, not {installation!r}",
                                 section=section)
-    given = [k for k in ("app_key_file", "app_key_secret") if k in section]
-    if len(given) != 1:
+    _one_of(section, ("app_key_file", "app_key"))
+    ref = _secret_ref(section, "app_key")
+    if ref is not None:
+        # Checked when first needed: only the running master's providers can give it.
+        return AppTokens(str(app_id).strip(), KeyFromSecret(ref.name, secrets), repo,
+                         installation_id=installation)
+    if "app_key_file" not in section:
         raise GitHubConfigError("app_key_file", "a GitHub App needs its private key: app_key_file (a PEM "
-                                "file) or app_key_secret (a secret of the master), one of them",
-                                section=section)
-    key_name = given[0]
-    if key_name == "app_key_file":
-        path = Path(str(section["app_key_file"]))
-    else:
-        name = str(section["app_key_secret"])
-        if secrets_dir is None:
-            raise GitHubConfigError(key_name, f"secret {name!r} not found: the master has no secrets "
-                                    "directory", section=section)
-        path = secrets_dir / name
+                                "file) or app_key: {secret: NAME} (a secret of the master)", section=section)
+    path = Path(str(section["app_key_file"]))
+    _private(path, "app_key_file", section)
     try:
         pem = path.read_bytes()
     except OSError as e:
-        what = "secret" if key_name == "app_key_secret" else "key file"
-        raise GitHubConfigError(key_name, f"cannot read the {what} {path}: {e.strerror}",
+        raise GitHubConfigError("app_key_file", f"cannot read the key file {path}: {e.strerror}",
                                 section=section) from None
     try:
         key = load_private_key(pem, str(path))
     except AppKeyError as e:
-        raise GitHubConfigError(key_name, str(e), section=section) from None
+        raise GitHubConfigError("app_key_file", str(e), section=section) from None
     return AppTokens(str(app_id).strip(), key, repo, installation_id=installation)
 
 
@@ -206,11 +259,14 @@ def parse_settings(
     env: Mapping[str, str] | None = None,
     variants: frozenset[str] = frozenset(),
     targets: frozenset[str] = frozenset(),
-    secrets_dir: Path | None = None,
 ) -> GitHubSettings:
     env = os.environ if env is None else env
     if not isinstance(section, Mapping) or not section:
         raise GitHubConfigError("repo", "the github section is missing (need at least github.repo)",
+                                section=section)
+    if "app_key_secret" in section:
+        raise GitHubConfigError("app_key_secret", "replaced by app_key: {secret: NAME}, which any of the "
+                                "master's secretsProviders can give (SecretInAFile reads secrets/NAME)",
                                 section=section)
     unknown = sorted(set(section) - KNOWN_KEYS)
     if unknown:
@@ -242,19 +298,27 @@ def parse_settings(
     api_url = str(section.get("api_url", "https://api.github.com")).rstrip("/")
     if not api_url.startswith(("http://", "https://")):
         raise GitHubConfigError("api_url", f"must be an http(s) URL, not {api_url!r}", section=section)
+    secrets = MasterSecrets()
+    token = ""
     if "app_id" in section:
-        credentials: TokenSource | None = _app(section, repo, secrets_dir)
-        token = ""
+        credentials: TokenSource | None = _app(section, repo, secrets)
     else:
         stray = [k for k in APP_KEYS if k in section]
         if stray:
             raise GitHubConfigError(stray[0], "belongs to a GitHub App: give app_id too", section=section)
-        token = _secret(section, "token", "GITHUB_TOKEN", env)
-        credentials = StaticToken(token)
+        given = _secret(section, "token", "GITHUB_TOKEN", env)
+        if isinstance(given, SecretRef):
+            credentials = SecretToken(given.name, secrets)
+        else:
+            token, credentials = given, StaticToken(given)
+    refs = tuple((key, ref) for key in ("token", "app_key", "webhook_secret")
+                 if (ref := _secret_ref(section, key)) is not None)
     return GitHubSettings(
         repo=repo,
         token=token,
         credentials=credentials,
+        secrets=secrets,
+        secret_refs=refs,
         webhook_secret=_secret(section, "webhook_secret", "BSDKM_WEBHOOK_SECRET", env),
         api_url=api_url,
         clone_url=clone_url,
@@ -265,6 +329,7 @@ def parse_settings(
         reply_window_s=_number(section, "reply_window_s", 3600.0),
         resend_interval_s=_number(section, "resend_interval_s", 60.0),
         answer_within_s=_number(section, "answer_within_s", GitHubSettings.answer_within_s),
+        writes=WriteSpacing(_number(section, "write_interval_s", DEFAULT_WRITE_INTERVAL_S)),
         statuses=_flag(section, "statuses", True),
         comment=_flag(section, "comment", True),
         dialect=str(section.get("dialect", "github")),

@@ -49,6 +49,10 @@ class TrustPolicy:
         who = sender.lower()
         if who != pull.author.lower() and who not in self.allow_list:
             return f"the head was pushed by {sender}, not by the PR's author"
+        return self.repo_problem(pull)
+
+    def repo_problem(self, pull: PullRequest) -> str | None:
+        """Why the repository the head comes from is not trusted, or None."""
         owner = (pull.head_owner or "").lower()
         trusted_owners = {pull.repo.split("/")[0].lower(), pull.author.lower(), *self.allow_list}
         if not owner:
@@ -96,7 +100,11 @@ class PrRecord:
     head: str = ""
     head_seen_at: str = ""  # GitHub's time of the event that showed this head first
     head_before: str = ""  # the head that push replaced, when its event said (``head_order``)
-    head_vetted: bool = True  # False: pushed by, or from a fork of, someone the policy does not trust
+    # Whether a push of this head was seen (opened, synchronize: the sender pushed it), and whether
+    # every one seen was by someone trusted. A head shown only by an event that names no pusher
+    # (reopened, ready_for_review), or whose push event was lost, is not vetted.
+    head_pushed: bool = False
+    head_vetted: bool = False
     approved: list[str] = field(default_factory=list)
     # Unfinished buildsets of this PR: bsid -> {"head": sha, "requests": {brid: status context}}.
     buildsets: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -106,6 +114,7 @@ class PrRecord:
             "head": self.head,
             "head_seen_at": self.head_seen_at,
             "head_before": self.head_before,
+            "head_pushed": self.head_pushed,
             "head_vetted": self.head_vetted,
             "approved": list(self.approved),
             "buildsets": self.buildsets,
@@ -120,7 +129,8 @@ class PrRecord:
             head=str(doc.get("head") or ""),
             head_seen_at=str(doc.get("head_seen_at") or ""),
             head_before=str(doc.get("head_before") or ""),
-            head_vetted=bool(doc.get("head_vetted", True)),
+            head_pushed=bool(doc.get("head_pushed", False)),
+            head_vetted=bool(doc.get("head_vetted", False)),
             approved=[str(x) for x in doc.get("approved") or []],
             buildsets=dict(buildsets) if isinstance(buildsets, Mapping) else {},
         )
@@ -145,20 +155,33 @@ class ApprovalBook:
         record = self.records.get((repo, number))
         return record is not None and head_sha in record.approved
 
-    def saw_head(self, repo: str, number: int, head_sha: str, at: str, vetted: bool,
+    def saw_head(self, repo: str, number: int, head_sha: str, at: str, vetted: bool | None,
                  before: str = "") -> bool:
-        """Note a pull_request event's head; True when it is a head not seen before."""
+        """Note a pull_request event's head; True when it is a head not seen before.
+
+        ``vetted``: whether the push the event reports was made by, and from the repository of,
+        someone the policy trusts; None when the event reports no push (reopened, ready_for_review).
+        """
         record = self.record(repo, number)
-        if record.head == head_sha:
-            record.head_vetted = record.head_vetted and vetted
-            return False
-        record.head, record.head_seen_at, record.head_vetted = head_sha, at, vetted
-        record.head_before = before
-        return True
+        new = record.head != head_sha
+        if new:
+            record.head, record.head_seen_at, record.head_before = head_sha, at, before
+            record.head_pushed = record.head_vetted = False
+        if vetted is not None:
+            record.head_vetted = vetted and (record.head_vetted or not record.head_pushed)
+            record.head_pushed = True
+        return new
 
     def head_vetted(self, repo: str, number: int, head_sha: str) -> bool:
+        """Whether a push of ``head_sha`` was seen, and every one seen was by someone trusted."""
         record = self.records.get((repo, number))
-        return record is None or record.head != head_sha or record.head_vetted
+        return record is not None and record.head == head_sha and record.head_pushed and record.head_vetted
+
+    def pushed_untrusted(self, repo: str, number: int, head_sha: str) -> bool:
+        """Whether someone the policy does not trust was seen pushing ``head_sha``."""
+        record = self.records.get((repo, number))
+        return (record is not None and record.head == head_sha and record.head_pushed
+                and not record.head_vetted)
 
     def head_since(self, pull: PullRequest) -> datetime | None:
         """A time the PR's current head is known to have existed by.
@@ -175,16 +198,33 @@ class ApprovalBook:
 PUSH_ACTIONS: frozenset[str] = frozenset({"opened", "synchronize"})  # the sender is who pushed the head
 
 
+def push_vetted(event: PullRequestEvent, policy: TrustPolicy) -> bool | None:
+    """Whether the push this event reports was by, and from the repository of, someone trusted; None
+    for an event that reports no push (on ``reopened``/``ready_for_review`` the sender only clicked)."""
+    if event.action not in PUSH_ACTIONS:
+        return None
+    return policy.push_problem(event.pull, event.sender) is None
+
+
 def event_push_problem(event: PullRequestEvent, policy: TrustPolicy, approvals: ApprovalBook) -> str | None:
     """Why the event's head is not vetted, or None.
 
     On ``opened``/``synchronize`` the sender pushed the head; on ``reopened``/``ready_for_review``
-    the sender only clicked, so what counts is how the head got there (recorded when it was pushed).
+    the sender only clicked, so what counts is the head's own push, as the master saw it: a head
+    it saw no push of is not vetted, whoever the PR's author is (events can arrive out of order,
+    and a push by someone else may still be on its way).
     """
     pull = event.pull
-    sender = event.sender if event.action in PUSH_ACTIONS else pull.author
-    problem = policy.push_problem(pull, sender)
-    if problem is None and not approvals.head_vetted(pull.repo, pull.number, pull.head_sha):
+    untrusted = approvals.pushed_untrusted(pull.repo, pull.number, pull.head_sha)
+    if event.action in PUSH_ACTIONS:
+        problem = policy.push_problem(pull, event.sender)
+    else:
+        problem = policy.repo_problem(pull)
+        if problem is None and not untrusted and not approvals.head_vetted(pull.repo, pull.number,
+                                                                           pull.head_sha):
+            problem = (f"this master saw no push of head {pull.head_sha[:12]}, so it does not know who "
+                       f"pushed it ('{event.action}' does not say)")
+    if problem is None and untrusted:
         problem = f"head {pull.head_sha[:12]} was pushed by someone the policy does not trust"
     return problem
 
@@ -216,6 +256,33 @@ def decide_pull_request(
     )
 
 
+def decide_commenter(
+    event: CommentEvent, trigger: Trigger | None, policy: TrustPolicy
+) -> TrustDecision | None:
+    """What a comment does when that needs no look at the PR (None: it depends on the PR's state).
+
+    Anyone can comment, so a comment that cannot start anything is settled from the event alone:
+    reading the PR from GitHub for it would let strangers spend the master's API budget.
+    """
+    base = {"repo": event.repo, "number": event.issue_number}
+    if event.action != "created":
+        return TrustDecision(Action.IGNORE, f"issue_comment action '{event.action}' is ignored", **base)
+    if not event.is_pull_request:
+        return TrustDecision(Action.IGNORE, f"#{event.issue_number} is an issue, not a pull request", **base)
+    if trigger is None:
+        return TrustDecision(Action.IGNORE, "comment holds no trigger phrase", **base)
+    if not policy.trusts(event.author, event.author_association):
+        return TrustDecision(
+            Action.REPLY,
+            f"@{event.author}: only {policy.describe()} can start CI builds, so nothing ran. "
+            "A maintainer can comment `ok to test` (untrusted PRs) or `retest this please`.",
+            trigger=trigger,
+            reply_to=event.author,
+            **base,
+        )
+    return None
+
+
 def decide_comment(
     event: CommentEvent,
     trigger: Trigger | None,
@@ -228,23 +295,14 @@ def decide_comment(
     An approval without a commit covers the current head only if that head is known to have
     existed before the comment was written; otherwise the maintainer is asked to name the commit.
     """
-    base = {"repo": event.repo, "number": event.issue_number}
-    if event.action != "created":
-        return TrustDecision(Action.IGNORE, f"issue_comment action '{event.action}' is ignored", **base)
-    if not event.is_pull_request or pull is None:
+    early = decide_commenter(event, trigger, policy)
+    if early is not None:
+        return early
+    base: dict[str, Any] = {"repo": event.repo, "number": event.issue_number}
+    if pull is None:
         return TrustDecision(Action.IGNORE, f"#{event.issue_number} is an issue, not a pull request", **base)
-    if trigger is None:
-        return TrustDecision(Action.IGNORE, "comment holds no trigger phrase", **base)
+    assert trigger is not None  # decide_commenter ignores a comment without one
     base["head_sha"] = pull.head_sha
-    if not policy.trusts(event.author, event.author_association):
-        return TrustDecision(
-            Action.REPLY,
-            f"@{event.author}: only {policy.describe()} can start CI builds, so nothing ran. "
-            "A maintainer can comment `ok to test` (untrusted PRs) or `retest this please`.",
-            trigger=trigger,
-            reply_to=event.author,
-            **base,
-        )
     if trigger.kind == TriggerKind.APPROVE:
         problem = _approval_problem(event, trigger, pull, approvals)
         if problem is not None:

@@ -107,6 +107,9 @@ def test_form_encoded_signed_delivery_builds(master: Master, github: FakeGitHub)
 @pytest.mark.parametrize("action", ["opened", "synchronize", "reopened", "ready_for_review"])
 def test_building_actions_start_both_variants(master: Master, github: FakeGitHub, action: str) -> None:
     number = {"opened": 110, "synchronize": 111, "reopened": 112, "ready_for_review": 113}[action]
+    if action in ("reopened", "ready_for_review"):
+        # These name no pusher: the head's own push (here, while a draft) is what vets it.
+        deliver(None, master.hook_url, "pull_request", pr_event(github, number, draft=True))
     payload = pr_event(github, number, action)
     response, _ = deliver(None, master.hook_url, "pull_request", payload)
     assert response.status_code in (200, 202)
@@ -239,8 +242,13 @@ def test_plain_issue_edited_and_deleted_comments_trigger_nothing(master: Master,
     assert master.buildsets_for(160) == []
 
 
+def pushed_as_draft(master: Master, github: FakeGitHub, number: int) -> None:
+    """The PR's author pushed its head while it was a draft: the master saw a trusted push, built nothing."""
+    deliver(None, master.hook_url, "pull_request", pr_event(github, number, draft=True))
+
+
 def test_per_variant_retest_builds_only_that_variant(master: Master, github: FakeGitHub) -> None:
-    pr_event(github, 170)
+    pushed_as_draft(master, github, 170)
     deliver(
         None,
         master.hook_url,
@@ -265,10 +273,11 @@ def test_untrusted_trigger_gets_one_polite_reply(master: Master, github: FakeGit
     replies = github.comments_on(180)
     assert len(replies) == 1 and "@drive-by" in replies[0]["body"] and "nothing ran" in replies[0]["body"]
     assert master.buildsets_for(180) == []
+    assert github.calls("GET", "/pulls/180") == []  # a stranger's comment costs no API call
 
 
 def test_hundred_identical_triggers_make_one_build(master: Master, github: FakeGitHub) -> None:
-    pr_event(github, 190)
+    pushed_as_draft(master, github, 190)
     comment = payloads.issue_comment("retest this please", association="COLLABORATOR", number=190)
     with requests.Session() as session, ThreadPoolExecutor(max_workers=16) as pool:
         results = list(
@@ -320,6 +329,25 @@ def test_untrusted_pusher_on_a_members_pr_builds_nothing(master: Master, github:
             pr_event(github, 202, "synchronize", association="MEMBER", login="alice", fork=True,
                      fork_owner="mallory"))
     assert master.buildsets_for(201) == [] and master.buildsets_for(202) == []
+
+
+def test_a_strangers_push_arriving_after_ready_for_review_is_not_built(
+    master: Master, github: FakeGitHub
+) -> None:
+    """GitHub sent sync(H2, mallory) before ready_for_review(H2); they arrived the other way round."""
+    n, h1, h2 = 205, "d" * 40, "e" * 40
+    alice = dict(association="MEMBER", login="alice")
+    deliver(None, master.hook_url, "pull_request",
+            pr_event(github, n, "synchronize", head_sha=h1, updated_at=payloads.github_time(-30), **alice))
+    deliver(None, master.hook_url, "pull_request",
+            pr_event(github, n, "ready_for_review", head_sha=h2, updated_at=payloads.github_time(-10),
+                     **alice))
+    deliver(None, master.hook_url, "pull_request",
+            pr_event(github, n, "synchronize", head_sha=h2, sender="mallory",
+                     updated_at=payloads.github_time(-20), **alice))
+    heads = [b["sourcestamps"][0]["revision"] for b in master.buildsets_for(n)]
+    assert heads == [h1]
+    wait_for(lambda: any("ok to test" in c["body"] for c in github.comments_on(n)), "approval request")
 
 
 def test_events_for_other_repositories_are_refused(master: Master, github: FakeGitHub) -> None:

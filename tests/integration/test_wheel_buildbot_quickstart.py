@@ -5,11 +5,11 @@ then a signed PR webhook from the loopback GitHub builds the userspace target, a
 the one PR comment arrive through a GitHub App whose installation tokens expire, and are renewed,
 mid-run.
 
-The lines are read from README.md itself. Four things differ from a person following it: the pip
+The lines are read from README.md itself. Three things differ from a person following it: the pip
 line installs the built wheel instead of the git URL; `$EDITOR` is this test writing the github:
-section (the loopback GitHub, the App's key in M/secrets/), free ports in master: (others share this
-machine) and a www.auth login (with github: only a logged-in admin may force); the worker's
-`--master` names that port; `bsdkm-ci force` logs in as that admin.
+section (the loopback GitHub, the App's key in M/secrets/) and free ports in master: (others share
+this machine); the worker's `--master` names that port. `bsdkm-ci force` logs in as the admin
+`init master` wrote into M/www.htpasswd, as it would for a person on the master's machine.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 import yaml
 from conftest import ROOT
 from cryptography.hazmat.primitives import serialization
@@ -45,7 +46,6 @@ WEBHOOK_SECRET = "loopback webhook secret"
 # however fast the build is.
 TOKEN_TTL_S = 40.0
 CONTEXT = "bsdkm/userspace/intelasm"
-ADMIN, ADMIN_PASSWORD = "admin", "loopback-admin-password"  # www.auth: who may force
 
 
 def hold_master_past_renewal(master: Path, github: FakeGitHub) -> None:
@@ -112,16 +112,30 @@ def edit_config(master: Path, github: FakeGitHub, clone_url: str, pem: bytes, ww
         "api_url": github.url,
         "clone_url": clone_url,
         "app_id": 4242,
-        "app_key_secret": "github-app-key",
+        "app_key": {"secret": "github-app-key"},  # through the master's SecretInAFile
         "webhook_secret_file": str(secrets / "webhook"),
         "resend_interval_s": 2,
     }
     doc["master"]["www_port"], doc["master"]["workers_port"] = www, workers
-    (master / "www.htpasswd").write_text(f"{ADMIN}:{ADMIN_PASSWORD}\n", encoding="utf-8")
-    doc["www"] = {"auth": {"type": "htpasswd", "file": str(master / "www.htpasswd")}}
     for name, variant in doc["variants"].items():
         variant["enabled"] = name == "intelasm"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+
+
+def only_the_generated_login_may_act(master: Path, www_port: int) -> None:
+    """The web UI `init master` wrote: reading is open, acting needs the login it printed."""
+    user, password = (master / "www.htpasswd").read_text(encoding="utf-8").strip().split(":", 1)
+    # Cancelling a build request that does not exist: an action, which changes nothing here.
+    cancel = f"http://127.0.0.1:{www_port}/api/v2/buildrequests/999999"
+    body = {"jsonrpc": "2.0", "method": "cancel", "id": 1, "params": {"reason": "who may act"}}
+    with requests.Session() as anonymous:
+        assert anonymous.get(f"http://127.0.0.1:{www_port}/api/v2/builders", timeout=30).status_code == 200
+        assert anonymous.post(cancel, json=body, timeout=30).status_code == 403
+    with requests.Session() as session:
+        login = f"http://127.0.0.1:{www_port}/auth/login"
+        assert session.get(login, auth=(user, "wrong"), timeout=30).status_code == 401
+        assert session.get(login, auth=(user, password), timeout=30).status_code == 200
+        assert session.post(cancel, json=body, timeout=30).status_code == 200
 
 
 def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path: Path) -> None:
@@ -162,10 +176,6 @@ def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path:
                 continue
             elif argv[:3] == ["bsdkm-ci", "init", "worker"]:
                 argv[argv.index("--master") + 1] = f"127.0.0.1:{workers_port}"
-            elif argv[:2] == ["bsdkm-ci", "force"]:
-                password = home / "admin.pw"
-                password.write_text(ADMIN_PASSWORD + "\n", encoding="utf-8")
-                argv += ["--user", ADMIN, "--password-file", str(password)]
             commands = [shlex.join(argv)] if "&&" not in argv else " ".join(argv).split(" && ")
             for command in commands:
                 done = subprocess.run(command, shell=True, cwd=home, env=env, capture_output=True, text=True,
@@ -187,7 +197,8 @@ def test_readme_buildbot_quick_start_from_the_wheel(built_wheel: Path, tmp_path:
         rest = Rest(f"http://127.0.0.1:{www_port}/")
         rest.wait(lambda: rest.get("builders"), "the master's web API", timeout=180)
         assert listening(www_port) == {"127.0.0.1"}  # master.listen.www
-        assert listening(workers_port) == {"0.0.0.0"}  # master.listen.workers
+        assert listening(workers_port) == {"127.0.0.1"}  # master.listen.workers, as master.cfg's header says
+        only_the_generated_login_may_act(master, www_port)
         rest.wait_workers(["linux"], timeout=120)
         names = set(rest.builder_names().values())
         assert "userspace/intelasm" in names and not any(n.startswith("linux-kmod") for n in names)

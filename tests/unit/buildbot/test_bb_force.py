@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from buildbot_bsdkm.cli import main
+from buildbot_bsdkm.commands.force_cmd import htpasswd_login
 
 
 class FakeApi(BaseHTTPRequestHandler):
@@ -119,3 +121,15 @@ def test_a_logged_in_admin_forces(api: str, tmp_path: Path, capsys: pytest.Captu
 def test_a_directory_that_is_no_master(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["force", str(tmp_path), "userspace/noasm"]) == 2
     assert f"{tmp_path}: no Buildbot master here (no buildbot.tac)" in capsys.readouterr().err
+
+
+def test_the_master_s_own_htpasswd_file_logs_in(tmp_path: Path) -> None:
+    """``init master`` writes a login for its web UI: on the master's machine force uses it."""
+    (tmp_path / "www.htpasswd").write_text("admin:s3cret\nbob:other\n")
+    www = {"auth": {"type": "htpasswd", "file": "www.htpasswd"}}
+    assert htpasswd_login(www, tmp_path) == ("admin", "s3cret")
+    assert htpasswd_login({**www, "admins": ["bob"]}, tmp_path) == ("bob", "other")
+    assert htpasswd_login({"auth": {"type": "github"}}, tmp_path) is None
+    (tmp_path / "www.htpasswd").chmod(0)
+    if os.geteuid() != 0:  # root reads any file
+        assert htpasswd_login(www, tmp_path) is None

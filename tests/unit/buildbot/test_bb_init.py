@@ -46,7 +46,7 @@ def test_init_master_writes_a_master_that_passes_checkconfig(tmp_path: Path, cap
     config = load_config(master / "bsdkm.yml")
     m = config.master
     assert (m.www_port, m.workers_port) == (8010, 9989)
-    assert (m.www_listen, m.workers_listen) == ("127.0.0.1", "0.0.0.0")
+    assert (m.www_listen, m.workers_listen) == ("127.0.0.1", "127.0.0.1")
     specs = {s.name: s for s in parse_workers(config.workers)}
     assert specs["lx"].can_run("userspace") and not specs["lx"].can_run("linux-kmod-qemu")
     assert specs["fbsd"].can_run("freebsd-kmod") and not specs["fbsd"].can_run("userspace")

@@ -198,7 +198,7 @@ def test_ports_and_interfaces_come_from_the_master_section(tmp_path: Path):
     cfg = with_workers("workers: {w1: {password: {secret: w1-pw}}}")
     c = buildmaster_config(cfg, s)  # the documented defaults
     assert c["www"]["port"] == "tcp:8010:interface=127.0.0.1"
-    assert c["protocols"]["pb"]["port"] == "tcp:9989:interface=0.0.0.0"
+    assert c["protocols"]["pb"]["port"] == "tcp:9989:interface=127.0.0.1"  # loopback until opened
     cfg = with_workers("workers: {w1: {password: {secret: w1-pw}}}\n"
                        "master: {www_port: 8111, workers_port: 9111, listen: {www: '::', workers: 10.0.0.5}}")
     c = buildmaster_config(cfg, s)

@@ -20,7 +20,13 @@ from github_fake import payloads
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
-from buildbot_bsdkm.github.controller import PrBuilder, PullRequestBuilds, _newer_head_queued, _unfinished_for
+from buildbot_bsdkm.github.controller import (
+    PrBuilder,
+    PullRequestBuilds,
+    _newer_head_queued,
+    _store_key,
+    _unfinished_for,
+)
 from buildbot_bsdkm.github.events import parse_comment_event, parse_pull_request_event
 from buildbot_bsdkm.github.hook import BsdkmGitHubEventHandler
 from buildbot_bsdkm.github.inbox import Inbox, Queued, read_journal
@@ -154,11 +160,14 @@ def test_a_retest_whose_head_has_its_push_queued_leaves_the_build_to_that_push()
 
     class Client:
         async def get_pull(self, repo: str, number: int) -> Any:
-            doc = payloads.pull_request("synchronize", head_sha=b, association="MEMBER")["pull_request"]
-            return SimpleNamespace(data=doc)
+            doc = payloads.pull_request("synchronize", head_sha=b, association="MEMBER", number=1)
+            return SimpleNamespace(data=doc["pull_request"])
 
     ctl = controller(MemoryStore())
-    ctl.store = MemoryStore()
+    ctl.store = store = MemoryStore()
+    # b's push by its author was seen: a retest of b is a trusted one.
+    store.docs[_store_key("Codertocat/Hello-World", 1)] = PrRecord(head=b, head_pushed=True,
+                                                                   head_vetted=True).to_doc()
     ctl.publisher = SimpleNamespace(client=Client())  # type: ignore[assignment]
     built: list[str] = []
 

@@ -249,6 +249,8 @@ def test_a_delivered_report_leaves_the_outbox(github: FakeGitHub, tmp_path: Path
 def test_reopening_is_not_pushing_but_an_untrusted_push_stays_unvetted() -> None:
     book = ApprovalBook()
     reopened = payloads.pull_request("reopened", association="MEMBER", login="alice", sender="maintainer")
+    pull = parse_pull_request_event(reopened).pull
+    book.saw_head(REPO, pull.number, pull.head_sha, pull.updated_at, vetted=True)  # alice pushed it
     assert decide_pull_request(parse_pull_request_event(reopened), POLICY, book).builds
     pushed = parse_pull_request_event(
         payloads.pull_request("synchronize", association="MEMBER", login="alice", sender="mallory",

@@ -79,9 +79,11 @@ def test_bad_sections_name_the_key(section: dict | None, env: dict, message: str
 
 def test_secret_from_file(tmp_path: Path) -> None:
     (tmp_path / "token").write_text("from-file\n")
+    (tmp_path / "token").chmod(0o600)
     settings = parse_settings({"repo": "a/b", "token_file": str(tmp_path / "token")}, env=ENV)
     assert settings.token == "from-file"
     (tmp_path / "empty").write_text("\n")
+    (tmp_path / "empty").chmod(0o600)
     with pytest.raises(GitHubConfigError, match="is empty"):
         parse_settings({"repo": "a/b", "token_file": str(tmp_path / "empty")}, env=ENV)
 
@@ -117,3 +119,34 @@ def test_errors_about_a_section_read_from_a_file_name_its_line(tmp_path: Path) -
     (tmp_path / "bsdkm.yml").write_text(text.replace("  api_url: ftp://x\n", ""))
     with pytest.raises(GitHubConfigError, match=r"bsdkm\.yml:4: github\.token_env: environment variable"):
         parse_settings(load_config(tmp_path / "bsdkm.yml").github, env={"BSDKM_WEBHOOK_SECRET": "s"})
+
+
+def test_token_and_webhook_secret_from_the_masters_secrets_providers(tmp_path: Path) -> None:
+    from buildbot.process.properties import Secret
+
+    from buildbot_bsdkm.github.app_auth import SecretToken
+
+    section = {"repo": "a/b", "token": {"secret": "gh-token"}, "webhook_secret": {"secret": "gh-hook"}}
+    settings = parse_settings(section, env={})  # nothing from the environment
+    assert isinstance(settings.auth(), SecretToken) and settings.auth().name == "gh-token"
+    assert settings.token == "" and [(k, r.name) for k, r in settings.secret_refs] == [
+        ("token", "gh-token"), ("webhook_secret", "gh-hook")]
+    config = load_config(write_config(tmp_path / "bsdkm.yml", "http://127.0.0.1:9"))
+    config.github.pop("token_env")
+    config.github.pop("webhook_secret_env")
+    config.github.update(section)
+    dialect = github_services(config, env={}, basedir=str(tmp_path))["change_hook_dialects"]["github"]
+    # Buildbot's own Secret, which the hook renders through the providers
+    assert isinstance(dialect["secret"], Secret) and dialect["secret"].secret_name == "gh-hook"
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    ({"token": "ghp_pasted_here"}, "github.token: must be {secret: NAME}"),
+    ({"token": {"secret": "t", "extra": 1}}, "github.token: must be {secret: NAME}"),
+    ({"token": {"secret": "t"}, "token_env": "T"}, "github.token: give one of token_env, token_file, token"),
+    ({"webhook_secret": {"secret": ["x"]}}, "github.webhook_secret: must be {secret: NAME}"),
+])
+def test_a_secret_reference_that_is_not_one_is_named(section: dict, message: str) -> None:
+    with pytest.raises(GitHubConfigError) as e:
+        parse_settings({"repo": "a/b", **section}, env=ENV)
+    assert message in str(e.value) and "ghp_pasted_here" not in str(e.value)
