@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
-from . import __version__, commands
+from . import commands
 from .commands.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, UsageError
 from .policy import BaselineMismatch
 
@@ -29,9 +30,20 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_UNUSABLE)
 
 
+DISTRIBUTION = "buildbot-bsdkm"
+
+
+def version() -> str:
+    """The installed distribution's version: pyproject.toml is the only place it is written."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # a source tree on sys.path that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="bsdkm-ci", description=__doc__.splitlines()[0])
-    p.add_argument("--version", action="version", version=f"bsdkm-ci {__version__}")
+    p.add_argument("--version", action="version", version=f"bsdkm-ci {version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     commands.register_all(sub)
     return p
