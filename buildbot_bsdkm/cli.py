@@ -31,6 +31,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 DISTRIBUTION = "buildbot-bsdkm"
+# What the base install lacks, and the extra of pyproject.toml that brings it.
+EXTRA_OF_MODULE = {"twisted": "github", "treq": "github", "buildbot": "buildbot", "sqlalchemy": "buildbot",
+                   "requests": "buildbot", "jwt": "buildbot", "cryptography": "buildbot"}
 
 
 def version() -> str:
@@ -59,6 +62,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_UNUSABLE
     except BaselineMismatch as e:  # whichever subcommand gated with that baseline
         print(f"bsdkm-ci {args.command}: bad baseline: {e}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except ModuleNotFoundError as e:
+        extra = EXTRA_OF_MODULE.get((e.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        print(f"bsdkm-ci {args.command}: needs {DISTRIBUTION}[{extra}] ({e.name} is not installed): "
+              f"pip install '{DISTRIBUTION}[{extra}]'", file=sys.stderr)
         return EXIT_UNUSABLE
     except KeyboardInterrupt:
         print("bsdkm-ci: interrupted", file=sys.stderr)

@@ -400,7 +400,7 @@ def test_annotations_and_summary(action_run: tuple[LocalRunner, dict[str, str]])
 
 # --------------------------------------------------------------------------- install: "true"
 # What a real workflow does: the action installs bsdkm-ci from its own checkout
-# (`pip install "$GITHUB_ACTION_PATH/.."`), here into a fresh venv outside this checkout, and
+# (`pip install "$GITHUB_ACTION_PATH/..[github]"`), here into a fresh venv outside this checkout, and
 # judges the run with the config's default policy, which must come from the installed package.
 
 
