@@ -261,15 +261,21 @@ class ActWorld:
         return run
 
 
-STANDIN_MAP = {
-    "actions/checkout@v4": "checkout",
-    "actions/upload-artifact@v4": "upload-artifact",
-    "actions/download-artifact@v4": "download-artifact",
-    "actions/setup-python@v5": "setup-python",
-    "actions/cache@v4": "cache",
-    "dawidd6/action-download-artifact@27e4ae67c24b67d3b54bc6d6a45475be1e28031b": "action-download-artifact",
-    "vmactions/freebsd-vm@c46abacb49f09938ca4e1702d15d836285d694cc": "freebsd-vm",
-}
+def standin_map() -> dict[str, str]:
+    """Every third-party ``uses:`` of the action and the examples, exactly as written there (pinned by
+    commit), onto its stand-in, found by the action's name; one without a stand-in fails here."""
+    found: dict[str, str] = {}
+    for path in [ROOT / "action" / "action.yml", *sorted((ROOT / "action" / "examples").glob("*.yml"))]:
+        for ref in re.findall(r"^[ -]*uses:\s*([\w.-]+/[\w./-]+@[\w.-]+)", path.read_text(), re.M):
+            if ref.startswith("wolfSSL/bsdkm-ci/"):
+                continue  # this checkout (--local-repository wolfSSL/bsdkm-ci@v1)
+            name = ref.split("@")[0].split("/")[1]
+            assert (STANDINS / name / "action.yml").is_file(), f"{path.name}: no stand-in for {ref}"
+            found[ref] = name
+    return found
+
+
+STANDIN_MAP = standin_map()
 
 
 @dataclass
