@@ -136,3 +136,15 @@ def test_readme_commands_work_from_the_wheel(fresh_venv: Path, built_wheel: Path
     assert helped.returncode == 0 and "--variant" in helped.stdout
     assert not any(p.name in ("kmod", "policies") for p in elsewhere.iterdir())
     assert os.path.isdir(ROOT / "kmod")  # the checkout was never touched
+
+
+def test_the_release_workflow_smoke_test_passes_on_the_wheel(fresh_venv: Path, built_wheel: Path,
+                                                             elsewhere: Path) -> None:
+    """scripts/wheel_smoke.sh, what .github/workflows/release.yml runs on the wheel it publishes."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(elsewhere), "LANG": "C.UTF-8"}
+    smoke = ROOT / "scripts" / "wheel_smoke.sh"
+    proc = subprocess.run(["bash", str(smoke), str(built_wheel), str(fresh_venv)], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "action outputs and gate ran" in proc.stdout
+
