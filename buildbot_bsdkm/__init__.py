@@ -3,6 +3,7 @@
 The package is one pure core (parsers, result model, threshold policy, JUnit,
 reports, failure classification, pipeline) with thin shells on top: the
 ``bsdkm-ci`` command, Buildbot steps, ``master.cfg`` and the GitHub Action.
-"""
 
-__version__ = "0.1.0"
+The version is the installed distribution's (``importlib.metadata.version("buildbot-bsdkm")``), written
+once, in ``pyproject.toml``.
+"""

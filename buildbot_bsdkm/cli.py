@@ -11,8 +11,9 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
-from . import __version__, commands
+from . import commands
 from .commands.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, UsageError
 from .policy import BaselineMismatch
 
@@ -31,9 +32,23 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_UNUSABLE)
 
 
+DISTRIBUTION = "buildbot-bsdkm"
+# What the base install lacks, and the extra of pyproject.toml that brings it.
+EXTRA_OF_MODULE = {"twisted": "github", "treq": "github", "buildbot": "buildbot", "sqlalchemy": "buildbot",
+                   "requests": "buildbot", "jwt": "buildbot", "cryptography": "buildbot"}
+
+
+def version() -> str:
+    """The installed distribution's version: pyproject.toml is the only place it is written."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # a source tree on sys.path that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="bsdkm-ci", description=__doc__.splitlines()[0])
-    p.add_argument("--version", action="version", version=f"bsdkm-ci {__version__}")
+    p.add_argument("--version", action="version", version=f"bsdkm-ci {version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     commands.register_all(sub)
     return p
@@ -53,6 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_UNUSABLE
     except BaselineMismatch as e:  # whichever subcommand gated with that baseline
         print(f"bsdkm-ci {args.command}: bad baseline: {e}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except ModuleNotFoundError as e:
+        extra = EXTRA_OF_MODULE.get((e.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        print(f"bsdkm-ci {args.command}: needs {DISTRIBUTION}[{extra}] ({e.name} is not installed): "
+              f"pip install '{DISTRIBUTION}[{extra}]'", file=sys.stderr)
         return EXIT_UNUSABLE
     except KeyboardInterrupt:
         print("bsdkm-ci: interrupted", file=sys.stderr)

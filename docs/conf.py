@@ -10,7 +10,9 @@ project = "bsdkm-ci"
 author = "wolfSSL"
 copyright = "wolfSSL Inc."
 
-extensions = ["myst_parser", "cli_reference", "action_reference"]
+# The CLI and Action references are plain Markdown written into the pages by scripts/reference_docs.py
+# (from docs/_ext), so GitHub shows them as the site does.
+extensions = ["myst_parser"]
 source_suffix = {".md": "markdown"}
 myst_enable_extensions = ["deflist", "colon_fence"]
 # Anchors for headings down to ####, so a page can link to another page's section.
@@ -18,6 +20,8 @@ myst_heading_anchors = 4
 root_doc = "index"
 exclude_patterns = ["_build", "_ext", "README.md"]
 nitpicky = True
+# Text as written, as GitHub shows it: "--variant" in prose stays two hyphens, not an en dash.
+smartquotes = False
 # Code blocks without a language are shell or output, never Python.
 highlight_language = "text"
 html_theme = "alabaster"

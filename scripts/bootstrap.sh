@@ -50,9 +50,10 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ "$BSDKM_ROOT/pyproject.toml" -nt "$stamp" ]; then
   echo "bootstrap: installing bsdkm-ci into $VENV" >&2
-  "$VENV/bin/pip" install -q --upgrade pip >/dev/null
+  # pip >= 25.1 reads dependency groups (`--group`), where the test tools are kept.
+  "$VENV/bin/pip" install -q --upgrade 'pip>=25.1' >/dev/null
   if [ "$WANT" = test ]; then
-    "$VENV/bin/pip" install -q -e "${BSDKM_ROOT}[test]"
+    (cd "$BSDKM_ROOT" && "$VENV/bin/pip" install -q -e ".[buildbot]" --group test)
   else
     "$VENV/bin/pip" install -q -e "${BSDKM_ROOT}"
   fi

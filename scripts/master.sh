@@ -6,6 +6,6 @@
 # Options: scripts/master.sh --help; the directory is $BSDKM_MASTER_DIR or ~/.local/state/bsdkm-ci/buildbot.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-source "$here/bootstrap.sh" test   # buildbot-www, the views and buildbot-worker are in the test extra
+source "$here/bootstrap.sh" test   # the venv with [buildbot]: buildbot-www, the views, buildbot-worker
 cd "$BSDKM_ROOT"
 exec python -m buildbot_bsdkm.buildbot.control "$@"

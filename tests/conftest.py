@@ -27,6 +27,9 @@ def _test_folders() -> list[str]:
 sys.path[1:1] = _test_folders()
 SHARED = Path(os.environ.get("BSDKM_SHARED", ROOT.parent / "shared")).resolve()
 FIXTURES = SHARED / "fixtures"
+# Third-party data the suite checks against, never copied into the repository: the Jenkins xUnit
+# plugin's JUnit schema.
+JUNIT_SCHEMA = SHARED / "schemas" / "junit-10.xsd"
 
 
 @pytest.fixture(scope="session")

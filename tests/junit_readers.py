@@ -1,6 +1,7 @@
 """What JUnit readers accept: the Jenkins xunit-plugin schema and EnricoMi's junitparser path.
 
-``validate(text)`` checks a report against ``tests/schemas/junit-10.xsd`` (lxml) plus the
+``validate(text)`` checks a report against the Jenkins xUnit plugin's ``junit-10.xsd`` (lxml; third-party
+data read from the shared folder, ``$BSDKM_SHARED/schemas/``, as the fixtures are) plus the
 "at most 3 decimals" rule for times; ``enricomi_counts(path)`` reads a file the way
 EnricoMi/publish-unit-test-result-action's ``publish/junit.py`` does (lxml tree →
 ``junitparser.JUnitXml.fromroot``, suite totals from the suite attributes, one result per
@@ -17,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import junitparser
+from conftest import JUNIT_SCHEMA
 from lxml import etree
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
+SCHEMA_PATH = JUNIT_SCHEMA
 _TIME = re.compile(r"\d+(\.\d{1,3})?")
 
 
@@ -29,6 +31,9 @@ class JUnitInvalid(AssertionError):
 
 @functools.cache
 def _schema() -> etree.XMLSchema:
+    if not SCHEMA_PATH.is_file():
+        raise FileNotFoundError(f"the JUnit schema is not at {SCHEMA_PATH} "
+                                "(set BSDKM_SHARED to the shared folder)")
     return etree.XMLSchema(etree.parse(str(SCHEMA_PATH)))
 
 

@@ -21,14 +21,9 @@ from twisted.python import log
 from .client import GitHubClient, GitHubError, Superseded
 from .errors import CredentialsError
 from .outbox import Delivery, Outbox
+from .texts import REPORT_MARKER, STATUS_DESCRIPTION_LIMIT, short_description
 
-REPORT_MARKER = "<!-- bsdkm-ci:pr-report -->"
-STATUS_DESCRIPTION_LIMIT = 140  # GitHub answers 422 above this
-
-
-def short_description(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= STATUS_DESCRIPTION_LIMIT else line[: STATUS_DESCRIPTION_LIMIT - 1] + "…"
+__all__ = ["REPORT_MARKER", "STATUS_DESCRIPTION_LIMIT", "Publisher", "short_description"]
 
 
 class Publisher:

@@ -7,8 +7,9 @@ the message of every gate that failed on it, plus one per gate not tied to a sin
 item: required, geomean regression, crossover family). Other modules add suites of their
 own through ``register_suite`` (e.g. kernel health), without touching this layout.
 
-The output validates against the Jenkins xunit-plugin ``junit-10.xsd`` (vendored in
-``tests/schemas/``), which is stricter than junit-xml's own output:
+The output validates against the Jenkins xunit-plugin ``junit-10.xsd`` (the suite checks every
+report against it; the schema is third-party data, kept outside the repository), which is stricter than
+junit-xml's own output:
 
 - no ``disabled`` attribute on ``<testsuites>``/``<testsuite>`` (junit-xml writes it);
 - times with at most 3 decimals (junit-xml writes ``%f`` and float sums);

@@ -1,7 +1,8 @@
-"""The ``bsdkm-cli`` directive: the CLI reference drawn from the argparse parsers themselves.
+"""The CLI reference as Markdown, drawn from the argparse parsers themselves.
 
-The page cannot drift from the command: every subcommand, argument, choice and default shown is
-read from ``buildbot_bsdkm.cli.build_parser()`` at build time.
+Every subcommand, argument, choice and default shown is read from ``buildbot_bsdkm.cli.build_parser()``;
+``scripts/reference_docs.py`` writes it into ``docs/cli.md`` (so it reads the same on GitHub and on the
+docs site), and the suite checks that the page is what the parsers say today.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ import os
 import textwrap
 from collections.abc import Iterator
 
-from docutils import nodes
-from docutils.parsers.rst import Directive
-from sphinx.application import Sphinx
+# argparse wraps usage to the terminal: a fixed width keeps the page the same everywhere.
+USAGE_COLUMNS = "78"
 
 
 def subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
@@ -37,6 +37,13 @@ def _sentence(text: str) -> str:
     return text if not text or text[-1] in ".!?)" else text + "."
 
 
+def _then(text: str, more: str) -> str:
+    """``more`` as a sentence after ``text``."""
+    if not text:
+        return more
+    return (text if text[-1] in ".!?" else text + ".") + " " + more
+
+
 def _argument_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
     rows = []
     for action in parser._actions:
@@ -58,98 +65,98 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
             name = parser._get_formatter()._format_args(shown, action.dest)
         text = _sentence(_help_text(parser, action))
         if action.choices and not isinstance(action.choices, dict):
-            text = (text + " " if text else "") + "One of: " + ", ".join(map(str, action.choices)) + "."
+            text = _then(text, "One of: " + ", ".join(map(str, action.choices)) + ".")
         if action.required and action.option_strings:
-            text = (text + " " if text else "") + "Required."
+            text = _then(text, "Required.")
         rows.append((name, text))
     return rows
 
 
-def _literal(text: str) -> nodes.literal_block:
-    block = nodes.literal_block(text=text)
-    block["language"] = "text"  # usage lines are not Python: no lexer warnings
-    return block
+def _code(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    pad = " " if fence == "``" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _inline(text: str) -> list[nodes.Node]:
-    """Docstring-style ``code`` as literals, the rest as text."""
+def _inline(text: str) -> str:
+    """Docstring-style ``code`` as Markdown code; text that Markdown would read as markup is escaped."""
     parts = text.split("``")
-    return [nodes.literal(text=p) if i % 2 else nodes.Text(p) for i, p in enumerate(parts) if p]
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(_code(part))
+        else:
+            out.append(part.replace("*", "\\*").replace("_", "\\_").replace("<", "&lt;"))
+    return "".join(out)
 
 
-def _prose(text: str) -> list[nodes.Node]:
-    """A help text as --help shows it: indented lines are examples (literal), the rest paragraphs."""
-    out: list[nodes.Node] = []
+# Prose lines of the page stay this short, so its Markdown reads as well as its rendering.
+WIDTH = 110
+
+
+def _wrap(text: str, first: str = "", rest: str = "") -> str:
+    return textwrap.fill(text, WIDTH, initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _block(lines: list[str]) -> str:
+    return "```text\n" + "\n".join(lines) + "\n```"
+
+
+def _prose(text: str) -> list[str]:
+    """A help text as --help shows it: indented lines are examples (a code block), the rest paragraphs."""
+    out: list[str] = []
     for para in textwrap.dedent(text).strip().split("\n\n"):
         prose: list[str] = []
         example: list[str] = []
         for line in para.splitlines() + [""]:
             if line.startswith("    "):
                 if prose:
-                    out.append(nodes.paragraph("", "", *_inline(" ".join(" ".join(prose).split()))))
+                    out.append(_wrap(_inline(" ".join(" ".join(prose).split()))))
                     prose = []
                 example.append(line[4:])
                 continue
             if example:
-                out.append(_literal("\n".join(example)))
+                out.append(_block(example))
                 example = []
             if line.strip():
                 prose.append(line)
         if prose:
-            out.append(nodes.paragraph("", "", *_inline(" ".join(" ".join(prose).split()))))
+            out.append(_wrap(_inline(" ".join(" ".join(prose).split()))))
     return out
 
 
-class CliReference(Directive):
-    has_content = False
+def _section(title: str, summary: str, parser: argparse.ArgumentParser, level: int) -> list[str]:
+    out = [f"{'#' * level} {title}"]
+    if summary:
+        first = summary.split(" ", 1)[0]
+        # A sentence starts with a capital, unless it starts with a name (master.cfg, bsdkm.yml).
+        out.append(_wrap(_inline((summary if "." in first else summary[:1].upper() + summary[1:]) + ".")))
+    out.append(_block([parser.format_usage().strip()]))
+    if parser.description:
+        out.extend(_prose(parser.description))
+    rows = _argument_rows(parser)
+    if rows:
+        out.append("\n".join(_wrap(f"{_code(name)}: {_inline(text) if text else '—'}", "- ", "  ")
+                             for name, text in rows))
+    if parser.epilog:
+        out.extend(_prose(parser.epilog))
+    for name, sub_summary, sub in subcommands(parser):
+        out.extend(_section(f"{title} {name}", sub_summary, sub, level + 1))
+    return out
 
-    def run(self) -> list[nodes.Node]:
-        from buildbot_bsdkm.cli import build_parser
 
-        # argparse wraps usage to the terminal: a fixed width keeps the page the same everywhere.
-        saved = os.environ.get("COLUMNS")
-        os.environ["COLUMNS"] = "78"
-        try:
-            return self._build(build_parser())
-        finally:
-            if saved is None:
-                del os.environ["COLUMNS"]
-            else:
-                os.environ["COLUMNS"] = saved
-
-    def _build(self, top: argparse.ArgumentParser) -> list[nodes.Node]:
-        out: list[nodes.Node] = [_literal(top.format_usage().strip())]
+def markdown(top: argparse.ArgumentParser, level: int = 2) -> str:
+    """The whole reference: the top usage, then a section per subcommand (headings from ``level``)."""
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = USAGE_COLUMNS
+    try:
+        out = [_block([top.format_usage().strip()])]
         for name, summary, sub in subcommands(top):
-            out.append(self._section(f"{top.prog} {name}", summary, sub))
-        return out
-
-    def _section(self, title: str, summary: str, parser: argparse.ArgumentParser) -> nodes.section:
-        # An explicit target, so other pages can {ref}`bsdkm-ci-run` a subcommand's section.
-        label = nodes.make_id(title)
-        section = nodes.section(ids=[label], names=[label])
-        self.state.document.note_explicit_target(section, section)
-        section += nodes.title(text=title)
-        if summary:
-            section += nodes.paragraph(text=summary[:1].upper() + summary[1:] + ".")
-        section += _literal(parser.format_usage().strip())
-        if parser.description:
-            section.extend(_prose(parser.description))
-        rows = _argument_rows(parser)
-        if rows:
-            dl = nodes.definition_list()
-            for name, text in rows:
-                item = nodes.definition_list_item()
-                item += nodes.term("", "", nodes.literal(text=name))
-                item += nodes.definition("", nodes.paragraph(text=text or "—"))
-                dl += item
-            section += dl
-        if parser.epilog:
-            section.extend(_prose(parser.epilog))
-        for name, sub_summary, sub in subcommands(parser):
-            section += self._section(f"{title} {name}", sub_summary, sub)
-        return section
-
-
-def setup(app: Sphinx) -> dict[str, object]:
-    app.add_directive("bsdkm-cli", CliReference)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+            out.extend(_section(f"{top.prog} {name}", summary, sub, level))
+        return "\n\n".join(out)
+    finally:
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved

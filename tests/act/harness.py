@@ -370,15 +370,21 @@ class ActWorld:
         return run
 
 
-STANDIN_MAP = {
-    "actions/checkout@v4": "checkout",
-    "actions/upload-artifact@v4": "upload-artifact",
-    "actions/download-artifact@v4": "download-artifact",
-    "actions/setup-python@v5": "setup-python",
-    "actions/cache@v4": "cache",
-    "dawidd6/action-download-artifact@b6e2e70617bc3265edd6dab6c906732b2f1ae151": "action-download-artifact",
-    "vmactions/freebsd-vm@d0518f912576ae759075aa00fb9fe27037940271": "freebsd-vm",
-}
+def standin_map() -> dict[str, str]:
+    """Every third-party ``uses:`` of the action and the examples, exactly as written there (pinned by
+    commit), onto its stand-in, found by the action's name; one without a stand-in fails here."""
+    found: dict[str, str] = {}
+    for path in [ROOT / "action" / "action.yml", *sorted((ROOT / "action" / "examples").glob("*.yml"))]:
+        for ref in re.findall(r"^[ -]*uses:\s*([\w.-]+/[\w./-]+@[\w.-]+)", path.read_text(), re.M):
+            if ref.startswith("wolfSSL/bsdkm-ci/"):
+                continue  # this checkout (--local-repository wolfSSL/bsdkm-ci@v1)
+            name = ref.split("@")[0].split("/")[1]
+            assert (STANDINS / name / "action.yml").is_file(), f"{path.name}: no stand-in for {ref}"
+            found[ref] = name
+    return found
+
+
+STANDIN_MAP = standin_map()
 
 
 @dataclass

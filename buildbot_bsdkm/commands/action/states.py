@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 from ...contract import status_context
+from ...github.texts import short_description
 from ...model import FailureCategory, RunResult
 from ...policy import Verdict
 
@@ -72,8 +73,6 @@ def _part(verdict: Verdict, target: str, variant: str) -> Verdict:
 
 def run_states(runs: list[RunResult], verdict: Verdict) -> list[RunState]:
     """A status per run of the job, and per run the machine could not do (``error``: nothing tested)."""
-    # The publisher's cut to GitHub's limit; imported here, as it brings Twisted (not in the FreeBSD VM).
-    from ...github.publisher import short_description
 
     out: list[RunState] = []
     for run in runs:

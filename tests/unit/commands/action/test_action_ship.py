@@ -63,9 +63,18 @@ def test_long_phases_are_folded() -> None:
     assert "::group::bsdkm-ci run" in (ROOT / "action" / "run-bsdkm-ci.sh").read_text()
 
 
+def test_the_vm_installs_the_wheel_with_the_dependencies_it_declares() -> None:
+    """No dependency list of its own in the VM: the wheel goes in with its base dependencies."""
+    script = (ROOT / "action" / "run-bsdkm-ci.sh").read_text()
+    installs = [line for line in script.splitlines() if "pip install" in line]
+    assert len(installs) == 1, installs
+    assert "--no-deps" not in installs[0] and ".bsdkm-ci/*.whl" in installs[0]
+    assert not re.search(r"[\w-]+[<>=]=", installs[0]), installs[0]  # no requirement written here
+
+
 def test_the_vm_install_runs_without_twisted_treq_or_buildbot(tmp_path: Path) -> None:
-    """In the FreeBSD VM the wheel goes in with --no-deps plus junit-xml, requests, python-debian and
-    pkg's pyyaml (run-bsdkm-ci.sh): `run` and `junit` must not need the Twisted/treq/Buildbot parts."""
+    """In the FreeBSD VM only the base install is there (run-bsdkm-ci.sh): `run` and `junit` must not
+    need the GitHub client ([github]: Twisted, treq) or Buildbot."""
     import sys
 
     from conftest import FIXTURES
