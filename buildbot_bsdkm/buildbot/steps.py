@@ -189,7 +189,8 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
             command=self.stage_command(), collectStdout=True, collectStderr=True
         )
         await self.runCommand(cmd)
-        output = (cmd.stdout or "") + (cmd.stderr or "")
+        # stdout last: the stage's concluding line is there, its progress and notes on stderr
+        output = (cmd.stderr or "") + (cmd.stdout or "")
         result = await self.evaluate(cmd.rc, output[-STAGE_OUTPUT_LIMIT:])
         if result == SUCCESS and self.base_side and self.base_sha():
             await self.run_base_side()
