@@ -1,3 +1,3 @@
 """``bsdkm.yml`` read into typed settings: the file's own keys (``bsdkm_yml``), the ``workers:`` block
-(``workers``) and the workers' trust levels (``worker_trust``). Kept empty so a reader of one loads no
-other."""
+(``workers``), the workers' trust levels (``worker_trust``) and the file's JSON Schema for editors
+(``json_schema``). Kept empty so a reader of one loads no other."""
