@@ -10,7 +10,6 @@ from its database) and the static page the Action's nightly keeps next to its hi
 from __future__ import annotations
 
 import html
-import statistics
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -48,6 +47,12 @@ def _machine(window: list[tuple[str, Any]]) -> str:
     return "; ".join(parts)
 
 
+def _panel_median(values: list[float]) -> float:
+    """The median the item's trend panel draws against (the upper one of an even count), so the
+    table and the chart say the same."""
+    return sorted(values)[len(values) // 2]
+
+
 def _section(fp: str, target: str, variant: str, count: int, window: list[tuple[str, Any]]) -> list[str]:
     series = trend(window)
     anchor = _e(f"{target}-{variant}-{fp}")
@@ -62,7 +67,7 @@ def _section(fp: str, target: str, variant: str, count: int, window: list[tuple[
                "<th>drift</th></tr>")
     for name, t in series.items():
         values = [v for _, v in t["points"]] + [t["head"]]
-        rel = t["head"] / statistics.median(values) - 1.0
+        rel = t["head"] / _panel_median(values) - 1.0
         out.append(f'<tr class="item"><td>{_e(name)}</td><td class="num">{len(values)}</td>'
                    f'<td class="num">{rel * 100:+.1f}%</td>'
                    f'<td class="drift">{_e(_drift_text(t["drift"]))}</td></tr>')

@@ -85,6 +85,19 @@ def test_a_failed_run_is_no_history_and_the_command_says_so(tmp_path: Path) -> N
     assert missing.returncode == 2 and "no such directory" in missing.stderr
 
 
+def test_the_items_table_and_the_panel_compare_the_newest_run_with_one_median() -> None:
+    import re
+
+    first, second = history(2)
+    for lg in second.logs:
+        lg.benchmarks = [sym(b.name, b.value * 1.5, b.cycles / 1.5) for b in lg.benchmarks]
+    page = render([("f00d", "userspace", "intelasm", 2)], lambda fp, t, v: [("c1", first), ("c2", second)],
+                  kept="K", empty="E")
+    panel = re.search(r"SHA-256: 2 runs</text>.*?newest ([+-][\d.]+)% vs median", page, re.S)
+    table = re.search(r"<td>SHA-256</td><td class=\"num\">2</td><td class=\"num\">([+-][\d.]+)%", page)
+    assert panel and table and panel.group(1) == table.group(1), (panel, table)
+
+
 def test_the_link_a_report_gives_the_page() -> None:
     url = "https://wolfssl.github.io/wolfssl/"
     assert history_link(url) == f"Performance history of the base branch, with trend charts: [{url}]({url})"
