@@ -99,3 +99,22 @@ def test_run_puts_each_stage_in_a_log_group_of_its_own(tmp_path: Path) -> None:
     assert {"self-test", "self-test (base)", "benchmark round 1 of 2", "benchmark round 2 of 2 (base)",
             "unloading (base)"} <= set(load), load
     assert "JUnit:" in p.stdout
+
+
+def test_a_target_that_boots_a_vm_says_booting_and_one_on_the_host_does_not(tmp_path: Path) -> None:
+    from buildbot_bsdkm.config.bsdkm_yml import load_config
+    from buildbot_bsdkm.pipeline.job import KO, Job
+    from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
+    from buildbot_bsdkm.pipeline.targets import get
+    from buildbot_bsdkm.pipeline.targets.base import KernelTarget
+
+    def loaded(self: KernelTarget, config: object, ko: Path, work: Path) -> ModuleLoadOutcome:
+        return ModuleLoadOutcome(tmp_path / "kernel.log", 0, 0)  # the load itself is not what is tested
+
+    for name, says in (("linux-kmod-qemu", ["booting"]), ("freebsd-kmod", [])):
+        target = type("Loaded", (type(get(name)),), {"load": loaded})()
+        lines: list[str] = []
+        job = Job(load_config(ROOT / "bsdkm.yml"), name, "noasm", tmp_path / name, progress=lines.append)
+        job.put(KO, str(tmp_path / "libwolfssl.ko"))
+        KernelTarget.measure(target, job)
+        assert milestones("\n".join(lines)) == says, lines
