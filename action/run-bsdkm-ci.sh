@@ -49,9 +49,9 @@ elif [ -n "${BSDKM_BASE_REF:-}" ]; then
 fi
 [ -n "${BSDKM_REPEATS:-}" ] && args+=(--repeats "$BSDKM_REPEATS")
 
-echo "::group::bsdkm-ci run ${args[*]}"
-bsdkm-ci run "${args[@]}"
+# Each stage's lines in a log group of its own (the stage's progress lines open them).
+echo "bsdkm-ci run ${args[*]}"
+bsdkm-ci run --log-groups "${args[@]}"
 rc=$?
-echo "::endgroup::"
 echo "$rc" > "$out/run.exit-code"
 exit 0

@@ -12,8 +12,10 @@ The records themselves turn into dicts and back with their own methods
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from .model import StageFailure
@@ -206,6 +208,88 @@ def stage_outcome(doc: Mapping[str, Any], stage: str, where: str) -> StageOutcom
     if stage in RUNS_AFTER_FAILURE and failure.stage != stage:
         return StageOutcome()
     return StageOutcome(failure=failure)
+
+
+# --------------------------------------------------------------------------- live progress
+
+
+class Milestone(StrEnum):
+    """What a stage is doing now, in the words its progress lines, the Buildbot step summary and the
+    Action's log groups all show."""
+
+    FETCHING = "fetching"
+    CONFIGURING = "configuring"
+    BUILDING = "building"
+    LOADING = "loading"
+    BOOTING = "booting"
+    SELF_TEST = "self-test"
+    BENCHMARK = "benchmark"
+    COUNTING = "counting instructions"
+    COLLECTING = "collecting"
+    UNLOADING = "unloading"
+    GATING = "gating"
+
+    @property
+    def stage(self) -> str:
+        """The stage (pipeline/stages.STAGES) this milestone belongs to."""
+        return next((s for s, m in STAGE_MILESTONES.items() if m is self), "load")
+
+
+# The milestone each stage starts with; booting, self-test, benchmark and counting happen in ``load``.
+STAGE_MILESTONES: dict[str, Milestone] = {
+    "fetch": Milestone.FETCHING, "configure": Milestone.CONFIGURING, "build": Milestone.BUILDING,
+    "load": Milestone.LOADING, "collect": Milestone.COLLECTING, "unload": Milestone.UNLOADING,
+    "gate": Milestone.GATING,
+}
+BASE_SIDE = "base"  # the side a PR's base, built and measured next to the head, is shown as
+
+# A progress line is a stage's own timed line (``[  12.3s] target/variant: ...``) whose message
+# starts with this mark; nothing else the stage prints does.
+PROGRESS_MARK = ">>"
+_PROGRESS_WORDS = re.compile(
+    rf"(?P<milestone>{'|'.join(re.escape(m.value) for m in Milestone)})"
+    r"(?: round (?P<round>\d{1,4}) of (?P<rounds>\d{1,4}))?(?: \((?P<side>base)\))?")
+_PROGRESS_LINE = re.compile(rf"\[\s*\d+(?:\.\d+)?s\] (?:(?P<label>[\w.+-]+/[\w.+-]+): )?"
+                            rf"{re.escape(PROGRESS_MARK)} (?P<words>.+)")
+
+
+@dataclass(frozen=True)
+class StageProgress:
+    """One milestone of a stage: ``benchmark round 2 of 5 (base)``."""
+
+    milestone: Milestone
+    round: int | None = None  # a benchmark round, with ``rounds``: how many there are
+    rounds: int | None = None
+    side: str = ""  # BASE_SIDE for the PR's base; the head says nothing
+    label: str = ""  # target/variant, as the line named it
+
+    @property
+    def words(self) -> str:
+        """What a person is shown: the Buildbot step summary, the Action's log."""
+        text = self.milestone.value
+        if self.round is not None and self.rounds is not None:
+            text += f" round {self.round} of {self.rounds}"
+        return f"{text} ({self.side})" if self.side else text
+
+    @property
+    def message(self) -> str:
+        """The message a stage prints for it (after its time and label)."""
+        return f"{PROGRESS_MARK} {self.words}"
+
+    @property
+    def stage(self) -> str:
+        return self.milestone.stage
+
+
+def read_progress(line: str) -> StageProgress | None:
+    """The milestone a stage's output line announces; None for every other line."""
+    m = _PROGRESS_LINE.fullmatch(line.strip())
+    words = _PROGRESS_WORDS.fullmatch(m["words"]) if m else None
+    if m is None or words is None:
+        return None
+    rounds = (int(words["round"]), int(words["rounds"])) if words["round"] else (None, None)
+    return StageProgress(Milestone(words["milestone"]), *rounds, side=words["side"] or "",
+                         label=m["label"] or "")
 
 
 # --------------------------------------------------------------------------- uploaded results

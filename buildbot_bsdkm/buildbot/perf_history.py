@@ -23,7 +23,7 @@ from ..config.worker_trust import may_record_history
 from ..contract import HISTORY_FILE
 from ..model import RunResult, to_json
 from ..perf import fingerprint
-from ..perf.store import SqlStore
+from ..perf.store import SqlStore, not_healthy
 
 _stores: dict[str, SqlStore] = {}
 
@@ -42,8 +42,7 @@ def master_db_url(master: Any) -> str | None:
 
 
 def healthy(run: RunResult) -> bool:
-    return (run.failure is None and run.complete and not any(not t.passed for t in run.tests)
-            and bool(run.benchmarks) and fingerprint.of_run(run.metadata) is not None)
+    return not_healthy(run) is None and fingerprint.of_run(run.metadata) is not None
 
 
 def store_for(db_url: str) -> SqlStore:

@@ -35,9 +35,11 @@ from ..contract import (
     REPOSITORY_PROPERTY,
     RESULTS_PATH_PROPERTY,
     SELFTEST_PROPERTY,
+    STAGE_MILESTONES,
     TRIAGE_PROPERTY,
     VERDICT_PROPERTY,
     StageOutcome,
+    StageProgress,
     StateError,
     UndeclaredResults,
     check_declared,
@@ -53,6 +55,7 @@ from ..policy import Verdict
 from ..targets import measures_base  # the target's own property (its row)
 from . import base_outcomes, perf_history, summaries, worker_files
 from .classification import classify_stage, logs_lost, missing_results
+from .progress import StageProgressObserver
 
 STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any error message
 # A PR build (github_pr set) with the PR's base commit builds that commit too, into BASE_DIR beside
@@ -60,9 +63,10 @@ STAGE_OUTPUT_LIMIT = 256 * 1024  # tail kept for classification; enough for any 
 # history. The PR's clone URL is the build's "repository" property.
 RESULTS_DIR = "bsdkm-results"  # under the master's basedir: the results documents (RESULTS_PATH_PROPERTY)
 EXIT_FAILED = 1  # ``bsdkm-ci stage``: the stage failed (state.json says why) or was skipped
-# What the UI shows while a step runs ("configureing" before).
-STAGE_DOING = {"fetch": "fetching", "configure": "configuring", "build": "building", "load": "loading",
-               "collect": "collecting", "unload": "unloading", "gate": "gating"}
+# What the UI shows while a step runs, until the stage's first progress line: its milestone's words.
+STAGE_DOING = {stage: milestone.value for stage, milestone in STAGE_MILESTONES.items()}
+# The logs a stage's progress lines arrive in: the stage's own, and its run for the PR's base.
+PROGRESS_LOGS = ("stdio", "base")
 
 
 def _parse_results(text: str, path: str, pair: tuple[str, str]) -> list[RunResult]:
@@ -112,12 +116,15 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         self.bsdkm_ci = bsdkm_ci
         self.patterns = patterns  # handed to classify: bsdkm.yml's retry patterns
         self.stage_summary: str | None = None
+        self.last_progress: StageProgress | None = None  # the last milestone the running stage announced
         self._states: dict[str, StageOutcome] = {}  # state.json read back, per output directory
         self._state_docs: dict[str, dict[str, Any] | StateError | None] = {}
         kwargs = self.setupShellMixin(kwargs, prohibitArgs=["command"])
         kwargs.setdefault("name", self.stage)
         kwargs.setdefault("description", [STAGE_DOING.get(self.stage, self.stage)])
         super().__init__(**kwargs)
+        for logname in PROGRESS_LOGS:
+            self.addLogObserver(logname, StageProgressObserver(self.reached))
 
     # -- the remote command
 
@@ -182,7 +189,8 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
             command=self.stage_command(), collectStdout=True, collectStderr=True
         )
         await self.runCommand(cmd)
-        output = (cmd.stdout or "") + (cmd.stderr or "")
+        # stdout last: the stage's concluding line is there, its progress and notes on stderr
+        output = (cmd.stderr or "") + (cmd.stdout or "")
         result = await self.evaluate(cmd.rc, output[-STAGE_OUTPUT_LIMIT:])
         if result == SUCCESS and self.base_side and self.base_sha():
             await self.run_base_side()
@@ -264,6 +272,16 @@ class BsdkmStageStep(CompositeStepMixin, buildstep.ShellMixin, buildstep.BuildSt
         return RETRY if failure.category == FailureCategory.INFRASTRUCTURE else FAILURE
 
     # -- what the UI shows
+
+    def reached(self, progress: StageProgress) -> None:
+        """The running stage announced a milestone: the step's summary says it (live)."""
+        self.last_progress = progress
+        self.updateSummary()
+
+    def getCurrentSummary(self) -> dict[str, str]:
+        if self.last_progress is None:
+            return super().getCurrentSummary()
+        return {"step": self.last_progress.words}
 
     def getResultSummary(self) -> dict[str, str]:
         if self.stage_summary is None:

@@ -22,13 +22,14 @@ from . import (
     parse_cmd,
     release_cmd,
     run_cmd,
+    schema_cmd,
     signature_cmd,
     stage_cmd,
 )
 
 # Every subcommand, in the order ``bsdkm-ci --help`` lists them.
 SUBCOMMANDS = (parse_cmd, junit_cmd, compare_cmd, signature_cmd, run_cmd, main_cmd, stage_cmd, action,
-               release_cmd, history_cmd, bisect_cmd, init_cmd, force_cmd, doctor_cmd)
+               release_cmd, history_cmd, bisect_cmd, init_cmd, force_cmd, doctor_cmd, schema_cmd)
 
 
 def register_all(sub: argparse._SubParsersAction) -> None:

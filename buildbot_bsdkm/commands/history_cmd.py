@@ -2,15 +2,19 @@
 
     bsdkm-ci history add --store DIR RESULTS.json [...]   # after a base-branch run
     bsdkm-ci history show --store DIR [--json FILE]       # runs per fingerprint, drift per item
+    bsdkm-ci history page --store DIR --out index.html    # the trend charts, as a static page
     bsdkm-ci history outcomes --store DIR [--json FILE]   # the base's verdicts and failure signatures
     bsdkm-ci history outcomes --db URL [--json FILE]      # ... as a Buildbot master recorded them
 
-``add`` stores each run under its machine fingerprint (a run without one is refused: history
-must never mix machines), and records the base outcome of each (target, variant, kernel kind):
+``add`` stores each healthy run under its machine fingerprint (a run without one is refused: history
+must never mix machines; a failed or incomplete one is left out, with a line saying why), and records
+the base outcome of each (target, variant, kernel kind):
 its verdict and the signatures of its failures, judged by the document's own verdict
 (``summary.json``) or else by the default policy, under ``DIR/outcomes/``. ``compare --history DIR``
 reads the same directory. ``show`` lists every (fingerprint, target, variant) with its run count
-and each item's drift (the commit where a new level began), then the base outcomes; ``outcomes``
+and each item's drift (the commit where a new level began), then the base outcomes; ``page`` writes
+the Buildbot master's perf history page (its trend charts) over the directory, as one HTML file for
+a static site (the Action's nightly publishes it on ``gh-pages``); ``outcomes``
 lists only those, from the directory or a Buildbot master's database (``--json``: every record,
 oldest first, as ``{"base_outcomes": [...]}``, the form ``compare``/``junit --base-results`` read).
 Exit 0, 2 unusable input.
@@ -25,9 +29,10 @@ from typing import Any
 
 from ..model import ModelError, RunResult, from_json
 from ..perf import drift
-from ..perf.store import DirStore, StoreError, best_series
+from ..perf.store import DirStore, StoreError, best_series, not_healthy
 from ..policy import PolicyError, Verdict, evaluate, load_policy
-from ..triage.outcome_store import OUTCOMES_DIR, OutcomeDirStore, OutcomeSqlStore, describe
+from ..report.history import WINDOW, static_page
+from ..triage.outcome_store import OutcomeDirStore, OutcomeSqlStore, describe
 from ..triage.outcomes import outcomes_of
 from .errors import UsageError
 from .io import read_all, write_text
@@ -46,6 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--store", required=True, metavar="DIR")
     show.add_argument("--window", type=int, default=30, metavar="N", help="newest N runs (default 30)")
     show.add_argument("--json", metavar="FILE", help="also write it as JSON")
+    page = act.add_parser("page", help="the trend charts of every series, as one static HTML page")
+    page.add_argument("--store", required=True, metavar="DIR")
+    page.add_argument("--out", required=True, metavar="FILE", help="the HTML page to write (index.html)")
+    page.add_argument("--window", type=int, default=WINDOW, metavar="N",
+                      help=f"newest N runs of each series (default {WINDOW})")
+    page.add_argument("--title", default="bsdkm-ci performance history", help="the page's title")
     outs = act.add_parser("outcomes", help="the base branch's verdicts and failure signatures")
     where = outs.add_mutually_exclusive_group(required=True)
     where.add_argument("--store", metavar="DIR", help="a history directory (the CLI's and the Action's)")
@@ -59,10 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def show(store: DirStore, window: int) -> list[dict[str, Any]]:
     rows = []
-    for key in sorted(p for p in store.root.glob("*/*/*") if p.is_dir()):
-        fp, target, variant = key.relative_to(store.root).parts
-        if fp == OUTCOMES_DIR:
-            continue
+    for fp, target, variant, _ in store.series():
         runs = store.window(fp, target, variant, window)
         drifts = {}
         for name, series in best_series(runs).items():
@@ -128,15 +136,38 @@ def _outcomes_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _page_command(args: argparse.Namespace) -> int:
+    if args.window < 1:
+        raise UsageError(f"--window must be at least 1, got {args.window}")
+    store = DirStore(Path(args.store))
+    if not store.root.is_dir():
+        raise UsageError(f"--store {args.store}: no such directory")
+    try:
+        keys = store.series()
+        text = static_page(keys, lambda fp, t, v: store.window(fp, t, v, args.window), title=args.title,
+                           window=args.window)
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    write_text(args.out, text)
+    print(f"{args.out}: {len(keys)} series")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.action == "outcomes":
         return _outcomes_command(args)
+    if args.action == "page":
+        return _page_command(args)
     store = DirStore(Path(args.store))
     outcome_store = OutcomeDirStore(Path(args.store))
     if args.action == "add":
         runs = read_all(list(args.results))
         try:
             for r in runs:
+                why = not_healthy(r)
+                if why is not None:  # its outcome is still recorded below: failures are the triage's
+                    print(f"{r.target}/{r.variant}: not kept as perf history: {why}")
+                    continue
                 print(store.add(r, args.commit))
             for path in args.results:
                 one = _read_one(path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from ..config.bsdkm_yml import Config, GitSource, LocalSource, SourceSpec, usable_git_ref
@@ -91,8 +92,9 @@ def base_side(spec: SourceSpec | None) -> SourceSpec | None:
 def execute(
     config: Config, variants: list[str] | None, targets: list[str] | None, out: Path, jobs: int | None,
     base: SourceSpec | None = None, repeats: int = 5, history: list[RunResult] | None = None,
-    unavailable: str = NOT_RUN,
+    unavailable: str = NOT_RUN, progress: Callable[[str], None] | None = None,
 ) -> MatrixResult:
+    """The matrix run; ``progress`` hears the pipeline's progress lines (default: standard error)."""
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if repeats < 1:
@@ -100,7 +102,8 @@ def execute(
     with run_input_errors(out):
         config.selected_pairs(variants, targets)  # nothing to run is a usage error, before any fetch
         result = run_matrix(config, variants, targets, out, jobs=jobs, base_source=base, repeats=repeats,
-                            history=history, not_run_ok=unavailable == NOT_RUN)
+                            history=history, not_run_ok=unavailable == NOT_RUN,
+                            **({"progress": progress} if progress is not None else {}))
     return result
 
 

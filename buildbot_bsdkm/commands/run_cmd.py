@@ -15,6 +15,7 @@ from ..config.bsdkm_yml import (
 from ..model import RunResult
 from .errors import UsageError
 from .io import config_path, history_files, read_all, read_config
+from .log_groups import StageLogGroups
 from .matrix_run import (
     add_run_arguments,
     add_source_arguments,
@@ -42,6 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", action="append", metavar="V", help="only this variant (repeatable)")
     p.add_argument("--target", action="append", metavar="T", help="only this target (repeatable)")
     add_base_arguments(p)
+    p.add_argument("--log-groups", action="store_true",
+                   help="on a GitHub Actions runner: each stage's lines in a log group of its own")
     p.set_defaults(func=run)
 
 
@@ -77,8 +80,13 @@ def run(args: argparse.Namespace) -> int:
     base = base_override(args)
     history = read_history(args.history) if getattr(args, "history", None) else None
     repeats = config.benchmark.repeats if args.repeats is None else args.repeats
-    result = execute(config, args.variant, args.target, out, args.jobs, base, repeats, history,
-                     args.unavailable)
+    groups = StageLogGroups() if getattr(args, "log_groups", False) else None
+    try:
+        result = execute(config, args.variant, args.target, out, args.jobs, base, repeats, history,
+                         args.unavailable, progress=groups)
+    finally:
+        if groups is not None:
+            groups.close()
     return print_result(result, out)
 
 

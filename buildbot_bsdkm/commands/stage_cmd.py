@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..config.bsdkm_yml import ConfigError
-from ..contract import BASE_DIR, BaselineError
+from ..contract import BASE_DIR, BASE_SIDE, BaselineError
 from ..pipeline.jobs.pair import gate_against_base, load_interleaved
 from ..pipeline.stages import STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
@@ -68,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
     _base_options(args)
     config = with_source(read_config(config_path(args.config)), args)
     out = Path(args.out)
+    side = ""
     if getattr(args, "side", "head") == "base":
+        side = BASE_SIDE
         config = dataclasses.replace(config, source=base_side(config.source))
         out = out / BASE_DIR
     try:
@@ -83,12 +85,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         base_out = Path(args.base_out) if getattr(args, "base_out", None) else None
         job = Job(config, args.target, args.variant, out, jobs=args.jobs or config.jobs,
-                  base_out=base_out)
+                  base_out=base_out, side=side)
         if args.stage == "load" and base_out is not None and job.failure is None:
-            base = Job(config, args.target, args.variant, base_out, jobs=job.jobs)
+            base = Job(config, args.target, args.variant, base_out, jobs=job.jobs, side=BASE_SIDE)
             failure = load_interleaved(job, base, args.repeats or config.benchmark.repeats)
         elif args.stage == "gate" and base_out is not None:  # confirm: true can measure both again here
-            failure = gate_against_base(job, Job(config, args.target, args.variant, base_out, jobs=job.jobs))
+            failure = gate_against_base(job, Job(config, args.target, args.variant, base_out, jobs=job.jobs,
+                                                 side=BASE_SIDE))
         else:
             failure = run_stage(job, args.stage)
     except StageSkipped as e:

@@ -17,10 +17,27 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ..support.redact import redact_url
 from ..support.resources import default_config_path as packaged_config_path
 from ..support.yaml_reader import At, LocatedDict, LocatedError, compose, opt, read_text
+from ..support.yaml_schema import (
+    BOOLEAN,
+    MAPPING,
+    MEBIBYTES,
+    STRING,
+    STRINGS,
+    Kind,
+    Schema,
+    Section,
+    choice,
+    integer,
+    nullable,
+    number,
+    one_of,
+    string,
+)
 from ..targets import FREEBSD_NAMES
 from ..targets import NAMES as TARGET_NAMES
-from ..triage.known import KnownIssues, read_known_issues
-from .master import MasterListen, read_master
+from ..triage.known import KNOWN_ISSUES, KnownIssues, read_known_issues
+from .master import MASTER, MasterListen, read_master
+from .workers import WORKERS
 
 # The stages a ``timeouts:`` key may name (DEFAULT_TIMEOUTS); pipeline/stages.STAGES are the CLI's.
 TIMEOUT_STAGES = ("fetch", "configure", "build", "load", "selftest", "benchmark", "unload", "collect")
@@ -307,33 +324,140 @@ def _patterns(at: At) -> tuple[str, ...]:
     return at.strings()
 
 
-# --------------------------------------------------------------------------- sections
-
-
 def _resolve(base: Path, p: str) -> Path:
     path = Path(p).expanduser()
     return path if path.is_absolute() else (base / path)
 
 
+# --------------------------------------------------------------------------- what each section accepts
+# The tables the loader reads each section with (allowed keys, each value's reader) and that
+# ``json_schema`` turns into the JSON Schema editors check bsdkm.yml with.
+
+_HTTP = r"^https?://"
+_SHA256 = r"^[0-9a-fA-F]{64}$"
+RELEASE_NAME = r"\d+\.\d+-(?:RELEASE|BETA\d*|RC\d*|STABLE|CURRENT)"
+# CURRENT alone: the newest *-CURRENT the mirror lists, so the name need not change when main moves on.
+SNAPSHOT_NAME = r"(?:\d+\.\d+-(?:CURRENT|STABLE|PRERELEASE)|CURRENT)"
+_VARIANT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+# Configure flags start with "--": a list of them, or one string of them.
+_FLAG: Schema = {"type": "string", "pattern": r"^--"}
+_FLAGS = Kind({"anyOf": [{"type": "string", "pattern": r"^\s*--\S*(\s+--\S*)*\s*$"},
+                         {"type": "array", "items": _FLAG}]}, At.strings)
+_PATTERNS = Kind(STRINGS.schema, _patterns)  # regular expressions: a lone one stays whole
+_SCALAR: Schema = {"type": ["string", "number"]}  # as written: 5.10 is a version, not a float
+
+DEBIAN = Section({
+    "suite": STRING,
+    "package": STRING,
+    "version": Kind(_SCALAR, lambda a: str(a.value())),
+    "mirror": string(At.string, _HTTP),
+    "index_max_age_s": number(),
+})
+GIT = Section({"url": STRING, "ref": STRING}, required=("url",))
+TARBALL = Section({"path": STRING, "url": string(At.string, r"^(https?|ftp)://"),
+                   "sha256": string(At.string, _SHA256)},
+                  extra={"oneOf": [{"required": ["path"]}, {"required": ["url"]}]})
+LOCAL_DIR = Section({"path": STRING}, required=("path",))
+SOURCE = Section({
+    "debian": DEBIAN.kind(),
+    "git": GIT.kind(),
+    "tarball": TARBALL.kind(),
+    "local": one_of({"type": "string", "pattern": r"\S"}, LOCAL_DIR.schema()).given(),
+}, extra={"minProperties": 1, "maxProperties": 1})
+TARGET = Section({"flags": STRINGS, "make_args": STRINGS}, more=True)  # and the target's own options
+TARGETS = Section(each=Kind(nullable(TARGET.schema())), choices=TARGET_NAMES)
+VARIANT = Section({"flags": _FLAGS, "targets": STRINGS.given(), "run_prefix": STRING, "cflags": STRINGS,
+                   "enabled": BOOLEAN}, required=("targets",))
+VARIANTS = Section(each=VARIANT.kind(), names=_VARIANT_NAME, extra={"minProperties": 1})
+BENCHMARK = Section({
+    "min_runtime_s": number(),
+    "embedded": BOOLEAN,
+    "ntimes": integer(1),
+    "agreetimes": integer(1),
+    "userspace_args": STRINGS,
+    "extra_cflags": STRINGS,
+    "repeats": integer(1),
+    "round_order": choice(ROUND_ORDERS),
+    "max_repeats": integer(1),
+})
+TIMEOUTS = Section({stage: number(minimum=1.0).given() for stage in TIMEOUT_STAGES})
+RETRY = Section({
+    "max_infra_retries": integer(0),
+    "backoff_s": Kind({"anyOf": [{"type": "number", "minimum": 0},
+                                 {"type": "array", "items": {"type": "number", "minimum": 0}}]}, null=False),
+    "infra_patterns": _PATTERNS,
+    "real_patterns": _PATTERNS,
+})
+RELEASE = Section({
+    "tag_pattern": STRING,
+    # 14.3 unquoted is a YAML float: read as written
+    "freebsd_releases": Kind({"anyOf": [_SCALAR, {"type": "array", "items": _SCALAR}]}, null=False),
+    "arch": STRING,
+    "repeats": integer(1),
+    "software_variant": STRING,
+    "previous": STRING,
+})
+FREEBSD = Section({
+    "kit": STRING,
+    "release": string(At.string, f"^{RELEASE_NAME}$"),
+    "snapshot": string(At.string, f"^{SNAPSHOT_NAME}$"),
+    "mirror": STRING,
+    "arch": STRING,
+    "manifest_sha256": string(At.string, r"^[0-9a-f]{64}$"),
+    "src": STRING,
+    "kernel": STRING,
+    "loader": STRING,
+    "kernel_kind": choice(("debug", "release")),
+})
+FREEBSD_KEYS = FREEBSD.keys
+CONFIG = Section({
+    "source": SOURCE.kind(),
+    "targets": TARGETS.kind(),
+    "variants": VARIANTS.kind(),
+    "benchmark": BENCHMARK.kind(),
+    "timeouts": TIMEOUTS.kind(),
+    "jobs": integer(1),
+    "parallel": integer(1),
+    "policy": STRING,
+    "baseline": STRING,
+    "retry": RETRY.kind(),
+    "cache_dir": STRING,
+    "workers": WORKERS.kind(null=True),
+    "github": MAPPING,  # github/settings.py checks it (``json_schema`` adds its keys)
+    "www": MAPPING,  # buildbot/www_security.py checks it
+    "master": MASTER.kind(read_master, null=True),
+    "freebsd": FREEBSD.kind(),
+    "release": RELEASE.kind(),
+    "known_issues": KNOWN_ISSUES,
+    "console_cap_mib": MEBIBYTES,
+}, required=("targets", "variants"))
+TOP_KEYS = CONFIG.keys
+
+
+# --------------------------------------------------------------------------- sections
+
+
 def _source(at: At, base: Path) -> SourceSpec:
-    m = at.mapping(("debian", "git", "tarball", "local"))
+    m = SOURCE.mapping(at)
     if len(m) != 1:
         raise at.error(f"give exactly one of debian, git, tarball, local (got {len(m)})")
     kind, body = next(iter(m.items()))
     if kind == "local":
         if isinstance(body.node, MappingNode):
-            return LocalSource(_resolve(base, body.mapping(("path",))["path"].string()))
+            d = LOCAL_DIR.mapping(body)
+            body.require(d, *LOCAL_DIR.required)
+            return LocalSource(_resolve(base, LOCAL_DIR.get(d, "path", "")))
         return LocalSource(_resolve(base, body.string()))
     if kind == "git":
-        g = body.mapping(("url", "ref"))
-        body.require(g, "url")
-        url = g["url"].string()
-        ref = opt(g, "ref", At.string, "HEAD")
+        g = GIT.mapping(body)
+        body.require(g, *GIT.required)
+        url = GIT.get(g, "url", "")
+        ref = GIT.get(g, "ref", "HEAD")
         if not usable_git_ref(ref):
             raise g["ref"].error(f"not a usable git ref: {ref!r}")
         return GitSource(url=url, ref=ref)
     if kind == "tarball":
-        t = body.mapping(("path", "url", "sha256"))
+        t = TARBALL.mapping(body)
         given = [k for k in ("path", "url") if k in t]
         if len(given) != 1:
             raise body.error("give exactly one of 'path' or 'url'")
@@ -342,47 +466,47 @@ def _source(at: At, base: Path) -> SourceSpec:
             loc = str(_resolve(base, loc))
         elif not re.match(r"^(https?|ftp)://", loc):
             raise t["url"].error(f"not an http(s) URL: {loc!r}")
-        sha = opt(t, "sha256", At.string, None)
+        sha = TARBALL.get(t, "sha256", None)
         if sha is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha):
             raise t["sha256"].error(f"must be 64 hex digits, not {sha!r}")
         return TarballSource(location=loc, sha256=sha.lower() if sha else None)
-    d = body.mapping(("suite", "package", "version", "mirror", "index_max_age_s"))
-    version = opt(d, "version", lambda a: str(a.value()), "5.9.2")
-    mirror = opt(d, "mirror", At.string, DEFAULT_MIRROR).rstrip("/")
-    if not re.match(r"^https?://", mirror):
+    d = DEBIAN.mapping(body)
+    default = DebianSource()
+    mirror = DEBIAN.get(d, "mirror", DEFAULT_MIRROR).rstrip("/")
+    if not re.match(_HTTP, mirror):
         raise d["mirror"].error(f"not an http(s) URL: {mirror!r}")
     return DebianSource(
-        suite=opt(d, "suite", At.string, "sid"),
-        package=opt(d, "package", At.string, "wolfssl"),
-        version=version,
+        suite=DEBIAN.get(d, "suite", default.suite),
+        package=DEBIAN.get(d, "package", default.package),
+        version=DEBIAN.get(d, "version", default.version),
         mirror=mirror,
-        index_max_age_s=opt(d, "index_max_age_s", At.number, 6 * 3600.0),
+        index_max_age_s=DEBIAN.get(d, "index_max_age_s", default.index_max_age_s),
     )
 
 
 def _targets(at: At) -> dict[str, TargetConfig]:
     out = {}
-    for name, t in at.mapping().items():
+    for name, t in TARGETS.mapping(at).items():
         if name not in TARGET_NAMES:
             raise t.name_error(f"unknown target (known: {', '.join(TARGET_NAMES)})")
         if t.is_null():
             out[name] = TargetConfig(name=name, flags=())
             continue
-        m = t.mapping()
-        flags = opt(m, "flags", At.strings, ())
-        make_args = opt(m, "make_args", At.strings, ())
-        options = {k: v.value() for k, v in m.items() if k not in ("flags", "make_args")}
+        m = TARGET.mapping(t)
+        flags = TARGET.get(m, "flags", ())
+        make_args = TARGET.get(m, "make_args", ())
+        options = {k: v.value() for k, v in m.items() if k not in TARGET.keys}
         out[name] = TargetConfig(name=name, flags=flags, make_args=make_args, options=options)
     return out
 
 
 def _variants(at: At, targets: dict[str, TargetConfig]) -> dict[str, VariantConfig]:
     out = {}
-    for name, v in at.mapping().items():
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+    for name, v in VARIANTS.mapping(at).items():
+        if not re.fullmatch(_VARIANT_NAME, name):
             raise v.name_error("variant names may use letters, digits, '.', '_' and '-' only")
-        m = v.mapping(("flags", "targets", "run_prefix", "cflags", "enabled"))
-        flags = opt(m, "flags", At.strings, ())
+        m = VARIANT.mapping(v)
+        flags = VARIANT.get(m, "flags", ())
         bad = [f for f in flags if not f.startswith("--")]
         if bad:
             raise m["flags"].error(f"configure flags start with '--': {bad[0]!r}")
@@ -401,9 +525,9 @@ def _variants(at: At, targets: dict[str, TargetConfig]) -> dict[str, VariantConf
             name=name,
             flags=flags,
             targets=vt,
-            run_prefix=opt(m, "run_prefix", At.string, None),
-            cflags=opt(m, "cflags", At.strings, ()),
-            enabled=opt(m, "enabled", At.boolean, True),
+            run_prefix=VARIANT.get(m, "run_prefix", None),
+            cflags=VARIANT.get(m, "cflags", ()),
+            enabled=VARIANT.get(m, "enabled", True),
         )
     if not out:
         raise at.error("no variants")
@@ -411,33 +535,25 @@ def _variants(at: At, targets: dict[str, TargetConfig]) -> dict[str, VariantConf
 
 
 def _benchmark(at: At) -> BenchmarkConfig:
-    m = at.mapping(("min_runtime_s", "embedded", "ntimes", "agreetimes", "userspace_args", "extra_cflags",
-                    "repeats", "round_order", "max_repeats"))
+    m = BENCHMARK.mapping(at)
     d = BenchmarkConfig()
-    return BenchmarkConfig(
-        min_runtime_s=opt(m, "min_runtime_s", At.number, None if "min_runtime_s" in m else d.min_runtime_s),
-        embedded=opt(m, "embedded", At.boolean, d.embedded),
-        ntimes=opt(m, "ntimes", lambda a: a.integer(minimum=1), None if "ntimes" in m else d.ntimes),
-        agreetimes=opt(
-            m, "agreetimes", lambda a: a.integer(minimum=1), None if "agreetimes" in m else d.agreetimes
-        ),
-        userspace_args=opt(m, "userspace_args", At.strings, d.userspace_args),
-        extra_cflags=opt(m, "extra_cflags", At.strings, ()),
-        repeats=opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
-        round_order=opt(m, "round_order", lambda a: a.choice(ROUND_ORDERS), d.round_order),
-        max_repeats=opt(m, "max_repeats", lambda a: a.integer(minimum=1), d.max_repeats),
-    )
+
+    def get(key: str) -> Any:  # given as null: "leave it out" where that means something, else the default
+        nulled = key in m and key in ("min_runtime_s", "ntimes", "agreetimes")
+        return BENCHMARK.get(m, key, None if nulled else getattr(d, key))
+
+    return BenchmarkConfig(**{key: get(key) for key in BENCHMARK.keys})
 
 
 def _timeouts(at: At) -> dict[str, float]:
     out = dict(DEFAULT_TIMEOUTS)
-    for name, v in at.mapping(TIMEOUT_STAGES).items():
-        out[name] = v.number(minimum=1.0)
+    for name, v in TIMEOUTS.mapping(at).items():
+        out[name] = TIMEOUTS.fields[name].read(v)  # type: ignore[misc]
     return out
 
 
 def _retry(at: At) -> RetryConfig:
-    m = at.mapping(("max_infra_retries", "backoff_s", "infra_patterns", "real_patterns"))
+    m = RETRY.mapping(at)
     backoff: tuple[float, ...] = RetryConfig().backoff_s
     if "backoff_s" in m:
         b = m["backoff_s"]
@@ -445,14 +561,14 @@ def _retry(at: At) -> RetryConfig:
         backoff = tuple(n.number() for n in items)
     pats: dict[str, tuple[str, ...]] = {}
     for key in ("infra_patterns", "real_patterns"):
-        pats[key] = opt(m, key, _patterns, ())
+        pats[key] = RETRY.get(m, key, ())
         for i, p in enumerate(pats[key]):
             try:
                 re.compile(p)
             except re.error as e:
                 raise m[key].error(f"[{i}] is not a regular expression: {e}") from None
     return RetryConfig(
-        max_infra_retries=opt(m, "max_infra_retries", At.integer, 2),
+        max_infra_retries=RETRY.get(m, "max_infra_retries", 2),
         backoff_s=backoff,
         infra_patterns=pats["infra_patterns"],
         real_patterns=pats["real_patterns"],
@@ -460,7 +576,7 @@ def _retry(at: At) -> RetryConfig:
 
 
 def _release(at: At) -> ReleaseConfig:
-    m = at.mapping(("tag_pattern", "freebsd_releases", "arch", "repeats", "software_variant", "previous"))
+    m = RELEASE.mapping(at)
     d = ReleaseConfig()
     releases = d.freebsd_releases
     if "freebsd_releases" in m:  # 14.3 unquoted is a YAML float: read each as written
@@ -471,12 +587,12 @@ def _release(at: At) -> ReleaseConfig:
     if bad:
         raise m["freebsd_releases"].error(f"a FreeBSD release is MAJOR.MINOR, got {bad[0]!r}")
     return ReleaseConfig(
-        tag_pattern=opt(m, "tag_pattern", At.string, d.tag_pattern),
+        tag_pattern=RELEASE.get(m, "tag_pattern", d.tag_pattern),
         freebsd_releases=releases,
-        arch=opt(m, "arch", At.string, d.arch),
-        repeats=opt(m, "repeats", lambda a: a.integer(minimum=1), d.repeats),
-        software_variant=opt(m, "software_variant", At.string, d.software_variant),
-        previous=opt(m, "previous", At.string, None),
+        arch=RELEASE.get(m, "arch", d.arch),
+        repeats=RELEASE.get(m, "repeats", d.repeats),
+        software_variant=RELEASE.get(m, "software_variant", d.software_variant),
+        previous=RELEASE.get(m, "previous", None),
     )
 
 
@@ -488,17 +604,8 @@ def release_mirror_problem(mirror: str) -> str | None:
     return f"{mirror!r} is not an https:// URL or a local directory (the sets' MANIFEST is unsigned)"
 
 
-RELEASE_NAME = r"\d+\.\d+-(?:RELEASE|BETA\d*|RC\d*|STABLE|CURRENT)"
-
-
-# CURRENT alone: the newest *-CURRENT the mirror lists, so the name need not change when main moves on.
-SNAPSHOT_NAME = r"\d+\.\d+-(?:CURRENT|STABLE|PRERELEASE)|CURRENT"
-FREEBSD_KEYS = ("kit", "release", "snapshot", "mirror", "arch", "manifest_sha256", "src", "kernel", "loader",
-                "kernel_kind")
-
-
 def _freebsd(at: At, base: Path) -> FreeBSDConfig:
-    m = at.mapping(FREEBSD_KEYS)
+    m = FREEBSD.mapping(at)
 
     def path(key: str, want_dir: bool) -> Path | None:
         value = opt(m, key, lambda a: _resolve(base, a.string()), None)
@@ -545,27 +652,6 @@ def _freebsd(at: At, base: Path) -> FreeBSDConfig:
                          loader=loader, kernel_kind=kind)
 
 
-TOP_KEYS = (
-    "source",
-    "targets",
-    "variants",
-    "benchmark",
-    "timeouts",
-    "jobs",
-    "parallel",
-    "policy",
-    "baseline",
-    "retry",
-    "cache_dir",
-    "workers",
-    "github",
-    "www",
-    "master",
-    "freebsd",
-    "release",
-    "known_issues",
-    "console_cap_mib",
-)
 
 
 def parse_config(text: str, source: str = "<config>", base: Path | None = None) -> Config:
@@ -576,7 +662,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         raise ConfigError(source, None, "", "the file is empty")
     top = At.root(root, source, ConfigError)
     m = top.mapping(TOP_KEYS)
-    top.require(m, "targets", "variants")
+    top.require(m, *CONFIG.required)
     targets = _targets(m["targets"])
     return Config(
         source=_source(m["source"], base) if "source" in m else DebianSource(),
@@ -584,8 +670,8 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         variants=_variants(m["variants"], targets),
         benchmark=_benchmark(m["benchmark"]) if "benchmark" in m else BenchmarkConfig(),
         timeouts=_timeouts(m["timeouts"]) if "timeouts" in m else dict(DEFAULT_TIMEOUTS),
-        jobs=opt(m, "jobs", lambda a: a.integer(minimum=1), 2),
-        parallel=opt(m, "parallel", lambda a: a.integer(minimum=1), 2),
+        jobs=CONFIG.get(m, "jobs", 2),
+        parallel=CONFIG.get(m, "parallel", 2),
         policy=opt(m, "policy", lambda a: _resolve(base, a.string()), None),
         baseline=opt(m, "baseline", lambda a: _resolve(base, a.string()), None),
         retry=_retry(m["retry"]) if "retry" in m else RetryConfig(),
@@ -597,7 +683,7 @@ def parse_config(text: str, source: str = "<config>", base: Path | None = None) 
         freebsd=_freebsd(m["freebsd"], base) if "freebsd" in m else FreeBSDConfig(),
         release=_release(m["release"]) if "release" in m else ReleaseConfig(),
         known_issues=read_known_issues(m["known_issues"], base) if "known_issues" in m else KnownIssues(),
-        console_cap_mib=opt(m, "console_cap_mib", At.mebibytes, DEFAULT_CONSOLE_CAP_MIB),
+        console_cap_mib=CONFIG.get(m, "console_cap_mib", DEFAULT_CONSOLE_CAP_MIB),
         path=Path(source) if source != "<config>" else None,
     )
 

@@ -27,10 +27,9 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..support.yaml_reader import At, opt
+from ..support.yaml_reader import At
+from ..support.yaml_schema import Section, integer, string
 
-MASTER_KEYS = ("www_port", "workers_port", "listen")
-LISTEN_KEYS = ("www", "workers")
 DEFAULT_WWW_PORT = 8010
 DEFAULT_WORKERS_PORT = 9989
 # The web UI stays on loopback unless asked: without www.auth anyone who reaches it may force builds.
@@ -66,14 +65,22 @@ def _address(at: At) -> str:
     return text
 
 
+_PORT = integer(1, 65535, read=_port)
+_ADDRESS = string(_address, r"^[0-9A-Fa-f:.]+$")
+LISTEN = Section({"www": _ADDRESS, "workers": _ADDRESS})
+MASTER = Section({"www_port": _PORT, "workers_port": _PORT, "listen": LISTEN.kind(null=True)})
+MASTER_KEYS = MASTER.keys
+LISTEN_KEYS = LISTEN.keys
+
+
 def read_master(at: At) -> MasterListen:
-    m = at.mapping(MASTER_KEYS)
-    listen = m["listen"].mapping(LISTEN_KEYS) if "listen" in m and not m["listen"].is_null() else {}
+    m = MASTER.mapping(at)
+    listen = LISTEN.mapping(m["listen"]) if "listen" in m and not m["listen"].is_null() else {}
     got = MasterListen(
-        www_port=opt(m, "www_port", _port, DEFAULT_WWW_PORT),
-        workers_port=opt(m, "workers_port", _port, DEFAULT_WORKERS_PORT),
-        www_listen=opt(listen, "www", _address, DEFAULT_WWW_LISTEN),
-        workers_listen=opt(listen, "workers", _address, DEFAULT_WORKERS_LISTEN),
+        www_port=MASTER.get(m, "www_port", DEFAULT_WWW_PORT),
+        workers_port=MASTER.get(m, "workers_port", DEFAULT_WORKERS_PORT),
+        www_listen=LISTEN.get(listen, "www", DEFAULT_WWW_LISTEN),
+        workers_listen=LISTEN.get(listen, "workers", DEFAULT_WORKERS_LISTEN),
     )
     if got.www_port == got.workers_port:
         raise (m.get("workers_port") or at).error(

@@ -27,10 +27,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..support.yaml_reader import LocatedError, located
+from ..support.yaml_schema import NAMES, STRING, Kind, Section
 from ..targets import FACTS as TARGET_FACTS
 
-WORKER_KEYS = ("password", "tags", "targets", "max_builds", "properties")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# What a worker's entry holds (read here as plain data; the table is its JSON Schema too).
+_PASSWORD = Kind({"type": "object", "properties": {"secret": STRING.schema, "env": STRING.schema},
+                  "additionalProperties": False, "minProperties": 1, "maxProperties": 1}, null=False)
+WORKER = Section({"password": _PASSWORD, "tags": NAMES.given(), "targets": NAMES.given(),
+                  "max_builds": Kind({"type": "integer", "minimum": 1}, null=False),
+                  "properties": Kind({"type": "object"})}, required=("password",))
+WORKER_KEYS = WORKER.keys
+WORKERS = Section(each=WORKER.kind(), names=NAME_RE.pattern)
 
 
 class WorkerConfigError(LocatedError):

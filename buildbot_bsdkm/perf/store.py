@@ -24,6 +24,7 @@ from ..model import RunResult, from_json, to_json
 from . import drift, fingerprint
 
 TABLE = "bsdkm_perf_history"
+OUTCOMES_DIR = "outcomes"  # a history directory's base outcomes (triage/outcome_store.py), no fingerprint
 
 
 class StoreError(ValueError):
@@ -41,6 +42,20 @@ def safe_name(kind: str, name: object) -> str:
         raise StoreError(f"{kind} {name!r} is not a plain name (letters, digits, '._+-', "
                          "not starting with '.'): refused as a history path")
     return name
+
+
+def not_healthy(run: RunResult) -> str | None:
+    """Why ``run`` does not belong in a history (None: it does). Only a run that passed every stage,
+    with complete logs, every self-test passed and benchmarks printed measures the code's speed."""
+    if run.failure is not None:
+        return f"{run.failure.stage} failed ({run.failure.reason or run.failure.category})"
+    if not run.complete:
+        return "a log is incomplete"
+    if any(not t.passed for t in run.tests):
+        return "a self-test failed"
+    if not run.benchmarks:
+        return "no benchmark results"
+    return None
 
 
 def _key(run: RunResult) -> str:
@@ -76,6 +91,16 @@ class DirStore:
         path = d / f"{seq:06d}-{safe}.json"
         path.write_text(to_json([run], commit=_commit(run, commit), recorded=time.time()))
         return path
+
+    def series(self) -> list[tuple[str, str, str, int]]:
+        """(fingerprint, target, variant, stored runs) of every series, sorted (as ``SqlStore``'s)."""
+        out = []
+        for d in sorted(p for p in self.root.glob("*/*/*") if p.is_dir()):
+            fp, target, variant = d.relative_to(self.root).parts
+            if fp == OUTCOMES_DIR:  # the base outcomes kept beside the history (triage/outcome_store)
+                continue
+            out.append((fp, target, variant, len(list(d.glob("*.json")))))
+        return out
 
     def window(self, fp: str, target: str, variant: str, n: int = 30) -> list[tuple[str, RunResult]]:
         """(commit, run) of the newest ``n`` stored runs, oldest first."""

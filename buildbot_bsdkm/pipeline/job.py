@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
 
 from ..config.bsdkm_yml import Config
+from ..contract import Milestone, StageProgress
 from ..model import StageFailure
 from ..retry.classify import Patterns
 
@@ -85,6 +86,10 @@ class Job:
     # The base build's output root (``stage gate --base-out``): its run of this (target, variant)
     # is the gate's base instead of history.
     base_out: Path | None = None
+    # contract.BASE_SIDE when this job is the PR's base built next to a head: its progress says so.
+    side: str = ""
+    # The benchmark round being measured (index, of how many) when base and head go in rounds.
+    round: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -153,3 +158,8 @@ class Job:
 
     def say(self, message: str) -> None:
         self.progress(f"[{time.monotonic() - self.started:7.1f}s] {self.label}: {message}")
+
+    def reached(self, milestone: Milestone, round: tuple[int, int] | None = None) -> None:
+        """Announce a milestone (a progress line, ``contract.read_progress``): the shells show it live."""
+        index, of = round or (None, None)
+        self.say(StageProgress(milestone, index, of, side=self.side).message)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..config.bsdkm_yml import ROUND_ORDERS
+from ..contract import Milestone
 from ..model import LogResult, RunResult
 from ..perf import extend as perf_extend
 from ..perf.confirm import Remeasure
@@ -102,6 +103,7 @@ def measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats: 
         if base is not None:
             plan = plan_rounds(head, repeats)
             order = [base, head] if plan[0][0] == "base" else [head, base]
+            first_round(head, base, repeats)
         for job in order:
             measure_phase(job)
         if base is not None:
@@ -110,6 +112,11 @@ def measure_pairs(heads: list[Job], bases: dict[tuple[str, str], Job], repeats: 
             run = finish(job)
             (base_runs if job is base else head_runs).append(run)
     return head_runs, base_runs
+
+
+def first_round(head: Job, base: Job, rounds: int) -> None:
+    """Base and head are about to be measured the first time: round 1 of ``rounds``."""
+    head.round = base.round = (1, rounds)
 
 
 def plan_rounds(head: Job, rounds: int, key: str = "round_order") -> list[tuple[str, str]]:
@@ -135,6 +142,8 @@ def _measure_rounds(head: Job, base: Job, plan: list[tuple[str, str]], first: in
     for index, sides in enumerate(plan, start=first):
         say(f"{head.label}: round {index} of {total} ({', '.join(sides)}){why}")
         for side in sides:
+            if jobs[side].failure is None:
+                jobs[side].reached(Milestone.BENCHMARK, (index, total))
             try:
                 repeat(jobs[side], index)
             except StageError as e:  # e.g. the module still loaded after a hung round: this side stops

@@ -15,7 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..contract import HISTORY_FILE, RUNS_AFTER_FAILURE, TARGET_UNAVAILABLE, UndeclaredResults, check_declared
+from ..contract import (
+    HISTORY_FILE,
+    RUNS_AFTER_FAILURE,
+    STAGE_MILESTONES,
+    TARGET_UNAVAILABLE,
+    UndeclaredResults,
+    check_declared,
+)
 from ..model import FailureCategory, RunResult, StageFailure, from_json, to_json
 from ..perf.confirm import Remeasure
 from ..perf.fingerprint import machine_fingerprint
@@ -82,7 +89,7 @@ def run_stage(job: Job, stage: str, remeasure: Remeasure | None = None) -> Stage
     earlier = job.failure
     if earlier is not None and stage not in RUNS_AFTER_FAILURE:
         raise StageSkipped(f"{job.label}: skipped, stage '{earlier.stage}' failed: {earlier.message}")
-    job.say(f"{stage} ...")
+    job.reached(STAGE_MILESTONES[stage])
     begun = time.monotonic()
     failure = None
     try:

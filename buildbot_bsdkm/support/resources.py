@@ -40,6 +40,11 @@ def default_config_path() -> Path:
     return data_path("bsdkm.yml")
 
 
+def config_schema_path() -> Path:
+    """The JSON Schema of ``bsdkm.yml`` (``config/json_schema.py`` made it), for editors."""
+    return data_path("bsdkm.schema.json")
+
+
 def kmod_dir(platform: str) -> Path:
     """``kmod/freebsd`` or ``kmod/linux``: what a worker runs to load and unload the module."""
     return data_path("kmod", platform)

@@ -28,9 +28,19 @@ from pathlib import Path
 from yaml.nodes import MappingNode, ScalarNode
 
 from ..support.yaml_reader import At, LocatedError, compose, read_text
+from ..support.yaml_schema import NAMES, STRING, Kind, Section, string
 from ..targets import NAMES as TARGET_NAMES
 
-ENTRY_KEYS = ("id", "signatures", "targets", "variants", "kernels", "url", "reason", "until")
+# One entry (the loader below checks what a schema cannot: dates, expiry, ids given twice).
+ENTRY = Section({
+    "id": STRING, "signatures": NAMES, "targets": NAMES.given(), "variants": NAMES.given(),
+    "kernels": NAMES.given(), "url": string(At.string, r"^https?://\S+$"), "reason": STRING,
+    "until": Kind({"type": ["string", "number"]}),  # a version (5.9.3) or a date (2027-01-31)
+}, required=("id", "signatures", "url", "reason", "until"))
+ENTRY_KEYS = ENTRY.keys
+# ``known_issues:``: the list, or the name of a YAML file holding it.
+KNOWN_ISSUES = Kind({"anyOf": [{"type": "string", "pattern": r"\S"},
+                               {"type": "array", "items": ENTRY.schema()}]})
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+){1,3})(?:[-.]\w+)*$")
 _DATE = re.compile(r"^\d{4}-\d\d-\d\d$")
 
@@ -145,7 +155,7 @@ def _entries(at: At) -> tuple[KnownIssue, ...]:
     seen: set[str] = set()
     for item in at.sequence():
         m = item.mapping(ENTRY_KEYS)
-        item.require(m, "id", "signatures", "url", "reason", "until")
+        item.require(m, *ENTRY.required)
         ident = m["id"].string()
         if ident in seen:
             raise m["id"].error(f"id {ident!r} is given twice")

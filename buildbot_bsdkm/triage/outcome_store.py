@@ -24,11 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..perf.store import StoreError, safe_name, sql_table
+from ..perf.store import OUTCOMES_DIR, StoreError, safe_name, sql_table
 from .outcomes import BaseOutcome
 
 TABLE = "bsdkm_base_outcomes"
-OUTCOMES_DIR = "outcomes"  # under a perf history directory; no fingerprint id is this word
 # JSON, but not named *.json: ``compare --history DIR`` reads every *.json under DIR as a run.
 SUFFIX = ".outcome"
 DEFAULT_KERNEL = "default"  # the directory of a target that boots one kernel (its records say "")

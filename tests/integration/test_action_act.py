@@ -117,6 +117,9 @@ def same_repo_pr(world: ActWorld) -> dict[str, Any]:
 
 def test_same_repository_pr_gets_its_status_and_one_comment(same_repo_pr: dict[str, Any]) -> None:
     assert "bsdkm-ci" in same_repo_pr["body"]
+    # the example's history-url: the nightly's perf history page on the repository's GitHub Pages
+    assert same_repo_pr["body"].rstrip().endswith("[https://Codertocat.github.io/Hello-World/]"
+                                                  "(https://Codertocat.github.io/Hello-World/)")
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
+import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +28,13 @@ from pathlib import Path
 import pytest
 import requests
 import yaml
-from conftest import FIXTURES, interleaved_rounds
+from conftest import FIXTURES, ROOT, interleaved_rounds
 from github_fake import payloads
 from github_fake.master import Master, deliver, write_config
 from github_fake.server import FakeGitHub
 
 from buildbot_bsdkm.buildbot.www_perf import NAME
+from buildbot_bsdkm.contract import read_progress
 from buildbot_bsdkm.model import from_json
 from buildbot_bsdkm.perf.store import SqlStore
 
@@ -78,6 +82,15 @@ def slowed(text: str, factor: float) -> str:
     return "\n".join(re.sub(pattern, one, line) for line in text.splitlines()) + "\n"
 
 
+def held(ctl: Path) -> str:
+    """Shell text that numbers each program run (``ctl/waiting-N``) and holds it until the test says
+    go (``ctl/go-N``) or lets every run through (``ctl/free``); ten minutes at most."""
+    return (f"n=$(( $(cat {ctl}/runs 2>/dev/null || echo 0) + 1 )); echo $n > {ctl}/runs; "
+            f"touch {ctl}/waiting-$n\n"
+            f"i=0; while [ ! -e {ctl}/go-$n ] && [ ! -e {ctl}/free ] && [ $i -lt 6000 ]; do "
+            "sleep 0.1; i=$((i + 1)); done\n")
+
+
 @dataclass
 class Repo:
     """The PR repository: each commit's benchmark prints its own scripted outputs, one per run."""
@@ -86,18 +99,21 @@ class Repo:
     bare: Path
     work: Path
 
-    def commit(self, name: str, ref: str, outputs: list[str], order: Path | None = None) -> tuple[str, Path]:
+    def commit(self, name: str, ref: str, outputs: list[str], order: Path | None = None,
+               hold: Path | None = None) -> tuple[str, Path]:
         """A commit whose benchmark notes ``name`` in the order file (returned) and prints ``outputs``
-        in turn (the last one again after that); pushed to ``ref``."""
+        in turn (the last one again after that); pushed to ``ref``. With ``hold``, each program run
+        waits for the test's word there first (``held``)."""
         data, order = self.tmp / f"out-{name}", order or self.tmp / f"order-{name}"
         data.mkdir()
         for i, text in enumerate(outputs, 1):
             (data / f"{i}.txt").write_text(text)
-        bench = (f"#!/bin/sh\necho {name} >> {order}\n"
+        wait = held(hold) if hold else ""
+        bench = (f"#!/bin/sh\n{wait}echo {name} >> {order}\n"
                  f"n=$(( $(cat {data}/n 2>/dev/null || echo 0) + 1 ))\necho $n > {data}/n\n"
                  f"[ -f {data}/$n.txt ] || n={len(outputs)}\ncat {data}/$n.txt\n")
         files = {"configure.ac": f"AC_INIT([wolfssl],[5.0.0-{name}])\n", "configure": CONFIGURE,
-                 "Makefile.in": MAKEFILE, "testwolfcrypt.sh": f"#!/bin/sh\ncat {SELFTEST}\n",
+                 "Makefile.in": MAKEFILE, "testwolfcrypt.sh": f"#!/bin/sh\n{wait}cat {SELFTEST}\n",
                  "benchmark.sh": bench}
         for file, text in files.items():
             (self.work / file).write_text(text)
@@ -256,3 +272,95 @@ def test_base_branch_builds_fill_the_history_the_next_gate_and_the_perf_page_rea
     page = requests.get(setup.master.url + f"plugins/wsgi_dashboards/{NAME}/index.html", timeout=30)
     assert page.status_code == 200  # anonymous: read (a github: section's default)
     assert page.text.count('<tr class="commit">') == 2 and page.text.count('<tr class="item">') > 5
+
+
+def test_the_load_steps_summary_follows_the_stage_while_it_runs(setup: Setup, tmp_path: Path) -> None:
+    """Live progress, as a person watching the build sees it: the REST API's state_string of the load
+    step, polled while the stage runs, and the web UI's build page at one of those moments.
+
+    Each program run waits until the test has seen the milestone announced just before it, so
+    every state is there to be seen however fast or loaded the machine is.
+    """
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    bench = (FIXTURES / "userspace/noasm/bench_default.txt").read_text()
+    base, order = setup.repo.commit("base-live", "refs/heads/base-live", [bench], hold=ctl)
+    head, _ = setup.repo.commit("head-live", "refs/pull/4245/head", [bench], order, hold=ctl)
+    payload = payloads.pull_request("opened", number=4245, association="MEMBER", head_sha=head)
+    payload["pull_request"]["base"]["sha"] = base
+    setup.github.add_pull(payload)
+    response, _ = deliver(None, setup.master.hook_url, "pull_request", payload)
+    assert response.status_code in (200, 202), response.text
+    rest = setup.master.rest
+    (buildset,) = setup.master.buildsets_for(4245)
+    build = rest.wait(lambda: next(iter(rest.builds_of_buildset(buildset["bsid"])), None), "the PR build",
+                      300)
+    page = f"{setup.master.url}#/builders/{build['builderid']}/builds/{build['number']}"
+
+    seen: list[str] = []  # the load step's summary each time it changed, while the step ran
+    released: set[str] = set()  # the milestones whose program run was let go
+    shown_in_ui = ""
+    deadline = time.monotonic() + 900
+    try:
+        while True:
+            assert time.monotonic() < deadline, f"the load step did not finish; seen {seen}"
+            steps = rest.get(f"builds/{build['buildid']}/steps")
+            load = next((s for s in steps if s["name"] == "load"), None)
+            if load is not None and load["complete"]:
+                break
+            if load is not None and load["started_at"]:
+                state = load["state_string"]
+                if not seen or seen[-1] != state:
+                    seen.append(state)
+                waiting = (ctl / f"waiting-{len(released) + 1}").exists()
+                # a program runs right after its own milestone: self-test or benchmark round i of N
+                if waiting and state.startswith(("self-test", "benchmark")) and state not in released:
+                    if state == "benchmark round 2 of 3 (base)" and not shown_in_ui:
+                        shown_in_ui = ui_shows(page, state)
+                    (ctl / f"go-{len(released) + 1}").touch()
+                    released.add(state)
+            time.sleep(0.3)
+    finally:
+        (ctl / "free").touch()  # whatever happened, nothing stays held
+    rest.wait_buildset(buildset["bsid"], timeout=300)
+    final = next(s for s in rest.get(f"builds/{build['buildid']}/steps") if s["name"] == "load")
+
+    # At least three states before the end, every one of them the stage's own words, in its order
+    # (Buildbot's "pending", then the step's own description until the first line arrives).
+    said = [s for s in seen if s not in ("pending", "loading")]
+    assert all(read_progress(f"[ 1.0s] userspace/noasm: >> {s}") for s in said), seen
+    assert {"self-test", "self-test (base)", "benchmark round 1 of 3", "benchmark round 1 of 3 (base)",
+            "benchmark round 2 of 3", "benchmark round 2 of 3 (base)", "benchmark round 3 of 3",
+            "benchmark round 3 of 3 (base)"} <= set(seen), seen
+    rounds = [s for s in seen if s.startswith("benchmark round")]
+    assert [s.split(" of ")[0] for s in rounds] == sorted(s.split(" of ")[0] for s in rounds), seen
+    assert final["results"] == 0 and final["state_string"] == "load ok: userspace/noasm", final  # the end
+    assert shown_in_ui == "benchmark round 2 of 3 (base)", "the build page showed the held milestone"
+
+
+def ui_shows(page: str, words: str) -> str:
+    """``words`` when the web UI's build page, rendered by headless Chromium, shows them; a
+    screenshot of the page is kept in out/screenshots for people to look at."""
+    profile = tempfile.mkdtemp(prefix="bsdkm-chromium-")
+    keep = ROOT / "out" / "screenshots"
+    keep.mkdir(parents=True, exist_ok=True)
+    try:
+        for attempt in range(4):  # the app may not have fetched the steps when the time budget ends
+            url = page.replace("#/", f"?try={attempt}#/")
+            dom = chromium(profile, "--dump-dom", url)
+            if words in dom.stdout:
+                shot = chromium(profile, f"--screenshot={keep / 'buildbot-live-progress.png'}", url)
+                assert shot.returncode == 0, shot.stderr[-2000:]
+                return words
+            time.sleep(2)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    return ""
+
+
+def chromium(profile: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+         "--virtual-time-budget=20000", "--window-size=1200,1000", *args],
+        capture_output=True, text=True, timeout=180, check=False)

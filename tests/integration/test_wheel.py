@@ -31,8 +31,8 @@ def test_the_wheel_carries_the_runtime_data(built_wheel: Path) -> None:
 
     names = set(zipfile.ZipFile(built_wheel).namelist())
     data = "buildbot_bsdkm/_data/"
-    for rel in ("bsdkm.yml", "master.cfg", "policies/default.yml", "workers/local/buildbot.tac",
-                "workers/freebsd/setup.sh", "workers/linux-qemu/setup.sh",
+    for rel in ("bsdkm.yml", "bsdkm.schema.json", "master.cfg", "policies/default.yml",
+                "workers/local/buildbot.tac", "workers/freebsd/setup.sh", "workers/linux-qemu/setup.sh",
                 "kmod/freebsd/load.sh", "kmod/freebsd/unload.sh", "kmod/freebsd/collect.sh",
                 "kmod/freebsd/_common.sh", "kmod/linux/loader.c", "kmod/linux/init.sh",
                 "kmod/linux/mkinitramfs.sh", "kmod/linux/run-qemu.sh", "kmod/linux/testmods/Kbuild",

@@ -62,7 +62,8 @@ def test_action_gate_reads_the_config_once(tmp_path: Path, monkeypatch: pytest.M
 def test_run_reads_policy_and_baseline_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     read: list[str] = []
     policy, baseline = report_out.load_policy, report_out.load_baseline
-    monkeypatch.setattr(report_out, "load_policy", lambda p: read.append("policy") or policy(p))
+    monkeypatch.setattr(report_out, "load_policy",
+                        lambda p, **kw: read.append("policy") or policy(p, **kw))
     monkeypatch.setattr(report_out, "load_baseline", lambda p: read.append("baseline") or baseline(p))
     (tmp_path / "src").mkdir()  # not a wolfSSL tree: the fetch fails at once, the gate still runs
     (tmp_path / "baseline.json").write_text(to_json([]))

@@ -203,3 +203,46 @@ def test_unreadable_state_is_named(text, problem):
 def test_malformed_records_are_named(doc, problem):
     with pytest.raises(contract.StateError, match=problem):
         contract.stage_outcome(doc, "load", "run/state.json")
+
+
+# --------------------------------------------------------------------------- live progress
+
+
+@pytest.mark.parametrize("milestone", list(contract.Milestone))
+def test_every_milestone_a_job_announces_is_read_back(milestone, tmp_path):
+    from buildbot_bsdkm.pipeline.job import Job
+
+    lines: list[str] = []
+    job = Job(load_config(ROOT / "bsdkm.yml"), "userspace", "noasm", tmp_path, progress=lines.append,
+              side=contract.BASE_SIDE)
+    job.reached(milestone, (2, 5))
+    job.side = ""
+    job.reached(milestone)
+    got = [contract.read_progress(line) for line in lines]
+    assert got == [contract.StageProgress(milestone, 2, 5, "base", "userspace/noasm"),
+                   contract.StageProgress(milestone, label="userspace/noasm")]
+    assert [p.words for p in got if p] == [f"{milestone.value} round 2 of 5 (base)", milestone.value]
+
+
+def test_only_the_stages_own_progress_lines_are_progress():
+    stage = "[   3.2s] userspace/noasm: >> benchmark round 1 of 3"
+    assert contract.read_progress(stage) == contract.StageProgress(contract.Milestone.BENCHMARK, 1, 3,
+                                                                    label="userspace/noasm")
+    fetching = contract.StageProgress(contract.Milestone.FETCHING)
+    assert contract.read_progress("[   0.0s] >> fetching") == fetching
+    for other in ("[   3.2s] userspace/noasm: load ok (2.0 s)",
+                  "[   3.2s] userspace/noasm: round 2 of 3 (base, head)",
+                  ">> benchmark",  # not timed: not the stage's
+                  "[   3.2s] userspace/noasm: >> benchmark; rm -rf /",
+                  "[   3.2s] userspace/noasm: >> benchmarking round 1 of 3",
+                  "[   3.2s] userspace/noasm: >> self-test (someone)"):
+        assert contract.read_progress(other) is None, other
+
+
+def test_each_stage_starts_with_its_own_milestone_and_the_ui_says_it():
+    assert list(contract.STAGE_MILESTONES) == list(stages.STAGES)
+    assert {m.stage for m in contract.Milestone} == set(stages.STAGES)
+    assert {s: m.value for s, m in contract.STAGE_MILESTONES.items()} == steps.STAGE_DOING
+    for m in (contract.Milestone.BOOTING, contract.Milestone.SELF_TEST, contract.Milestone.BENCHMARK,
+              contract.Milestone.COUNTING):
+        assert m.stage == "load"

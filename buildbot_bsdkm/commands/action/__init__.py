@@ -29,7 +29,7 @@ import functools
 from collections.abc import Callable
 
 from ..errors import UsageError
-from . import attempts, comment, config, results, run_pr, status, trigger
+from . import attempts, comment, config, merge, results, run_pr, status, trigger
 from .workflow import log_line
 
 
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run_pr.register(asub)
     trigger.register(asub)
     attempts.register_vm_check(asub)
-    results.register_merge(asub)
+    merge.register_merge(asub)
     config.register(asub)
     config.register_cache_key(asub)
     for parser in asub.choices.values():

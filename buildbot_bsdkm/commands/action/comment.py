@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...github.outbox import Outbox
+from ...report.history import history_link
 from ..errors import EXIT_OK, UsageError
 from .github import ApiContext, pr_number_from_event, with_github
 from .io import read_text
@@ -51,7 +53,16 @@ def register(asub: argparse._SubParsersAction) -> None:
     p.add_argument("--verdict", default="", help="the run's verdict word (the verdict output), for --mode")
     p.add_argument("--bot-login", default=None,
                    help="a login whose marked comment is ours too (default: $BSDKM_BOT_LOGIN)")
+    p.add_argument("--history-url", type=_history_url, default="",
+                   help="the perf history page (the nightly's trend charts), linked below the report")
     p.set_defaults(func=run_comment)
+
+
+def _history_url(text: str) -> str:
+    url = text.strip()
+    if url and not re.fullmatch(r"https?://[^\s()<>\[\]]+", url):
+        raise argparse.ArgumentTypeError(f"--history-url {text!r}: not an http(s) URL")
+    return url
 
 
 def _optional_pr(text: str) -> int | None:
@@ -74,6 +85,8 @@ def run_comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
         return EXIT_OK
     ctx = ApiContext.from_env(env, token_env=args.token_env, api_url=args.api_url, repo=args.repo)
     body = read_text(args.report, "report")
+    if getattr(args, "history_url", ""):
+        body = f"{body.rstrip()}\n\n{history_link(args.history_url)}\n"
     bot_login = getattr(args, "bot_login", None) or env.get("BSDKM_BOT_LOGIN") or None
     verdict = getattr(args, "verdict", "")
     written = upsert_comment(ctx, pr, body, mode=mode, verdict=verdict, bot_login=bot_login)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ...config.bsdkm_yml import Config, SourceSpec
-from ...contract import BASE_DIR, BASE_RUNS_JSON, TARGET_UNAVAILABLE
+from ...contract import BASE_DIR, BASE_RUNS_JSON, BASE_SIDE, TARGET_UNAVAILABLE, Milestone, StageProgress
 from ...model import FailureCategory, RunResult, to_json
 from ...perf.confirm import to_confirm
 from ...policy import Verdict
@@ -80,6 +80,7 @@ def run_matrix(
 
     tree: SourceTree | None = None
     fetch_failure: StageError | None = None
+    say(StageProgress(Milestone.FETCHING).message)
     try:
         tree = fetch_source(
             config.source, cache=cache_root(config), timeout_s=config.timeout("fetch"), progress=say
@@ -101,6 +102,7 @@ def run_matrix(
     if base_source is not None and base_pairs:
         base_config = replace(config, source=base_source)
         base_failure: StageError | None = None
+        say(StageProgress(Milestone.FETCHING, side=BASE_SIDE).message)
         try:
             base_tree = fetch_source(base_source, cache=cache_root(config), timeout_s=config.timeout("fetch"),
                                      progress=say)
@@ -109,7 +111,7 @@ def run_matrix(
             base_failure = e
             say(f"base fetch FAILED ({e.failure.category}): {e.failure.message}")
         base_jobs = _jobs(base_config, base_pairs, out_dir / BASE_DIR, base_tree, base_failure, per_build,
-                          progress, started)
+                          progress, started, side=BASE_SIDE)
 
     if fetch_failure is None:
         # Builds overlap; measurements run one at a time after every build has finished, so
@@ -131,6 +133,7 @@ def run_matrix(
         last = extend_while_undecided(jobs_list, bases, runs, base_runs, max(1, repeats), gate.policy.perf,
                                       judge, say)
         verdict, runs, base_runs = last.verdict, last.runs, last.base_runs
+        say(StageProgress(Milestone.GATING).message)
         policy = gate.policy
         if policy.perf.confirm and to_confirm(verdict):
             say(f"confirm: {len(to_confirm(verdict))} regression(s) found: measuring their pairs again")
@@ -144,6 +147,7 @@ def run_matrix(
         runs = [measure_phase(job) for job in jobs_list]
         if not_run_ok:
             runs = [as_not_run(r) for r in runs]
+        say(StageProgress(Milestone.GATING).message)
         verdict = gate_runs(gate, runs, None, history)
         # Against history there is no base to measure again: the regressions stand, noted.
         confirm(verdict, gate.policy, None, history)
@@ -183,8 +187,9 @@ def as_not_run(run: RunResult) -> RunResult:
 
 
 def _jobs(config: Config, pairs: list[tuple[str, str]], out_dir: Path, tree: SourceTree | None,
-          failure: StageError | None, per_build: int, progress: Progress, started: float) -> list[Job]:
-    out = [Job(config, t, v, out_dir, jobs=per_build, progress=progress, started=started, state={})
+          failure: StageError | None, per_build: int, progress: Progress, started: float,
+          side: str = "") -> list[Job]:
+    out = [Job(config, t, v, out_dir, jobs=per_build, progress=progress, started=started, state={}, side=side)
            for t, v in pairs]
     for job in out:
         job.state = {"target": job.target, "variant": job.variant, "stages": {}}  # a run starts clean

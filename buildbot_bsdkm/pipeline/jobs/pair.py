@@ -7,7 +7,7 @@ from ...model import RunResult, StageFailure
 from ..gating import GateInputs, gate_runs
 from ..job import Job
 from ..phases import finish, measure_phase
-from ..rounds import extend_while_undecided, more_rounds, plan_rounds, remeasurer
+from ..rounds import extend_while_undecided, first_round, more_rounds, plan_rounds, remeasurer
 from ..stages import read_run, run_stage
 
 
@@ -22,6 +22,7 @@ def load_interleaved(head: Job, base: Job, repeats: int) -> StageFailure | None:
     if base.failure is not None:
         return run_stage(head, "load")
     plan = plan_rounds(head, repeats)
+    first_round(head, base, repeats)
     if plan[0][0] == "base":
         measure_phase(base)
         failure = run_stage(head, "load")

@@ -320,16 +320,20 @@ def _one_process(program: Path, args: list[str], work: Path, timeout_s: float, k
 
 
 def counts_for(config: Config, build_dir: Path, log: Path | None = None,
-               say: Callable[[str], None] | None = None) -> InstructionCounts | None:
+               say: Callable[[str], None] | None = None,
+               starting: Callable[[], None] | None = None) -> InstructionCounts | None:
     """The policy's workload (``instructions.items``) counted in a made build; None when it names none.
 
     A driver that does not build is no stage failure (the wall-clock benchmark still ran): every
-    item is then recorded as not counted, with the reason.
+    item is then recorded as not counted, with the reason. ``starting`` is called before the counting
+    begins (the stage's progress).
     """
 
     settings = load_policy(config.policy).instructions
     if not settings.enabled:
         return None
+    if starting is not None:
+        starting()
     try:
         # the profiles stay beside the log (the run's directory): the per-function evidence
         counts = count_instructions(build_dir, settings.items, block=settings.block_bytes,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ... import targets
 from ...config.bsdkm_yml import Config
+from ...contract import Milestone
 from ...model import LogFormat, LogResult, Problem, StageFailure
 from ...parsers import ParseError, parse_file
 from ...perf.instructions import BASE_METADATA_KEY, METADATA_KEY
@@ -52,7 +53,8 @@ class UserspaceTarget(Target):
     def measure(self, job: Job) -> None:
         programs = {k: Path(v) for k, v in job.need(PROGRAMS, "build").items()}
         out = run_programs(programs, job.dir, bench_args=list(job.config.benchmark.userspace_args),
-                           timeouts=_timeouts(job), run_prefix=job.config.variants[job.variant].run_prefix)
+                           timeouts=_timeouts(job), run_prefix=job.config.variants[job.variant].run_prefix,
+                           starting=lambda name: _starting(job, name))
         job.put(PROGRAMS_RUN, out.record())
         _count_instructions(job)
 
@@ -85,6 +87,11 @@ def _timeouts(job: Job) -> dict[str, float]:
     return {"testwolfcrypt": job.config.timeout("selftest"), "benchmark": job.config.timeout("benchmark")}
 
 
+def _starting(job: Job, program: str) -> None:
+    """A program of the first measurement starts: its milestone (the benchmark's with its round)."""
+    job.reached(MILESTONES[program], job.round if program == "benchmark" else None)
+
+
 def _count_instructions(job: Job) -> None:
     """The policy's fixed workload counted in this build (Callgrind), once per load, beside the clock's."""
     job.state.pop(METADATA_KEY, None)
@@ -92,7 +99,8 @@ def _count_instructions(job: Job) -> None:
     build_dir = job.get(BUILD_DIR)
     if build_dir is None:
         return
-    counts = counts_for(job.config, Path(build_dir), job.dir / "instructions.log", job.say)
+    counts = counts_for(job.config, Path(build_dir), job.dir / "instructions.log", job.say,
+                        starting=lambda: job.reached(Milestone.COUNTING))
     if counts is not None:
         job.state[METADATA_KEY] = counts.to_dict()
 
@@ -168,6 +176,7 @@ def program_cwd(prog: Path) -> Iterator[Path]:
 
 FORMATS = {"testwolfcrypt": LogFormat.WOLFCRYPT_TEST, "benchmark": LogFormat.WOLFCRYPT_BENCH}
 TIMEOUT_STAGE = {"testwolfcrypt": "selftest", "benchmark": "benchmark"}
+MILESTONES = {"testwolfcrypt": Milestone.SELF_TEST, "benchmark": Milestone.BENCHMARK}
 
 
 def run_programs(
@@ -177,8 +186,12 @@ def run_programs(
     bench_args: list[str],
     timeouts: dict[str, float],
     run_prefix: str | None = None,
+    starting: Callable[[str], None] | None = None,
 ) -> UserspaceOutcome:
-    """Self-test first; the benchmark only after a passing self-test (else its numbers mean nothing)."""
+    """Self-test first; the benchmark only after a passing self-test (else its numbers mean nothing).
+
+    ``starting`` hears each program's name as it starts (the stage's progress).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     outcome = UserspaceOutcome()
     plan = [("testwolfcrypt", out_dir / "test.log", []), ("benchmark", out_dir / "bench.log", bench_args)]
@@ -190,6 +203,8 @@ def run_programs(
         if any(r.exit_code != 0 for r in outcome.runs[:-1]):
             run.skipped = True
             continue
+        if starting is not None:
+            starting(name)
         with program_cwd(prog) as cwd:
             res: CommandResult = run_logged(
                 run.argv,

@@ -5,6 +5,7 @@ report job, whose merge keeps every job's base runs and judges the merged heads 
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 from conftest import FIXTURES
 from test_action_local import ACTION_DIR, LocalRunner
 
+from buildbot_bsdkm.commands.action import merge as merge_cmd
 from buildbot_bsdkm.commands.action import results as action_cmd
 from buildbot_bsdkm.contract import BASE_RUNS_JSON
 from buildbot_bsdkm.model import RunResult, from_json, to_json
@@ -86,8 +88,8 @@ def test_report_job_judges_the_merged_heads_against_the_bases_measured_next_to_t
         (job / "summary.json").write_text(to_json([bench_run(variant, *noise[3:])]))
         (job / BASE_RUNS_JSON).write_text(to_json([bench_run(variant, *noise[:3])]))
     merged = tmp_path / "merged"
-    args = action_cmd.argparse.Namespace(sources=[jobs], out=merged)
-    assert action_cmd.run_merge(args) == 0
+    args = argparse.Namespace(sources=[jobs], out=merged)
+    assert merge_cmd.run_merge(args) == 0
     base = from_json((merged / BASE_RUNS_JSON).read_text())
     assert sorted(r.variant for r in base) == ["accel", "noasm"] and all(len(r.logs) == 3 for r in base)
     # The nightly artifact's run counts only for a pair that had no base measured next to it.

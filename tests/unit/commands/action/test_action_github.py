@@ -106,6 +106,23 @@ def test_one_comment_is_kept_up_to_date(github: FakeGitHub, tmp_path: Path) -> N
     assert [c.status for c in github.calls("PATCH")] == [502, 200]
 
 
+def test_the_comment_links_the_perf_history_page(github: FakeGitHub, tmp_path: Path) -> None:
+    env = workflow_env(github, pull_request(number=43), tmp_path)
+    report = tmp_path / "report.md"
+    report.write_text("## bsdkm-ci results\n\n✅ PASS: 76 checks passed\n")
+    url = "https://wolfssl.github.io/wolfssl/"
+    done = action(env, "comment", "--report", report, "--history-url", url)
+    assert done.returncode == 0, done.stderr
+    (comment,) = github.comments_on(43)
+    link = f"Performance history of the base branch, with trend charts: [{url}]({url})"
+    assert comment["body"].endswith(f"\n\n{link}\n")
+    # the input left empty: no link
+    assert action(env, "comment", "--report", report, "--history-url", "").returncode == 0
+    assert "Performance history" not in github.comments_on(43)[0]["body"]
+    bad = action(env, "comment", "--report", report, "--history-url", "javascript:alert(1)")
+    assert bad.returncode == 2 and "--history-url 'javascript:alert(1)': not an http(s) URL" in bad.stderr
+
+
 def test_issue_comment_event_finds_its_pr(github: FakeGitHub, tmp_path: Path) -> None:
     env = workflow_env(github, issue_comment("retest this please", number=7), tmp_path)
     report = tmp_path / "report.md"

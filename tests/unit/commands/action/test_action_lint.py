@@ -69,6 +69,7 @@ def test_examples_cover_the_three_triggers() -> None:
         "bsdkm-retest.yml": {"issue_comment"},
         "bsdkm-release.yml": {"push", "workflow_dispatch"},
         "bsdkm-bisect.yml": {"workflow_dispatch"},
+        "bsdkm-gab-charts.yml": {"workflow_run"},
     }
 
 
