@@ -48,9 +48,12 @@ def triage_property(verdict: Mapping[str, Any]) -> dict[str, Any]:
     since = next((m.group(1) for c in failed if c.get("triage") == "pre-existing"
                   and (m := _SINCE.search(str(c.get("triage_note") or "")))), None)
     order = [w for w in (*TRIAGE_ORDER, *sorted(seen)) if w in seen]
-    return {"counts": {w: len(seen[w]) for w in dict.fromkeys(order)},
+    prop = {"counts": {w: len(seen[w]) for w in dict.fromkeys(order)},
             "blocking": sum(1 for c in failed if c.get("blocking", True)),
             "since": since, "new": seen.get("new", [])[:MAX_NEW]}
+    if "triage" in verdict:  # with no base outcome nothing is new: said so, as the report's sections say
+        prop["compared"] = bool(summary.get("base_outcomes"))
+    return prop
 
 
 def triage_words(triage: Mapping[str, Any] | None) -> str:
@@ -66,6 +69,8 @@ def triage_words(triage: Mapping[str, Any] | None) -> str:
             parts.append(f"{n} fixed")
             continue
         text = f"{n} {word} failure{'s' if n != 1 else ''}"
+        if word == "new" and triage.get("compared") is False:
+            text = f"{n} failure{'s' if n != 1 else ''} with no base to compare with"
         if word == "pre-existing" and triage.get("since"):
             text += f" since {triage['since']}"
         parts.append(text)

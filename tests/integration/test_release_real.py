@@ -48,14 +48,15 @@ parallel: 2
 policy: release-policy.yml
 """
 
-# Fixed limits so wide that only a broken build trips them: two short repeats on a shared 2-core
-# machine measure the report, not the release.
+# A limit nothing measured can cross: a 10 ms benchmark window on a loaded 2-core machine can lose
+# 99 % of an item to descheduling. The comparison is still made and reported; the test checks the
+# report, not the release.
 POLICY = """\
 version: 1
 selftests: true
 complete: true
 regressions:
-  - {pattern: "*", max_pct: 90}
+  - {pattern: "*", max_pct: 100}
 """
 
 

@@ -156,17 +156,17 @@ def test_pre_existing_panic_is_green_and_a_new_selftest_failure_is_red(
 
         # 1. Nothing recorded of the base: the PR build loads the base too and finds the panic there,
         # but that base was built beside the PR's code: the master judges by its database, where
-        # nothing is recorded yet, so the panic is new.
+        # nothing is recorded yet, so the panic fails the build, with no base to compare with.
         status, props = run_pr(master, github, 101, HEAD_SAME)
         assert status["state"] == "failure", status
         # The worker's own gate fails it now, so the master has no pass of the worker's to overturn.
-        assert "new" in status["description"], status
+        assert "with no base to compare with" in status["description"], status
         assert props["bsdkm_base_correctness"] is True
         triage = props["bsdkm_triage"]  # the worker's own triage: the base beside the PR's code is no input
         assert triage["counts"] == {"new": 1} and triage["blocking"] >= 1, triage
         assert "bsdkm_base_outcomes" not in props
         assert outcome_rows(master) == []  # a PR build records nothing
-        assert "New" in final_comment(github, 101)  # the comment agrees with the status
+        assert "no base to compare with" in final_comment(github, 101)  # the comment agrees with the status
 
         # 2. A build of the base branch records its outcome: the debug kernel's panic.
         bsid = force_base_build(master)

@@ -204,3 +204,11 @@ def test_the_pr_comment_is_triaged_with_the_outcomes_each_build_was_gated_agains
     report = PrReport(load_policy(None))
     assert {c.triage for c in report.verdict([run]).failures} == {"new"}
     assert {c.triage for c in report.verdict([run], base).failures} == {"pre-existing"}
+
+
+def test_with_no_base_outcome_the_status_says_so_as_the_comment_does() -> None:
+    """Nothing on the base to compare with: the failure is not called new in the one-line places either."""
+    lone = {**NEW, "triage": {"base_outcomes": []}}
+    assert triage_words(triage_property(lone)) == "1 failure with no base to compare with"
+    compared = {**NEW, "triage": {"base_outcomes": [{"target": "freebsd-kmod-qemu"}]}}
+    assert triage_words(triage_property(compared)) == "1 new failure"
