@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..support.yaml_schema import Schema
+from ..targets import names as target_names
 from .bsdkm_yml import CONFIG
 
 DIALECT = "http://json-schema.org/draft-07/schema#"  # what yaml-language-server and most editors read
@@ -48,6 +49,7 @@ def config_schema(shell_keys: Mapping[str, Iterable[str]] | None = None,
     """``bsdkm.yml``'s schema: ``shell_keys`` the keys each shell-checked section accepts,
     ``descriptions`` the words for each dotted key (``variants.<name>.flags``)."""
     body = json.loads(json.dumps(CONFIG.schema()))  # every part its own: kinds share their dicts
+    body["properties"]["targets"]["propertyNames"] = {"enum": list(target_names())}
     for section, keys in (shell_keys or {}).items():
         _object(body["properties"][section])["propertyNames"] = {"enum": sorted(keys)}
     _describe(body, "", descriptions or {})
