@@ -25,7 +25,7 @@ from act.harness import CONFIG as ACT_CONFIG
 from conftest import ROOT
 
 from buildbot_bsdkm.cli import main
-from buildbot_bsdkm.config.bsdkm_yml import TOP_KEYS, ConfigError, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config, top_keys
 from buildbot_bsdkm.config.json_schema import SCHEMA_FILE, fragment_schema
 from buildbot_bsdkm.support.resources import config_schema_path
 
@@ -82,7 +82,7 @@ def docs_config_parts() -> list[tuple[str, dict[str, Any]]]:
         for i, block in enumerate(re.findall(r"^```ya?ml\n(.*?)^```", page.read_text(encoding="utf-8"),
                                              re.M | re.S)):
             doc = yaml.safe_load(block)
-            if isinstance(doc, dict) and set(doc) & set(TOP_KEYS) and not workflow(doc):
+            if isinstance(doc, dict) and set(doc) & set(top_keys()) and not workflow(doc):
                 parts.append((f"{page.name}[{i}]", doc))
     return parts
 
