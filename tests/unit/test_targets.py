@@ -69,7 +69,8 @@ def test_config_names_its_targets_from_the_table(tmp_path: Path) -> None:
     ((), ["userspace"]),
     (("linux-qemu",), ["userspace", "linux-kmod-qemu", "freebsd-kmod-qemu"]),
     (("freebsd-14.3-amd64",), ["userspace", "freebsd-kmod"]),
-    (("linux-userspace", "linux-qemu", "freebsd-kmod"), ["userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu"]),
+    (("linux-userspace", "linux-qemu", "freebsd-kmod"),
+     ["userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu"]),
 ])
 def test_which_worker_runs_which_target_follows_each_rows_worker_tag(tags: tuple[str, ...],
                                                                      runs: list[str]) -> None:
