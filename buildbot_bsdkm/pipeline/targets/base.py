@@ -1,6 +1,6 @@
 """What a target is to the pipeline: the whole protocol each stage calls, and its defaults.
 
-A target is one object (``TARGET`` in its own module) listed in ``targets/__init__.py``. What it
+A target is one object (``TARGET`` in its own module) found through ``targets.registered()``. What it
 *is* (a kernel target or not, whether its benchmark numbers measure the module's performance,
 whether one run can measure again) is its row in the core's ``buildbot_bsdkm/targets.py``, named
 as ``facts``. How it runs is these hooks: the stages call them and never ask which target they
