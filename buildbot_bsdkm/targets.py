@@ -17,7 +17,7 @@ folder under ``pipeline/targets/``, its row here and its line in ``BUILT_IN``.
 from __future__ import annotations
 
 import dataclasses
-import functools
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -147,30 +147,37 @@ def _load(ep: EntryPoint) -> Registered:
     return target  # type: ignore[no-any-return]
 
 
+# The list, once read; the lock makes other threads wait for the first reading, and lets the reading
+# thread itself in only to say that a target's module asked for the list while it was being read.
+_registered: Mapping[str, Registered] | None = None
+_reading = threading.RLock()
 _loading = False
 
 
-@functools.cache
 def registered() -> Mapping[str, Registered]:
     """Every target by name: the built-in ones in their order, then the group's, by name.
 
-    Loaded on first call, never at import: a target's module imports the package, whose modules ask
+    Read on first call, never at import: a target's module imports the package, whose modules ask
     for the targets only when called.
     """
-    global _loading
-    if _loading:
-        raise TargetPluginError("a target's module asked for the list of targets while it was being read")
-    _loading = True
-    try:
-        out: dict[str, Registered] = {}
-        outside = sorted(entry_points(group=GROUP), key=lambda ep: ep.name)
-        for ep in (*BUILT_IN, *outside):
-            if ep.name in out:
-                raise TargetPluginError(f"{_where(ep)}: the name {ep.name!r} is taken by another target")
-            out[ep.name] = _load(ep)
-        return out
-    finally:
-        _loading = False
+    global _registered, _loading
+    with _reading:
+        if _registered is not None:
+            return _registered
+        if _loading:
+            raise TargetPluginError("a target's module asked for the list of targets while it was being read")
+        _loading = True
+        try:
+            out: dict[str, Registered] = {}
+            outside = sorted(entry_points(group=GROUP), key=lambda ep: ep.name)
+            for ep in (*BUILT_IN, *outside):
+                if ep.name in out:
+                    raise TargetPluginError(f"{_where(ep)}: the name {ep.name!r} is taken by another target")
+                out[ep.name] = _load(ep)
+            _registered = out
+            return out
+        finally:
+            _loading = False
 
 
 def facts() -> dict[str, TargetFacts]:
