@@ -127,3 +127,17 @@ def test_a_target_not_listed_still_has_its_defaults_and_its_section() -> None:
     with pytest.raises(ConfigError, match=r"^t\.yml:3: freebsd\.snapshot: "):
         parse_config("targets: {userspace: null}\nvariants: {v: {targets: [userspace]}}\n"
                      "freebsd: {snapshot: 16.0-RELEASE}\n", "t.yml")
+
+
+@pytest.mark.parametrize("argv", [
+    ["stage", "fetch", "--variant", "v", "--target", "freebsd-kmod-qemu", "--out", "{out}"],
+    ["release", "--candidate", "debian:sid/5.9.2", "--previous", "debian:trixie/5.7.2", "--out", "{out}"],
+    ["doctor"],
+], ids=lambda a: a[0])
+def test_the_other_drivers_refuse_it_too(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         argv: list[str]) -> None:
+    cfg, out = _files(tmp_path, "freebsd-kmod-qemu", "    kernels: [debug, fast]\n")
+    status = main([a.format(out=out) for a in argv] + ["--config", str(cfg)])
+    err = capsys.readouterr().err
+    assert status == 2 and f"{cfg}:6: targets.freebsd-kmod-qemu.kernels: " in err, err
+    assert not (tmp_path / "cache").exists() and not out.exists(), err
