@@ -34,7 +34,7 @@ fi
 args=(--out "$out" --unavailable fail)
 [ -n "$config" ] && args+=(--config "$config")
 for v in ${BSDKM_VARIANTS//,/ }; do args+=(--variant "$v"); done
-# BSDKM_RUN_TARGETS, not BSDKM_TARGETS: that one names target plug-in packages to bsdkm-ci itself.
+# BSDKM_RUN_TARGETS: the targets input, as --target (bsdkm-ci finds targets themselves by entry point).
 for t in ${BSDKM_RUN_TARGETS//,/ }; do args+=(--target "$t"); done
 # The base, built next to the head and measured interleaved with it (the perf gate's base).
 if [ -n "${BSDKM_BASE_DIR:-}" ]; then

@@ -16,6 +16,7 @@ from importlib import metadata
 from . import commands
 from .commands.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, UsageError
 from .policy import BaselineMismatch
+from .targets import TargetPluginError
 
 # The exit statuses and UsageError are commands/errors.py's; named here too for callers of the CLI.
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "UsageError", "build_parser", "main"]
@@ -65,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _reader_gone()
     except UsageError as e:
         print(f"bsdkm-ci {args.command}: {e}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except TargetPluginError as e:  # an installed package's target, read with the first config
+        print(f"bsdkm-ci {args.command}: bad target plug-in: {e}", file=sys.stderr)
         return EXIT_UNUSABLE
     except BaselineMismatch as e:  # whichever subcommand gated with that baseline
         print(f"bsdkm-ci {args.command}: bad baseline: {e}", file=sys.stderr)

@@ -1,24 +1,27 @@
-"""What each target is, one row per target: the facts every layer may ask about a target's name.
+"""What each target is, one row per target, and the one list of targets: the built-in ones and
+those outside packages register.
 
-The pipeline's target classes (``pipeline/<target>.py``) say *how* a target is built, loaded and
+The pipeline's target classes (``pipeline/targets/``) say *how* a target is built, loaded and
 parsed, and take *what* it is from their row here (``Target.facts``). Config validation, kernel
-health, the policy's regression gates, worker matching and the shells read the rows directly: they
-are the pipeline's callers or the pipeline's own imports, so they could not import its registry
-without a cycle (and need none of its weight). This module imports nothing of the package.
+health, the policy's regression gates, worker matching and the shells ask the functions below: they
+are the pipeline's callers or the pipeline's own imports, so they never import its registry (and
+need none of its weight). This module imports nothing of the package.
 
-A new target: its file under ``pipeline/targets/`` (a ``Target`` subclass with ``facts = <its row>``),
-its row here, its line in ``pipeline/targets/__init__.py`` (``tests/unit/test_targets.py`` checks the two
-agree). A target that lives outside this repository is a package named in ``BSDKM_TARGETS``: its
-``__init__`` holds the row (``FACTS``, importing nothing of this package but this module) and its
-``target`` module the class (``TARGET``); rows and registry read it the same way.
+The list of targets (``registered()``) is read once, on first use: the built-in targets
+(``BUILT_IN``, entry points written here so that a source tree works uninstalled), then every entry
+point of the group ``bsdkm_ci.targets`` that installed packages declare. An entry point's value is
+``module:TARGET``, the target object; its row is ``TARGET.facts``. A new built-in target is its
+folder under ``pipeline/targets/``, its row here and its line in ``BUILT_IN``.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
-import re
+import dataclasses
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, Protocol
 
 # The wolfSSL tree's directories a kernel module is built from.
 LINUXKM = "linuxkm"
@@ -101,47 +104,119 @@ FREEBSD_KMOD_QEMU = TargetFacts(
     "freebsd-kmod-qemu", BSDKM, perf_measurement=False, bench_repeats=False, perf_note=TCG_NOTE,
     emulated=True, worker_tag=QEMU_WORKER_TAG)
 
-# Packages of targets kept outside this repository, comma- or space-separated (``my_ci.targets.toy``).
-PLUGINS_ENV = "BSDKM_TARGETS"
+GROUP = "bsdkm_ci.targets"
+_PIPELINE = "buildbot_bsdkm.pipeline.targets"
+BUILT_IN: tuple[EntryPoint, ...] = tuple(
+    EntryPoint(row.name, f"{_PIPELINE}.{module}:TARGET", GROUP) for row, module in (
+        (USERSPACE, "userspace"),
+        (LINUX_KMOD_QEMU, "linux_kmod_qemu.target"),
+        (FREEBSD_KMOD, "freebsd_kmod.target"),
+        (FREEBSD_KMOD_QEMU, "freebsd_kmod_qemu.target"),
+    ))
 
 
-def plugin_packages() -> tuple[str, ...]:
-    return tuple(p for p in re.split(r"[\s,]+", os.environ.get(PLUGINS_ENV, "")) if p)
+class TargetPluginError(RuntimeError):
+    """An entry point of ``bsdkm_ci.targets`` that gives no usable target; the message names it."""
 
 
-def _plugin_row(package: str) -> TargetFacts:
+class Registered(Protocol):
+    """What this module needs of a target object: its row and the dataclass of its options."""
+
+    facts: TargetFacts
+    options_type: type[Any]
+
+
+def _where(ep: EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    by = f" (from {dist.name} {dist.version})" if dist is not None else ""
+    return f"entry point {ep.group}: {ep.name} = {ep.value}{by}"
+
+
+def _load(ep: EntryPoint) -> Registered:
     try:
-        row = importlib.import_module(package).FACTS
-    except (ImportError, AttributeError) as e:
-        raise RuntimeError(f"{PLUGINS_ENV}: {package}: no target row ({type(e).__name__}: {e})") from None
+        target = ep.load()
+    except Exception as e:  # whatever its import raises, the entry point is what to name
+        raise TargetPluginError(f"{_where(ep)}: cannot load it ({type(e).__name__}: {e})") from None
+    row = getattr(target, "facts", None)
     if not isinstance(row, TargetFacts):
-        raise RuntimeError(f"{PLUGINS_ENV}: {package}.FACTS is no TargetFacts")
-    return row
+        raise TargetPluginError(f"{_where(ep)}: no target: {ep.value} has no row (facts: a TargetFacts)")
+    if not dataclasses.is_dataclass(getattr(target, "options_type", None)):
+        raise TargetPluginError(f"{_where(ep)}: {ep.value}.options_type is no dataclass")
+    if row.name != ep.name:
+        raise TargetPluginError(f"{_where(ep)}: the target's row calls it {row.name!r}")
+    return target  # type: ignore[no-any-return]
 
 
-FACTS: dict[str, TargetFacts] = {
-    t.name: t for t in (USERSPACE, LINUX_KMOD_QEMU, FREEBSD_KMOD, FREEBSD_KMOD_QEMU,
-                        *map(_plugin_row, plugin_packages()))
-}
-NAMES: tuple[str, ...] = tuple(FACTS)
-KERNEL_NAMES: tuple[str, ...] = tuple(n for n, t in FACTS.items() if t.kernel)
-FREEBSD_NAMES: tuple[str, ...] = tuple(n for n, t in FACTS.items() if t.freebsd)
-EMULATED_NAMES: tuple[str, ...] = tuple(n for n, t in FACTS.items() if t.emulated)
+# The list, once read; the lock makes other threads wait for the first reading, and lets the reading
+# thread itself in only to say that a target's module asked for the list while it was being read.
+_registered: Mapping[str, Registered] | None = None
+_reading = threading.RLock()
+_loading = False
+
+
+def registered() -> Mapping[str, Registered]:
+    """Every target by name: the built-in ones in their order, then the group's, by name.
+
+    Read on first call, never at import: a target's module imports the package, whose modules ask
+    for the targets only when called.
+    """
+    global _registered, _loading
+    with _reading:
+        if _registered is not None:
+            return _registered
+        if _loading:
+            raise TargetPluginError("a target's module asked for the list of targets while it was being read")
+        _loading = True
+        try:
+            out: dict[str, Registered] = {}
+            outside = sorted(entry_points(group=GROUP), key=lambda ep: ep.name)
+            for ep in (*BUILT_IN, *outside):
+                if ep.name in out:
+                    raise TargetPluginError(f"{_where(ep)}: the name {ep.name!r} is taken by another target")
+                out[ep.name] = _load(ep)
+            _registered = out
+            return out
+        finally:
+            _loading = False
+
+
+def facts() -> dict[str, TargetFacts]:
+    """Every target's row, by name, in the order of ``registered()``."""
+    return {name: t.facts for name, t in registered().items()}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(registered())
+
+
+def kernel_names() -> tuple[str, ...]:
+    """Targets that load a kernel module."""
+    return tuple(n for n, row in facts().items() if row.kernel)
+
+
+def freebsd_names() -> tuple[str, ...]:
+    """Targets whose module is FreeBSD's."""
+    return tuple(n for n, row in facts().items() if row.freebsd)
+
+
+def emulated_names() -> tuple[str, ...]:
+    """Targets that run under QEMU TCG."""
+    return tuple(n for n, row in facts().items() if row.emulated)
 
 
 def get(name: str) -> TargetFacts | None:
-    return FACTS.get(name)
+    return facts().get(name)
 
 
 def perf_ungated(name: str) -> bool:
     """Known to be no performance measurement (an unknown name is left to the policy: gated)."""
-    t = FACTS.get(name)
+    t = get(name)
     return t is not None and not t.perf_measurement
 
 
 def measures_base(name: str) -> bool:
     """Whether a base is built next to the head and measured with it in rounds (an unknown name: no)."""
-    t = FACTS.get(name)
+    t = get(name)
     return t is not None and t.measures_base
 
 

@@ -30,9 +30,14 @@ from buildbot_bsdkm.support import yaml_reader
 Path_ = tuple[str | int, ...]
 FREE = None  # a mapping whose keys are names the user chooses
 
-# Names tried under a free-form mapping: a real target (targets: and kernel.targets: want one) and
-# a plain one (variants).
-_NAME_CANDIDATES = ("userspace", "v")
+# Names tried under a free-form mapping: each real target (targets: and kernel.targets: want one; each
+# target has keys of its own) and a plain one (variants).
+def _name_candidates() -> tuple[str, ...]:
+    from buildbot_bsdkm.targets import names
+
+    return (*names(), "v")
+
+
 _MAX_DEPTH = 6
 _TERM = re.compile(r"^`([^`\s]+)`\s*$")
 
@@ -154,7 +159,7 @@ def probe(load: Callable[[str], Any], base: dict[str, Any]) -> KeyTree:
                 allowed = seen_raw[path]
                 if allowed is FREE and path[:-1] in seen_raw and seen_raw[path[:-1]] is FREE:
                     continue  # plain data under plain data: nothing more to find
-                children = allowed if allowed is not None else _NAME_CANDIDATES
+                children = allowed if allowed is not None else _name_candidates()
                 for k in children:
                     for shape in ({}, [{}], None):
                         attempt(_set(base, (*path, k), copy.deepcopy(shape)))

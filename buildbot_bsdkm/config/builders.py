@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..contract import builder_name
-from ..targets import FACTS as TARGET_FACTS
+from ..targets import get as target_row
 from ..targets import os_release_tag
 from .bsdkm_yml import Config
 from .worker_kinds import KINDS
@@ -48,7 +48,8 @@ def pair_builders(config: Config, specs: Sequence[WorkerSpec]) -> tuple[list[Pla
 def release_builders(config: Config, specs: Sequence[WorkerSpec]) -> list[PlannedBuilder]:
     """``release/linux`` on a worker that runs every target but the per-release ones, and one
     ``release/freebsd-X.Y`` per declared release whose tag a worker carries."""
-    per_release = tuple(t for t in config.targets if t in TARGET_FACTS and TARGET_FACTS[t].per_os_release)
+    per_release = tuple(t for t in config.targets
+                        if (row := target_row(t)) is not None and row.per_os_release)
     others = tuple(t for t in config.targets if t not in per_release)
     out = []
     linux = tuple(s.name for s in specs if others and all(s.can_run(t) for t in others))

@@ -1,4 +1,5 @@
-"""The JSON Schema of ``bsdkm.yml``, drawn from the tables the loader reads it with (``CONFIG``).
+"""The JSON Schema of ``bsdkm.yml``, drawn from the tables the loader reads it with (``CONFIG``, and
+each registered target's options: its keys under ``targets.<name>`` and the section it owns).
 
 Editors check a ``bsdkm.yml`` against it (``# yaml-language-server: $schema=...``). The package
 ships it (``bsdkm-ci schema`` writes it out); ``scripts/config_schema.py`` makes the shipped file
@@ -13,8 +14,10 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..support.yaml_schema import Schema
+from ..support.yaml_schema import Schema, fields_section
+from ..targets import registered
 from .bsdkm_yml import CONFIG
+from .target_options import owned_sections, target_schema
 
 DIALECT = "http://json-schema.org/draft-07/schema#"  # what yaml-language-server and most editors read
 SCHEMA_ID = "https://raw.githubusercontent.com/wolfSSL/bsdkm-ci/v1/bsdkm.schema.json"
@@ -30,13 +33,23 @@ def _object(schema: Schema) -> Schema:
     raise ValueError(f"not an object schema: {schema}")
 
 
+def _documented(path: str, descriptions: Mapping[str, str]) -> str:
+    """The reference's key for ``path``: a target's key is written once for all (``targets.<name>.cpu``)."""
+    head, _, rest = path.partition(".")
+    name, _, key = rest.partition(".")
+    if path not in descriptions and head == "targets" and name and key:
+        return f"{head}.{NAME}.{key}"
+    return path
+
+
 def _describe(schema: Any, path: str, descriptions: Mapping[str, str]) -> None:
     if not isinstance(schema, dict):
         return
-    if path in descriptions:
-        schema["description"] = descriptions[path]
+    term = _documented(path, descriptions)
+    if term in descriptions:
+        schema["description"] = descriptions[term]
     for branch in schema.get("anyOf", []):
-        _describe(branch, path, {k: v for k, v in descriptions.items() if k != path})
+        _describe(branch, path, {k: v for k, v in descriptions.items() if k != term})
     for key, sub in schema.get("properties", {}).items():
         _describe(sub, f"{path}.{key}" if path else key, descriptions)
     if isinstance(schema.get("additionalProperties"), dict):
@@ -47,7 +60,13 @@ def config_schema(shell_keys: Mapping[str, Iterable[str]] | None = None,
                   descriptions: Mapping[str, str] | None = None) -> Schema:
     """``bsdkm.yml``'s schema: ``shell_keys`` the keys each shell-checked section accepts,
     ``descriptions`` the words for each dotted key (``variants.<name>.flags``)."""
-    body = json.loads(json.dumps(CONFIG.schema()))  # every part its own: kinds share their dicts
+    known = registered()
+    body = CONFIG.schema()
+    each = {name: target_schema(t.options_type) for name, t in known.items()}
+    body["properties"]["targets"] = {"type": "object", "properties": each, "additionalProperties": False}
+    for key, (_, options_type) in owned_sections(known, CONFIG.keys).items():
+        body["properties"][key] = fields_section(options_type).schema()
+    body = json.loads(json.dumps(body))  # every part its own: kinds share their dicts
     for section, keys in (shell_keys or {}).items():
         _object(body["properties"][section])["propertyNames"] = {"enum": sorted(keys)}
     _describe(body, "", descriptions or {})

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..support.yaml_reader import LocatedError, located
 from ..support.yaml_schema import NAMES, STRING, Kind, Section
-from ..targets import FACTS as TARGET_FACTS
+from ..targets import get as target_row
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # What a worker's entry holds (read here as plain data; the table is its JSON Schema too).
@@ -74,7 +74,7 @@ class WorkerSpec:
     def can_run(self, target: str) -> bool:
         if self.targets is not None:
             return target in self.targets
-        facts = TARGET_FACTS.get(target)
+        facts = target_row(target)
         return facts is None or facts.runs_on(self.tags)  # the tag its row asks for (QEMU, FreeBSD)
 
 

@@ -63,7 +63,7 @@ def target_of(job: Job, stage: str = "build") -> Target:
     """The job's target; an unknown name is a named infrastructure failure of ``stage``."""
     target = registry.get(job.target)
     if target is None:
-        known = ", ".join(registry.TARGETS)
+        known = ", ".join(registry.all_targets())
         raise infra_error(stage, TARGET_UNAVAILABLE, f"target not available: {job.target} (targets: {known})")
     return target
 
@@ -320,7 +320,7 @@ def _base_counts_record(state: Path) -> dict[str, Any] | None:
 def _skipped(job: Job) -> dict[str, Any]:
     """What the target's benchmark leaves out on purpose (targets.<t>.bench_skipped): said in reports."""
     target = job.config.targets.get(job.target)
-    note = target.options.get("bench_skipped") if target is not None else None
+    note = target.bench_skipped if target is not None else None
     return {"benchmark_skipped": str(note)} if note else {}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..checks import Check, CheckKind, Verdict
 from ..model import RunResult
-from ..targets import FACTS as TARGET_FACTS
+from ..targets import facts as target_rows
 from ..targets import perf_ungated
 from ..triage.classify import TriageInputs, classify
 from .comparisons import crossover, speedup
@@ -78,7 +78,8 @@ def perf_inputs(runs: list[RunResult], baseline: list[RunResult] | None, history
     unmeasured = {r.target for r in runs if perf_ungated(r.target)}
     if not unmeasured:
         return baseline, history, []
-    notes = [f"{name}: {TARGET_FACTS[name].perf_note}: not regression-gated" for name in sorted(unmeasured)]
+    rows = target_rows()
+    notes = [f"{name}: {rows[name].perf_note}: not regression-gated" for name in sorted(unmeasured)]
 
     def keep(group: list[RunResult] | None) -> list[RunResult] | None:
         return None if group is None else [r for r in group if r.target not in unmeasured]

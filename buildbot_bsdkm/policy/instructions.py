@@ -36,7 +36,7 @@ from ..perf.instructions import (
     geomean_change,
 )
 from ..perf.kernel_counts import SCOPE_MODULE, SCOPE_PROXY, scope_words
-from ..targets import KERNEL_NAMES
+from ..targets import kernel_names
 from .context import Evaluation
 from .instruction_settings import INSTRUCTIONS
 from .measure import matches
@@ -117,7 +117,7 @@ def _gate_run(ev: Evaluation, run: RunResult, rules: list[RegressionRule]) -> No
         if base is not None:
             ev.note(f"{label}: the base has instruction counts, this run none: "
                     "instruction gates not evaluated")
-        elif run.target in KERNEL_NAMES and ev.policy.instructions.enabled:
+        elif run.target in kernel_names() and ev.policy.instructions.enabled:
             # Said once a target: it holds for each of its variants alike (a PR comment listed them all).
             ev.note(f"{run.target}: instructions not counted (not judged, not passed): a kernel module's "
                     "code runs where Valgrind does not (instructions.kernel_count counts the module in a "

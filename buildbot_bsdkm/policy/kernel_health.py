@@ -36,7 +36,7 @@ from yaml.nodes import MappingNode
 
 from ..model import KernelEvent, LogResult, RunResult
 from ..support.yaml_reader import At
-from ..targets import EMULATED_NAMES
+from ..targets import emulated_names
 
 # policy/checks.py's CheckKind.KERNEL; a plain string here because the policy package imports this
 # module (the kernel: rules), so this one cannot import the policy package back.
@@ -66,8 +66,6 @@ DEFAULT_ACTIONS: dict[str, str] = {
     "oops": "fail", "warning": "fail", "soft_lockup": "auto", "hard_lockup": "auto", "rcu_stall": "auto",
     "hung_task": "auto", "sanitizer": "fail", "locking": "fail", "fpu": "fail",
 }
-# The targets whose row says they run under QEMU TCG (targets.py), unless a policy names others.
-DEFAULT_EMULATED = EMULATED_NAMES
 LABELS: dict[str, str] = {
     "bug": "kernel BUG", "oops": "Oops", "gpf": "general protection fault", "panic": "kernel panic",
     "fatal_trap": "fatal trap", "warning": "kernel WARNING", "backtrace": "KDB backtrace",
@@ -86,7 +84,8 @@ MAX_CHECKS_PER_RUN = 40  # rows per run; every record is judged, those past the 
 class KernelRules:
     actions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ACTIONS))
     unrelated: str = "warn"
-    emulated: tuple[str, ...] = DEFAULT_EMULATED
+    # The targets whose row says they run under QEMU TCG (targets.py), unless a policy names others.
+    emulated: tuple[str, ...] = field(default_factory=emulated_names)
     targets: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def action(self, target: str, key: str) -> str:
@@ -232,7 +231,7 @@ def read_rules(at: At) -> KernelRules:
         if name in fields:
             actions[name] = fields[name].choice(ACTIONS)
     unrelated = fields["unrelated"].choice(_CAPS) if "unrelated" in fields else "warn"
-    emulated = fields["emulated"].names() if "emulated" in fields else DEFAULT_EMULATED
+    emulated = fields["emulated"].names() if "emulated" in fields else emulated_names()
     targets: dict[str, dict[str, str]] = {}
     if "targets" in fields:
         if not isinstance(fields["targets"].node, MappingNode):

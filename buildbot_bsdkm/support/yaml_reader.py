@@ -295,3 +295,9 @@ def opt(m: dict[str, At], key: str, read: Callable[[At], T], default: T) -> T:
     if at is None or at.is_null():
         return default
     return read(at)
+
+
+def file_path(base: Path, written: str) -> Path:
+    """A path as a document writes it: ``~`` expanded, a relative one taken from the file's directory."""
+    path = Path(written).expanduser()
+    return path if path.is_absolute() else base / path

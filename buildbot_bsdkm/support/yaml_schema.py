@@ -5,10 +5,14 @@ A loader reads a section through its ``Section``: the allowed keys, and each val
 which ``bsdkm-ci schema`` ships for editors, so an editor checking a file and the loader reading it
 agree on the keys and their values. What the schema cannot say (one key's value against another's)
 stays in the loader, which has the last word.
+
+A dataclass can be such a table too: each field made with ``option(kind, default)`` is a key of its
+own name (``fields_section``), so a target declares its options once, as the type its code reads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,3 +138,37 @@ def string(read: Callable[[At], Any], pattern: str = r"\S") -> Kind:
 
 def one_of(*schemas: Schema, read: Callable[[At], Any] | None = None) -> Kind:
     return Kind({"anyOf": list(schemas)}, read)
+
+
+# --------------------------------------------------------------------------- dataclasses as sections
+
+KIND = "yaml_kind"  # a dataclass field's metadata: the kind of the YAML key of its name
+SECTION = "yaml_section"  # a field read from a section of its own name (its type: a dataclass of options)
+
+
+def option(kind: Kind, default: Any = None) -> Any:
+    """A dataclass field read from the key of its own name by ``kind``; absent or null: ``default``."""
+    return field(default=default, metadata={KIND: kind})
+
+
+def section(options_type: type[Any]) -> Any:
+    """A dataclass field holding a whole section, itself a dataclass of ``option`` fields."""
+    return field(default_factory=options_type, metadata={SECTION: options_type})
+
+
+def fields_section(options_type: type[Any], **more: Any) -> Section:
+    """The keys a dataclass's ``option`` fields make, in field order (``more``: other Section settings)."""
+    kinds = {f.name: f.metadata[KIND] for f in dataclasses.fields(options_type) if KIND in f.metadata}
+    return Section(kinds, **more)
+
+
+def section_fields(options_type: type[Any]) -> dict[str, type[Any]]:
+    """The fields made with ``section``: the section's name, and its dataclass."""
+    return {f.name: f.metadata[SECTION] for f in dataclasses.fields(options_type) if SECTION in f.metadata}
+
+
+def read_fields(options_type: type[Any], m: dict[str, At]) -> dict[str, Any]:
+    """Each ``option`` field's value from the keys ``m`` (as ``Section.mapping`` gave them), by its kind."""
+    table = fields_section(options_type)
+    defaults = {f.name: f.default for f in dataclasses.fields(options_type) if KIND in f.metadata}
+    return {name: table.get(m, name, defaults[name]) for name in table.keys}

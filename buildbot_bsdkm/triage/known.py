@@ -29,7 +29,7 @@ from yaml.nodes import MappingNode, ScalarNode
 
 from ..support.yaml_reader import At, LocatedError, compose, read_text
 from ..support.yaml_schema import NAMES, STRING, Kind, Section, string
-from ..targets import NAMES as TARGET_NAMES
+from ..targets import names as target_names
 
 # One entry (the loader below checks what a schema cannot: dates, expiry, ids given twice).
 ENTRY = Section({
@@ -185,8 +185,8 @@ def _entries(at: At) -> tuple[KnownIssue, ...]:
 
 
 def _targets(at: At) -> tuple[str, ...]:
-    names = at.names()
+    names, known = at.names(), target_names()
     for n in names:
-        if n not in TARGET_NAMES:
-            raise at.error(f"unknown target {n!r} (known: {', '.join(TARGET_NAMES)})")
+        if n not in known:
+            raise at.error(f"unknown target {n!r} (known: {', '.join(known)})")
     return names

@@ -27,26 +27,27 @@ QEMU = "linux-kmod-qemu"
 
 
 def test_every_row_is_one_registered_target_and_the_class_reads_its_row() -> None:
-    assert tuple(registry.TARGETS) == targets.NAMES
-    for name, t in registry.TARGETS.items():
-        row = targets.FACTS[name]
+    assert tuple(registry.all_targets()) == targets.names()
+    for name, t in registry.all_targets().items():
+        row = targets.facts()[name]
         assert t.facts is row and t.name == name
         assert isinstance(t, KernelTarget) == row.kernel
         assert (t.perf_measurement, t.bench_repeats, t.perf_note, t.per_os_release, t.measures_base()) == (
             row.perf_measurement, row.bench_repeats, row.perf_note, row.per_os_release, row.measures_base)
         if row.kernel:
             assert t.source_dir == row.source_dir
-    assert set(registry.KERNEL_TARGETS) == set(targets.KERNEL_NAMES)
+    assert set(registry.kernel_targets()) == set(targets.kernel_names())
 
 
 def test_the_facts_as_every_layer_used_to_spell_them() -> None:
-    assert targets.NAMES == ("userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
-    assert targets.KERNEL_NAMES == ("linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
-    assert targets.FREEBSD_NAMES == ("freebsd-kmod", "freebsd-kmod-qemu")
-    assert targets.EMULATED_NAMES == ("linux-kmod-qemu", "freebsd-kmod-qemu")
-    assert kernel_health.DEFAULT_EMULATED == targets.EMULATED_NAMES
-    assert [n for n in targets.NAMES if targets.FACTS[n].measures_base] == ["userspace", "freebsd-kmod"]
-    assert [n for n in targets.NAMES if targets.FACTS[n].per_os_release] == ["freebsd-kmod"]
+    assert targets.names() == ("userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
+    assert targets.kernel_names() == ("linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu")
+    assert targets.freebsd_names() == ("freebsd-kmod", "freebsd-kmod-qemu")
+    assert targets.emulated_names() == ("linux-kmod-qemu", "freebsd-kmod-qemu")
+    assert kernel_health.KernelRules().emulated == targets.emulated_names()
+    rows = targets.facts()
+    assert [n for n in rows if rows[n].measures_base] == ["userspace", "freebsd-kmod"]
+    assert [n for n in rows if rows[n].per_os_release] == ["freebsd-kmod"]
     assert targets.os_release_tag("14.3", "amd64") == "freebsd-14.3-amd64"
     with pytest.raises(ValueError, match="emulated"):
         targets.TargetFacts("x", None, perf_measurement=True, bench_repeats=False, perf_note="",
@@ -68,12 +69,13 @@ def test_config_names_its_targets_from_the_table(tmp_path: Path) -> None:
     ((), ["userspace"]),
     (("linux-qemu",), ["userspace", "linux-kmod-qemu", "freebsd-kmod-qemu"]),
     (("freebsd-14.3-amd64",), ["userspace", "freebsd-kmod"]),
-    (("linux-userspace", "linux-qemu", "freebsd-kmod"), list(targets.NAMES)),
+    (("linux-userspace", "linux-qemu", "freebsd-kmod"),
+     ["userspace", "linux-kmod-qemu", "freebsd-kmod", "freebsd-kmod-qemu"]),
 ])
 def test_which_worker_runs_which_target_follows_each_rows_worker_tag(tags: tuple[str, ...],
                                                                      runs: list[str]) -> None:
     spec = WorkerSpec("w", PasswordRef("secret", "w"), tags=tags)
-    assert [n for n in targets.NAMES if spec.can_run(n)] == runs
+    assert [n for n in targets.names() if spec.can_run(n)] == runs
     assert spec.can_run("a-target-no-row-names")  # as before: only known targets ask for a tag
 
 

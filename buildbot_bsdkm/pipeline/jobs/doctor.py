@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...config.bsdkm_yml import Config
-from ..targets import TARGETS
+from ..targets import all_targets
 from ..targets.base import Prerequisite
 
 DISTRIBUTION = "buildbot-bsdkm"
@@ -116,10 +116,11 @@ def master_reachable(host: str, port: int, timeout_s: float = MASTER_TIMEOUT_S) 
 
 def check_up(config: Config, names: list[str], master: tuple[str, int] | None, worker: bool) -> list[Finding]:
     """Every prerequisite of ``names`` (each checked now), then the Python packages and the master."""
-    unknown = [n for n in names if n not in TARGETS]
+    known = all_targets()
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise DoctorInputError(f"unknown target {', '.join(unknown)} (known: {', '.join(TARGETS)})")
-    found = [Finding(name, need) for name in names for need in TARGETS[name].prerequisites(config)]
+        raise DoctorInputError(f"unknown target {', '.join(unknown)} (known: {', '.join(known)})")
+    found = [Finding(name, need) for name in names for need in known[name].prerequisites(config)]
     found += [Finding("worker", need) for need in python_packages(worker)]
     if master is not None:
         found.append(Finding("worker", master_reachable(*master)))
@@ -128,4 +129,4 @@ def check_up(config: Config, names: list[str], master: tuple[str, int] | None, w
 
 def configured_targets(config: Config) -> list[str]:
     """The targets a config names that this installation knows, in the config's order."""
-    return [name for name in config.targets if name in TARGETS]
+    return [name for name in config.targets if name in all_targets()]

@@ -43,6 +43,7 @@ from ...contract import RELEASE_OUTCOMES_FILE
 from ...model import Benchmark, FailureCategory, RunResult, StageFailure, to_json
 from ...policy import Policy, Verdict, evaluate, load_policy
 from ...report.candidate import comparison, compiler_warnings, html_release, markdown_release, parse_size
+from ...targets import get as target_row
 from ...targets import os_release_tag
 from ...triage.outcomes import outcomes_of
 from .. import targets as registry
@@ -64,8 +65,11 @@ NOT_COVERED = "not covered"  # a declared FreeBSD release no worker carries
 ELSEWHERE = "covered elsewhere"  # a worker has the release, this host is not it
 NOT_IN_CANDIDATE = "not in candidate"
 
-# Sources each kernel target is built from; a tree without them has no such target.
-TARGET_DIRS = {name: t.source_dir for name, t in registry.KERNEL_TARGETS.items()}
+
+def target_dir(target: str) -> str | None:
+    """The source directory a kernel target is built from (a tree without it has no such target)."""
+    row = target_row(target)
+    return row.source_dir if row is not None else None
 
 
 class SourceSyntaxError(ValueError):
@@ -195,7 +199,7 @@ def plan_matrix(
 
 
 def has_target(tree: Path, target: str) -> bool:
-    sub = TARGET_DIRS.get(target)
+    sub = target_dir(target)
     return sub is None or (tree / sub).is_dir()
 
 
@@ -472,11 +476,11 @@ def run_release(
         if item.status != RUN:
             continue
         if cand_tree is not None and not has_target(cand_tree.path, item.target):
-            item.status, item.note = NOT_IN_CANDIDATE, f"the candidate has no {TARGET_DIRS[item.target]}/"
+            item.status, item.note = NOT_IN_CANDIDATE, f"the candidate has no {target_dir(item.target)}/"
             continue
         if prev_tree is not None and not has_target(prev_tree.path, item.target):
             item.in_previous = False
-            item.note = f"not in previous: {previous.describe()} has no {TARGET_DIRS[item.target]}/"
+            item.note = f"not in previous: {previous.describe()} has no {target_dir(item.target)}/"
     runnable = [i for i in items if i.status == RUN]
     say(f"{len(items)} matrix item(s), {len(runnable)} run here, {repeats} interleaved repeat(s)")
 

@@ -502,7 +502,7 @@ def proxy_counts(config: Config, target: str, variant: str, source: Path, cache:
     counts = counts_for(config, build_dir, log, say)
     if counts is None:
         return None
-    facts = targets.FACTS.get(target)
+    facts = targets.get(target)
     own = {"linuxkm": "--enable-linuxkm and the kernel's headers",
            "bsdkm": "--enable-freebsdkm, the FreeBSD kernel's headers and its compiler (clang)"}.get(
         facts.source_dir if facts is not None and facts.source_dir else "", "the module build's own switches")

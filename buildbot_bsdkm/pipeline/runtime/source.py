@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from debian import deb822
 from debian.debian_support import Version as DebianVersion
 
 from ...config.bsdkm_yml import Config, DebianSource, GitSource, LocalSource, SourceSpec, TarballSource
@@ -175,61 +176,39 @@ class SourcePackage:
         return None
 
 
-def _paragraphs(lines: Iterable[str]) -> Iterator[dict[str, str]]:
-    """deb822 paragraphs, continuation lines joined with newlines."""
-    para: dict[str, str] = {}
-    last: str | None = None
-    for raw in lines:
-        line = raw.rstrip("\n")
-        if not line.strip():
-            if para:
-                yield para
-            para, last = {}, None
-        elif line[0] in " \t" and last is not None:
-            para[last] += "\n" + line.strip()
-        elif ":" in line:
-            key, _, value = line.partition(":")
-            last = key.strip()
-            para[last] = value.strip()
-    if para:
-        yield para
+def _of_package(lines: Iterable[str], package: str) -> Iterator[str]:
+    """The lines of ``package``'s paragraphs only, each paragraph then a blank line.
+
+    The sid index is ~70 MB of text in ~43,000 paragraphs: parsing each into a ``deb822`` object
+    takes ten times as long as this scan, which keeps one paragraph's lines at a time.
+    """
+    wanted = f"Package: {package}"
+    para: list[str] = []
+    keep = False
+    for line in lines:
+        if line.strip():
+            para.append(line)
+            keep = keep or (line.startswith("Package:") and line.rstrip() == wanted)
+            continue
+        if keep:
+            yield from para
+            yield "\n"
+        para, keep = [], False
+    if keep:
+        yield from para
 
 
 def parse_sources(lines: Iterable[str], package: str) -> list[SourcePackage]:
-    """Every entry for ``package`` in a ``Sources`` index.
-
-    The sid index is ~60 MB of text: only paragraphs of the wanted package are kept.
-    """
-    wanted = f"Package: {package}"
+    """Every entry for ``package`` in a ``Sources`` index, read by python-debian's ``deb822``."""
     out = []
-    chunk: list[str] = []
-    keep = False
-    for line in lines:
-        if line.startswith("Package: "):
-            keep = line.rstrip() == wanted
-        if keep:
-            if line.strip():
-                chunk.append(line)
-                continue
-            out.extend(_entries(chunk))
-            chunk, keep = [], False
-    out.extend(_entries(chunk))
-    return out
-
-
-def _entries(chunk: list[str]) -> list[SourcePackage]:
-    out = []
-    for para in _paragraphs(chunk):
-        files = []
-        for row in para.get("Checksums-Sha256", "").splitlines():
-            parts = row.split()
-            if len(parts) == 3 and re.fullmatch(r"[0-9a-f]{64}", parts[0]):
-                files.append(ArchiveFile(name=parts[2], sha256=parts[0], size=int(parts[1])))
-        out.append(
-            SourcePackage(
-                para.get("Package", ""), para.get("Version", ""), para.get("Directory", ""), tuple(files)
-            )
-        )
+    for para in deb822.Sources.iter_paragraphs(_of_package(lines, package), use_apt_pkg=False):
+        # A row without all three of digest, size and name lists no file (deb822 leaves the rest out).
+        files = tuple(ArchiveFile(name=f["name"], sha256=f["sha256"], size=int(f["size"]))
+                      for f in para.get("Checksums-Sha256", [])
+                      if re.fullmatch(r"[0-9a-f]{64}", f.get("sha256", "")) and f.get("size", "").isdigit()
+                      and f.get("name"))
+        out.append(SourcePackage(para.get("Package", ""), para.get("Version", ""), para.get("Directory", ""),
+                                 files))
     return out
 
 

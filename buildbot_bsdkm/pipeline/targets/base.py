@@ -1,6 +1,6 @@
 """What a target is to the pipeline: the whole protocol each stage calls, and its defaults.
 
-A target is one object (``TARGET`` in its own module) listed in ``targets/__init__.py``. What it
+A target is one object (``TARGET`` in its own module) found through ``targets.registered()``. What it
 *is* (a kernel target or not, whether its benchmark numbers measure the module's performance,
 whether one run can measure again) is its row in the core's ``buildbot_bsdkm/targets.py``, named
 as ``facts``. How it runs is these hooks: the stages call them and never ask which target they
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...config.bsdkm_yml import Config
+from ...config.target_options import NoOptions
 from ...contract import Milestone
 from ...model import FailureCategory, LogFormat, LogResult, Problem, StageFailure
 from ...parsers import ParseError, parse_file
@@ -68,9 +69,12 @@ class Target:
 
     ``check_worker`` is the target's own validation, run by the configure stage before anything
     is built. The facts are read from the row (``targets.TargetFacts``), never restated here.
+    ``options_type`` is the dataclass of its own keys under ``targets.<name>`` (``option`` fields,
+    ``support/yaml_schema.py``), read with the file, so a bad one fails before anything is fetched.
     """
 
     facts: ClassVar[TargetFacts]
+    options_type: ClassVar[type[Any]] = NoOptions
 
     @property
     def name(self) -> str:
@@ -95,6 +99,11 @@ class Target:
     def measures_base(self) -> bool:
         """Whether a PR build (or ``run --base-*``) builds the base and measures both in rounds."""
         return self.facts.measures_base
+
+    def options(self, config: Config) -> Any:
+        """This target's options, an ``options_type`` read when ``config`` was (else every default)."""
+        read = config.target_options.get(self.name)
+        return read if isinstance(read, self.options_type) else self.options_type()
 
     def prerequisites(self, config: Config) -> list[Prerequisite]:
         """Every prerequisite of this target on this worker, one each, checked now."""

@@ -13,7 +13,7 @@ from ...model import LogResult
 from ...retry.classify import Patterns
 from ..runtime.errors import infra_error
 from ..runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
-from . import KERNEL_TARGETS
+from . import kernel_targets
 from .base import KernelTarget, judge_outcome, module_flags
 from .base import parse_kernel_log as parse_kernel_file
 
@@ -22,10 +22,11 @@ __all__ = ["build_module", "judge_outcome", "load_module", "module_flags",
 
 
 def target(name: str, stage: str = "build") -> KernelTarget:
+    known = kernel_targets()
     try:
-        return KERNEL_TARGETS[name]
+        return known[name]
     except KeyError:
-        known = ", ".join(KERNEL_TARGETS)
+        known = ", ".join(known)
         raise infra_error(stage, "target-unavailable",
                           f"target not available: {name} (kernel targets: {known})") from None
 

@@ -17,7 +17,7 @@ import pytest
 from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
-from buildbot_bsdkm.pipeline.targets import TARGETS
+from buildbot_bsdkm.pipeline.targets import all_targets
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod import worker
 from buildbot_bsdkm.support.resources import default_config_path
 
@@ -87,14 +87,14 @@ def test_kernel_sources_must_be_the_running_kernel_s(tmp_path: Path, monkeypatch
 def test_crypto_register_makes_cryptodev_required() -> None:
     config = load_config(default_config_path())
     assert not worker.needs_crypto_register(config, "freebsd-kmod")  # crypto-register is disabled
-    names = {n.name: n.required for n in TARGETS["freebsd-kmod"].prerequisites(config)}
+    names = {n.name: n.required for n in all_targets()["freebsd-kmod"].prerequisites(config)}
     assert names["cryptodev (/dev/crypto)"] is False and names["kern.log_console_output"] is True
 
 
 def test_elsewhere_than_freebsd_the_target_is_not_run_with_the_reason() -> None:
     config = load_config(default_config_path())
     with pytest.raises(StageError) as err:
-        TARGETS["freebsd-kmod"].check_worker(config)
+        all_targets()["freebsd-kmod"].check_worker(config)
     assert err.value.failure.reason == "target-unavailable"
     assert "freebsd-kmod needs a FreeBSD worker (this is Linux)" in err.value.failure.message
 

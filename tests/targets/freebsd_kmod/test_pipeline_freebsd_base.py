@@ -103,14 +103,14 @@ def _cycles(double: FreeBSDDouble) -> list[str]:
 
 def test_which_targets_measure_a_base_is_the_targets_own_property() -> None:
     got = {name: (t.perf_measurement, t.bench_repeats, t.measures_base())
-           for name, t in registry.TARGETS.items()}
+           for name, t in registry.all_targets().items()}
     assert got == {
         "userspace": (True, True, True),
         "freebsd-kmod": (True, True, True),  # a real FreeBSD machine: kldload/kldunload again
         "linux-kmod-qemu": (False, False, False),  # QEMU TCG: emulator speeds
         "freebsd-kmod-qemu": (False, False, False),
     }
-    assert [n for n in registry.TARGETS if measured_interleaved(n)] == ["userspace", "freebsd-kmod"]
+    assert [n for n in registry.all_targets() if measured_interleaved(n)] == ["userspace", "freebsd-kmod"]
     assert not measured_interleaved("no-such-target")
 
 

@@ -20,6 +20,7 @@ from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
 from buildbot_bsdkm.pipeline.targets import kernel
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.options import freebsd_options
 
 LOGS = SHARED / "freebsd" / "logs"
 REAL = Path(__file__).parents[2] / "freebsd_double" / "real"
@@ -192,7 +193,7 @@ def kit_dir(tmp_path: Path) -> Path:
 def test_config_freebsd_kit(kit_dir: Path) -> None:
     base = "targets: {freebsd-kmod-qemu: {kernels: [debug]}}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
     cfg = parse_config(base + f"freebsd: {{kit: {kit_dir}}}\n", "b.yml")
-    assert cfg.freebsd.kit == kit_dir and fq.find_kit(cfg).root == kit_dir
+    assert freebsd_options(cfg).freebsd.kit == kit_dir and fq.find_kit(cfg).root == kit_dir
     assert fq.kernels_option(cfg) == ("debug",)
     with pytest.raises(ConfigError, match=r"^b\.yml:4: freebsd\.kit: .* is not a directory"):
         parse_config(base + "freebsd:\n  kit: /no/such/kit\n", "b.yml")
@@ -214,8 +215,9 @@ def test_missing_kit_is_target_unavailable(tmp_path: Path) -> None:
 
 
 def test_registry_has_one_entry_per_kernel_target() -> None:
-    from buildbot_bsdkm.targets import KERNEL_NAMES as KERNEL_TARGETS
+    from buildbot_bsdkm.targets import kernel_names
 
+    KERNEL_TARGETS = kernel_names()
     assert {t.name for t in map(kernel.target, KERNEL_TARGETS)} == set(KERNEL_TARGETS)
     assert kernel.target("freebsd-kmod-qemu").log_name == "console.log"
 

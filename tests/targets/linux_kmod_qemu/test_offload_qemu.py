@@ -42,7 +42,7 @@ def _config(tmp: Path) -> Path:
     cflags = json.dumps(list(variant.cflags))
     # The main job's TCG benchmark settings (RSA keys up to 2048 bits: 3072/4096 key generation
     # took 88 s of this boot's guest time), so `bsdkm-ci run --variant lkcapi` shares the cache.
-    bench_cflags = json.dumps(list(repo.targets["linux-kmod-qemu"].options.get("bench_cflags") or []))
+    bench_cflags = json.dumps(list(repo.targets["linux-kmod-qemu"].bench_cflags))
     (tmp / "policy.yml").write_text(POLICY)
     cfg = tmp / "bsdkm.yml"
     cfg.write_text(f"""\

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
-from buildbot_bsdkm.pipeline.targets import TARGETS
+from buildbot_bsdkm.pipeline.targets import all_targets
 
 CONFIG = """\
 source: {{local: {source}}}
@@ -36,7 +36,7 @@ def _tree(tmp_path: Path) -> Path:
 def test_a_tree_with_its_configure_needs_a_compiler_and_make_not_autotools(tmp_path: Path) -> None:
     text = CONFIG.format(source=_tree(tmp_path), cache=tmp_path / "cache")
     cfg = parse_config(text, str(tmp_path / "b.yml"))
-    names = [p.name for p in TARGETS["userspace"].prerequisites(cfg)]
+    names = [p.name for p in all_targets()["userspace"].prerequisites(cfg)]
     assert names[:2] == ["C compiler", "make"]
     assert not any("autoconf" in n for n in names)  # the tree has its configure
 

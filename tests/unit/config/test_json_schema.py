@@ -25,7 +25,7 @@ from act.harness import CONFIG as ACT_CONFIG
 from conftest import ROOT
 
 from buildbot_bsdkm.cli import main
-from buildbot_bsdkm.config.bsdkm_yml import TOP_KEYS, ConfigError, parse_config
+from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config, top_keys
 from buildbot_bsdkm.config.json_schema import SCHEMA_FILE, fragment_schema
 from buildbot_bsdkm.support.resources import config_schema_path
 
@@ -82,7 +82,7 @@ def docs_config_parts() -> list[tuple[str, dict[str, Any]]]:
         for i, block in enumerate(re.findall(r"^```ya?ml\n(.*?)^```", page.read_text(encoding="utf-8"),
                                              re.M | re.S)):
             doc = yaml.safe_load(block)
-            if isinstance(doc, dict) and set(doc) & set(TOP_KEYS) and not workflow(doc):
+            if isinstance(doc, dict) and set(doc) & set(top_keys()) and not workflow(doc):
                 parts.append((f"{page.name}[{i}]", doc))
     return parts
 
@@ -126,6 +126,9 @@ ACCEPTED = [
     with_(targets={"userspace": None, "linux-kmod-qemu": {"flags": [], "cpu": "max", "kernel_version": None}},
           variants={"v.1": {"targets": "userspace linux-kmod-qemu", "enabled": False}}),
     with_(freebsd={"release": "15.0-RELEASE", "snapshot": "16.0-CURRENT", "mirror": "https://download.freebsd.org"}),
+    with_(targets={"userspace": {"bench_cflags": "-DX", "bench_skipped": "x"},
+                   "freebsd-kmod": {"kernel_source": "/usr/src/sys", "kmod_dir": "k"},
+                   "freebsd-kmod-qemu": {"kernels": "debug", "memory_mb": 512, "boot_timeout_s": 600}}),
     with_(known_issues=[{"id": "x", "signatures": "panic: *", "url": "https://example.org/1", "reason": "r",
                          "until": "5.9.3"}]),
     with_(known_issues="known-issues.yml"),
@@ -149,6 +152,12 @@ REFUSED = [
     with_(variants={"noasm": {"flags": ["--disable-asm"]}}),
     with_(variants={"noasm": {"targets": ["userspace"], "enabled": "yes please"}}),
     with_(targets={"windows": None}),
+    with_(targets={"userspace": {"cpu": "max"}}),
+    with_(targets={"userspace": None, "freebsd-kmod-qemu": {"kernels": ["debug", "fast"]}}),
+    with_(targets={"userspace": None, "freebsd-kmod-qemu": {"kernels": []}}),
+    with_(targets={"userspace": None, "freebsd-kmod-qemu": {"memory_mb": "lots"}}),
+    with_(targets={"userspace": None, "linux-kmod-qemu": {"kernel_version": 6}}),
+    with_(targets={"userspace": None, "freebsd-kmod": {"kernel_source": "src/sys"}}),
     with_(master={"www_port": 70000}),
     with_(master={"listen": {"www": "localhost"}}),
     with_(freebsd={"release": "15.0"}),

@@ -18,6 +18,7 @@ import yaml
 from buildbot_bsdkm.cli import build_parser
 from buildbot_bsdkm.commands.matrix_run import NOT_RUN
 from buildbot_bsdkm.config.bsdkm_yml import default_config_path, load_config
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.options import freebsd_options
 
 REASON = "no FreeBSD release set reachable (freebsd.mirror)"
 UNREACHABLE = "https://download.freebsd.invalid"  # .invalid never resolves (RFC 6761)
@@ -29,7 +30,7 @@ def test_main_reports_what_it_cannot_do_as_not_run() -> None:
     shipped = load_config(default_config_path())
     freebsd = [(t, v) for t, v in shipped.pairs() if t.startswith("freebsd")]
     assert freebsd == [("freebsd-kmod-qemu", "intelasm"), ("freebsd-kmod-qemu", "noasm")]
-    assert shipped.freebsd.mirror == "https://download.freebsd.org"
+    assert freebsd_options(shipped).freebsd.mirror == "https://download.freebsd.org"
 
 
 def test_the_main_jobs_freebsd_runs_are_not_run_without_a_mirror(tmp_path: Path) -> None:

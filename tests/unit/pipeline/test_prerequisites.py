@@ -13,7 +13,7 @@ import pytest
 from buildbot_bsdkm.config.bsdkm_yml import Config, parse_config
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
-from buildbot_bsdkm.pipeline.targets import TARGETS
+from buildbot_bsdkm.pipeline.targets import all_targets
 from buildbot_bsdkm.pipeline.targets import prerequisites as needs
 from buildbot_bsdkm.pipeline.targets.base import Prerequisite, Target, require
 
@@ -154,7 +154,7 @@ def test_every_line_of_every_target_names_a_fix_when_missing(tmp_path: Path,
                  f"cache_dir: {tmp_path / 'cache'}\n"
                  f"freebsd: {{release: 15.0-RELEASE, mirror: {tmp_path / 'no-mirror'}}}\n")
     for name in ("userspace", "linux-kmod-qemu", "freebsd-kmod-qemu"):
-        lines = TARGETS[name].prerequisites(cfg)
+        lines = all_targets()[name].prerequisites(cfg)
         assert lines, name
         for line in lines:
             assert line.ok or line.fix.startswith(("install ", "set ")), (name, line)

@@ -290,7 +290,7 @@ def test_main_job_tcg_settings_leave_out_the_long_rsa_key_generations_on_the_ker
     cfg = load_config(Path(__file__).resolve().parents[3] / "bsdkm.yml")
     assert "-DRSA_MAX_SIZE=2048" in cfg.cflags("linux-kmod-qemu", "noasm")
     assert "-DRSA_MAX_SIZE=2048" not in cfg.cflags("userspace", "noasm")
-    assert "RSA 3072 and 4096 key generation" in cfg.targets["linux-kmod-qemu"].options["bench_skipped"]
+    assert "RSA 3072 and 4096 key generation" in cfg.targets["linux-kmod-qemu"].bench_skipped
 
 
 def test_main_job_console_after_the_tcg_settings_has_no_kernel_trouble_and_says_what_was_skipped() -> None:

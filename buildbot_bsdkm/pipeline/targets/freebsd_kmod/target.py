@@ -26,6 +26,8 @@ from ....config.bsdkm_yml import Config
 from ....contract import TARGET_UNAVAILABLE
 from ....model import LogFormat, LogResult
 from ....retry.classify import Patterns, classify
+from ....support.yaml_reader import At
+from ....support.yaml_schema import STRING, option, string
 from ...runtime.errors import StageError, infra_error
 from ...runtime.loading import ModuleLoadOutcome, read_status
 from ...runtime.locks import exclusive
@@ -43,6 +45,21 @@ EX_TIMEOUT = 3
 # Extra wall time for the script around kldload's own limit: snapshots, kill grace, kldstat.
 SCRIPT_SLACK_S = 30
 DEFAULT_UNLOAD_TIMEOUT_S = 120
+
+
+def _absolute(at: At) -> str:
+    path = at.string()
+    if not Path(path).is_absolute():
+        raise at.error(f"must be an absolute path (configure's --with-kernel-source), not {path!r}")
+    return path
+
+
+@dataclass(frozen=True)
+class FreeBSDKmodOptions:
+    """``targets.freebsd-kmod``'s own keys."""
+
+    kmod_dir: str | None = option(STRING)  # the worker's kmod scripts (default: the packaged ones)
+    kernel_source: str | None = option(string(_absolute, "^/"))  # default /usr/src/sys
 
 
 def freebsd_configure_flags(
@@ -293,14 +310,14 @@ class FreeBSDWorkerTarget(KernelTarget):
     """``freebsd-kmod``: built and kldloaded on a FreeBSD worker by the ``kmod/freebsd`` scripts."""
 
     facts = targets.FREEBSD_KMOD
+    options_type = FreeBSDKmodOptions
     log_format = LogFormat.FREEBSD_KERNEL_LOG
     log_name = "kernel.log"
 
     def prerequisites(self, config: Config) -> list[Prerequisite]:
         """FreeBSD, its commands where FreeBSD keeps them, the privileged scripts and sudo rule, the
         kernel sources of the running kernel, cryptodev (for crypto-register) and the kernel log."""
-        opts = config.targets[self.name].options if self.name in config.targets else {}
-        return prerequisites(config, self.name, opts.get("kernel_source"))
+        return prerequisites(config, self.name, self.options(config).kernel_source)
 
     def check_worker(self, config: Config) -> None:
         # Elsewhere than FreeBSD the run is "not run" with the reason, not a broken worker.
@@ -312,7 +329,7 @@ class FreeBSDWorkerTarget(KernelTarget):
         _only_on_freebsd("build")
         try:
             args = freebsd_configure_flags(
-                config.variants[variant].flags, config.targets[self.name].options.get("kernel_source")
+                config.variants[variant].flags, self.options(config).kernel_source
             )
         except ValueError as e:
             raise StageError(classify("configure", exit_code=2, output=f"configure: error: {e}")) from None
@@ -362,10 +379,10 @@ class FreeBSDWorkerTarget(KernelTarget):
         return run_freebsd_module(ko, work, offload=False, **self._options(config))
 
     def _options(self, config: Config) -> dict[str, Any]:
-        opts = config.targets[self.name].options
+        opts: FreeBSDKmodOptions = self.options(config)
         kwargs: dict[str, Any] = {"timeout_s": int(config.timeout("load"))}
-        if opts.get("kmod_dir"):
-            kwargs["kmod_dir"] = Path(opts["kmod_dir"])
+        if opts.kmod_dir:
+            kwargs["kmod_dir"] = Path(opts.kmod_dir)
         return kwargs
 
 

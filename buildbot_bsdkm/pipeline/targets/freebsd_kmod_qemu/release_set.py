@@ -42,10 +42,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ....config.bsdkm_yml import release_mirror_problem as mirror_problem
 from ....contract import TARGET_UNAVAILABLE
 from ...runtime.errors import StageError, infra_error, real_error
 from ...runtime.locks import exclusive
+from .options import release_mirror_problem as mirror_problem
 
 DEFAULT_MIRROR = "https://download.freebsd.org"
 SETS = ("kernel.txz", "base.txz", "src.txz")

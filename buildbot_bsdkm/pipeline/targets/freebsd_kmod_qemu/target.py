@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from .... import targets
-from ....config.bsdkm_yml import Config, release_mirror_problem
+from ....config.bsdkm_yml import Config
 from ....contract import TARGET_UNAVAILABLE
 from ....model import FailureCategory, LogFormat, LogResult, StageFailure
 from ....parsers.kernel_trouble import FreeBSDBacktrace, freebsd_machinery
@@ -65,6 +65,7 @@ from .. import prerequisites as needs
 from .._freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
 from ..base import KernelTarget, Prerequisite, append_log, judge_outcome, parse_kernel_log, require
 from .counting import COUNT_FILE, CountRequest, merge_counts, prepare_count, read_counts
+from .options import FreeBSDQemuOptions, freebsd_options, release_mirror_problem
 from .release_set import (
     CLANG_HEADERS,
     CURRENT,
@@ -182,7 +183,7 @@ def unavailable(stage: str, reason: str, detail: str = "") -> StageError:
 
 def src_kit(config: Config, cache: Path) -> Kit:
     """A FreeBSD source tree and the kernel built from it, seen through the kit layout (symlinks)."""
-    fb = config.freebsd
+    fb = freebsd_options(config).freebsd
     assert fb.src is not None and fb.kernel is not None
     loader = fb.loader or Path("/boot/loader_simp.efi")
     name = "release-crypto" if fb.kernel_kind == "release" else "debug"
@@ -226,7 +227,7 @@ def kits(config: Config, kinds: Sequence[str], stage: str = "build") -> Kits:
 
     Raises ``target-unavailable`` when no kind can be had: nothing configured, or no set reachable.
     """
-    fb = config.freebsd
+    fb = freebsd_options(config).freebsd
     if fb.kit is not None:
         return Kits({kind: Kit(fb.kit) for kind in kinds})
     cache = cache_root(config)
@@ -401,7 +402,7 @@ def set_prerequisite(kind: str, key: str, spec: ReleaseSpec, cache: Path, timeou
 def kernel_prerequisites(config: Config, timeout_s: float = PROBE_TIMEOUT_S) -> list[Prerequisite]:
     """Where each configured kernel comes from, checked without fetching anything big: a kit complete, a
     source tree with its kernel and loader there, or each set cached or its mirror answering."""
-    fb = config.freebsd
+    fb = freebsd_options(config).freebsd
     if fb.kit is not None:
         kit = Kit(fb.kit)
         missing = kit.missing() if kit.root.is_dir() else [str(kit.root)]
@@ -1030,16 +1031,7 @@ def _cut_at_benchmark(console: Path) -> None:
 
 
 def kernels_option(config: Config) -> tuple[str, ...]:
-    raw = config.targets[TARGET_NAME].options.get("kernels") if TARGET_NAME in config.targets else None
-    if raw is None:
-        return DEFAULT_KERNELS
-    kinds = tuple(str(k) for k in (raw if isinstance(raw, list) else [raw]))
-    bad = [k for k in kinds if k not in DEFAULT_KERNELS]
-    if bad or not kinds:
-        raise infra_error("load", "ci-exception",
-                          f"targets.{TARGET_NAME}.kernels: {bad[0] if bad else 'empty'!r} is not one of "
-                          f"{', '.join(DEFAULT_KERNELS)}")
-    return kinds
+    return freebsd_options(config).kernels
 
 
 def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None) -> ModuleLoadOutcome:
@@ -1058,10 +1050,10 @@ def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None)
         planned, notes = boot_plan(found[kind], [kind], crypto)
         boots += [(b, found[kind]) for b in planned]
         not_covered += notes
-    opts = config.targets[TARGET_NAME].options if TARGET_NAME in config.targets else {}
-    options = VmOptions(cpu=str(opts.get("cpu") or "max"), memory_mb=int(opts.get("memory_mb") or 1024))
+    opts = freebsd_options(config)
+    options = VmOptions(cpu=opts.cpu, memory_mb=opts.memory_mb)
     symbols = module_symbols(ko)
-    limit = float(opts.get("boot_timeout_s") or config.timeout("load"))
+    limit = float(opts.boot_timeout_s or config.timeout("load"))
     parts = {b.kind: run_boot(b, kit, module_for(ko, b.kind), work / b.kind, cache, timeout_s=limit,
                               options=options, symbols=symbols, console_cap=config.console_cap_bytes,
                               count=prepare_count(config, module_for(ko, b.kind), work / b.kind,
@@ -1162,6 +1154,7 @@ def not_run_failure(not_run: dict[str, str], evidence: Path) -> StageFailure:
 
 class FreeBSDQemuTarget(KernelTarget):
     facts = targets.FREEBSD_KMOD_QEMU
+    options_type = FreeBSDQemuOptions
     log_format = LogFormat.FREEBSD_KERNEL_LOG
     log_name = "console.log"
 

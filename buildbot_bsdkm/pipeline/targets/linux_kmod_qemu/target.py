@@ -31,6 +31,7 @@ from .harness import (
     read_module_counts,
     run_linux_module,
 )
+from .options import LinuxQemuOptions
 
 # The lkcapi variant's AF_ALG benchmark program, built beside the module (None: not this variant).
 AFALG_PROGRAM: StateKey[str | None] = StateKey("afalg_program")
@@ -40,13 +41,13 @@ class LinuxQemuTarget(KernelTarget):
     """``linux-kmod-qemu``: the module built against Debian's headers, loaded once in a QEMU VM."""
 
     facts = targets.LINUX_KMOD_QEMU
+    options_type = LinuxQemuOptions
     log_format = LogFormat.LINUX_KERNEL_LOG
     log_name = "console.log"
 
     def prerequisites(self, config: Config) -> list[Prerequisite]:
-        own = config.targets.get(self.name)
         return [
-            *kernel_prerequisites(own.options.get("kernel_version") if own else None),
+            *kernel_prerequisites(self.options(config).kernel_version),
             needs.command("qemu-system-x86_64", "qemu-system-x86"),
             needs.static_busybox(),
             needs.command("cpio", "cpio", what="the initramfs"),
@@ -68,10 +69,10 @@ class LinuxQemuTarget(KernelTarget):
 
     def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
               patterns: Patterns | None = None) -> Path:
-        opts = config.targets[self.name].options
+        opts = self.options(config)
         spec = LinuxModuleSpec(variant_flags=tuple(module_flags(config, self.name, variant)),
                                cflags=" ".join(config.cflags(self.name, variant)),
-                               kernel_version=opts.get("kernel_version"))
+                               kernel_version=opts.kernel_version)
         built = cached_linux_module(source, spec, cache, jobs=jobs, timeout_s=config.timeout("build"),
                                     patterns=patterns)
         append_log(log, built.build_log,
@@ -93,14 +94,14 @@ class LinuxQemuTarget(KernelTarget):
         super().measure(job)
 
     def load(self, config: Config, ko: Path, work: Path) -> ModuleLoadOutcome:
-        opts = config.targets[self.name].options
+        opts = self.options(config)
         # QEMU's -cpu: "max" exercises every instruction the asm uses (ADX included),
         # "max,-adx,-bmi2" avoids the intermittent ECC self-test failure seen under TCG.
         options = VmOptions(console_cap_bytes=config.console_cap_bytes)
-        if opts.get("cpu"):
-            options = replace(options, cpu=str(opts["cpu"]))
+        if opts.cpu:
+            options = replace(options, cpu=opts.cpu)
         return run_linux_module(ko, work, timeout_s=int(config.timeout("load")),
-                                kernel_version=opts.get("kernel_version"), options=options,
+                                kernel_version=opts.kernel_version, options=options,
                                 count=prepare_count(config, ko, Path(work)))
 
 
