@@ -161,7 +161,7 @@ def test_cut_console_shows_where_the_guest_stopped(test_modules: dict[str, Path]
         start = next(n for b, n in line_of.items() if b.startswith(body))
         # Keep everything up to and including the marker, except the init marker itself.
         keep = start - 1 if body == "init begin" else start
-        cut = linuxkm.read_console_lines(lines[:keep])
+        cut = linuxkm.read_console_lines(lines[:keep], linuxkm.MARKERS)
         assert cut.stage_in_progress() == stage, body
         cut_file = tmp_path / "cut.log"
         cut_file.write_text("".join(lines[:keep]))

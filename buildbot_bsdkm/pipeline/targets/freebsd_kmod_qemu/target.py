@@ -51,7 +51,10 @@ from .... import targets
 from ....config.bsdkm_yml import Config, release_mirror_problem
 from ....contract import TARGET_UNAVAILABLE
 from ....model import FailureCategory, LogFormat, LogResult, StageFailure
-from ....parsers.kernel_trouble import FreeBSDBacktrace, freebsd_machinery
+from ....parsers.freebsd_console import ConsoleFacts
+from ....parsers.freebsd_console import read_console as read_freebsd_console
+from ....parsers.guest_markers import MarkerTable
+from ....parsers.kernel_trouble import freebsd_machinery
 from ....retry.classify import Patterns, classify
 from ...job import OUTCOME, Job
 from ...runtime.build import source_fingerprint
@@ -778,113 +781,18 @@ def stop_rule(mode: str, clock: Callable[[], float]) -> Callable[[str], str | No
 
 # kldinit's markers start their line and end with this boot's nonce, which kldinit takes out of the
 # kernel environment before the module loads: a module printing a marker (a FreeBSD kernel's
-# printf has no prefix) cannot match it.
-MARKER_RE = re.compile(r"^### bsdkm-ci: (?P<body>.*?)(?: nonce=(?P<nonce>[0-9a-f]+))?\s*$")
-# The loader's line for the module it preloads (the kernel says "Preloaded elf obj module" only when verbose).
-PRELOAD_RE = re.compile(r"^/boot/modules/libwolfssl\.ko size 0x[0-9a-f]+ at 0x[0-9a-f]+")
-PRELOADED = 'Preloaded elf obj module "'
-# sys/kern/kern_module.c, when a module's MOD_LOAD handler fails.
-MOD_LOAD_ERROR_RE = re.compile(r"^module_register_init: MOD_LOAD \([^,]+, .*\) error (?P<errno>\d+)")
-LINK_ERROR_RE = re.compile(
-    r"^(?:link_elf_obj: symbol \S+ undefined|KLD file \S+ - could not finalize loading)")
-
-
-@dataclass
-class ConsoleFacts:
-    """What one FreeBSD console says about the module's life, from the markers and kernel lines."""
-
-    markers: list[str] = field(default_factory=list)
-    load_rc: int | None = None
-    load_errno: int | None = None
-    unload_rc: int | None = None
-    unload_errno: int | None = None
-    kldstat: str | None = None
-    still_listed: bool | None = None
-    panic: str | None = None
-    backtrace: list[str] = field(default_factory=list)  # "func+0xoff", innermost first
-    link_errors: list[str] = field(default_factory=list)
-    preloaded: bool = False
-    loaded_line: bool = False  # "info: libwolfssl loaded"
-    selftest_passed: bool = False
-    mountroot: bool = False
-    mod_load_errno: int | None = None  # the kernel's "module_register_init: MOD_LOAD (...) error N"
-    imitations: int = 0  # marker-shaped lines without this boot's nonce: not kldinit's
-    first_marker: str | None = None  # the first marker-shaped line's body, whoever printed it
-
-    def seen(self, prefix: str) -> bool:
-        return any(m.startswith(prefix) for m in self.markers)
+# printf has no prefix) cannot match it. Steps in a fixed order: nothing after ``poweroff``, and no
+# unload or kldstat after a load that failed.
+MARKERS = MarkerTable(
+    facts={"kldstat": r"kldstat .*", "listed": r"(still|not) listed after unload"},
+    last="poweroff",
+    after_load=("unload ", "kldstat ", "still listed", "not listed"),
+)
 
 
 def read_console(text: str | Iterable[str], nonce: str | None = None) -> ConsoleFacts:
-    """What a console says; ``text`` is the whole text or its lines (streamed, memory stays flat).
-
-    ``nonce``: this boot's; a marker without it is not taken (None: not known here, e.g. a kept
-    console; markers must still start their line). Each step's first result counts.
-    """
-    facts = ConsoleFacts()
-    reader = _MarkerReader(facts)
-    trace = FreeBSDBacktrace()  # the core parser's reader: DDB's frames and stack(9)'s alike
-    for raw in text.splitlines() if isinstance(text, str) else text:
-        line = raw.replace("\r", "").rstrip()
-        if m := MARKER_RE.match(line):
-            if facts.first_marker is None:
-                facts.first_marker = m.group("body")
-            if nonce is None or m.group("nonce") == nonce:
-                reader.marker(m.group("body"))
-            elif facts.seen("load begin"):  # before it, the module has not run: not an imitation
-                facts.imitations += 1
-            continue
-        if line.startswith("panic: ") and facts.panic is None:
-            facts.panic = line
-        elif trace.feed(line):
-            continue
-        if LINK_ERROR_RE.match(line):
-            facts.link_errors.append(line)
-        elif PRELOAD_RE.match(line) or (line.startswith(PRELOADED) and "libwolfssl" in line):
-            facts.preloaded = True
-        elif re.match(r"^(?:libwolf\d+: )?info: (?:libwolfssl\S* loaded|driver loaded: )", line):
-            facts.loaded_line = True
-        elif "mountroot>" in line:
-            facts.mountroot = True
-        elif line.startswith("info: wolfCrypt self-test passed"):
-            facts.selftest_passed = True
-        elif (m := MOD_LOAD_ERROR_RE.match(line)) and facts.mod_load_errno is None:
-            facts.mod_load_errno = int(m.group("errno"))
-    facts.backtrace = trace.frames
-    return facts
-
-
-class _MarkerReader:
-    """kldinit's markers in its fixed order: a step's result is the first after its ``begin``, never a
-    later one; nothing after ``poweroff``, and no unload or kldstat after a load that failed."""
-
-    def __init__(self, facts: ConsoleFacts) -> None:
-        self.facts = facts
-        self.step: str | None = None
-        self.done = False
-
-    def marker(self, body: str) -> None:
-        facts = self.facts
-        after_load = body.startswith(("unload ", "kldstat ", "still listed", "not listed"))
-        if self.done or (after_load and facts.load_rc != 0):
-            facts.imitations += 1
-            return
-        facts.markers.append(body)
-        if body == "poweroff":
-            self.done = True
-        elif body in ("load begin", "unload begin"):
-            self.step = body.split()[0]
-        elif m := re.fullmatch(r"(load|unload) rc=(-?\d+)(?: errno=(\d+))?", body):
-            rc, errno = int(m.group(2)), int(m.group(3)) if m.group(3) else None
-            if m.group(1) == self.step == "load":
-                facts.load_rc, facts.load_errno = rc, errno
-            elif m.group(1) == self.step == "unload":
-                facts.unload_rc, facts.unload_errno = rc, errno
-            self.step = None
-        elif body.startswith("kldstat ") and facts.kldstat is None:
-            facts.kldstat = body
-        elif body in ("still listed after unload", "not listed after unload") and facts.still_listed is None:
-            facts.still_listed = body.startswith("still")
+    """What a console says by kldinit's markers (``parsers.freebsd_console``)."""
+    return read_freebsd_console(text, MARKERS, nonce)
 
 
 def module_symbols(ko: Path) -> set[str]:

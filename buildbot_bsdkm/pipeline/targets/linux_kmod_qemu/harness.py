@@ -17,12 +17,13 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ....config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, Config
+from ....parsers.guest_markers import MarkerTable
+from ....parsers.linux_console import ConsoleReport, read_console_lines
 from ....perf.instructions import METADATA_KEY, InstructionCounts, counts_of
 from ....perf.kernel_counts import (
     SCOPE_PROXY,
@@ -296,159 +297,15 @@ def build_test_modules(out_dir: Path, kernel_version: str | None = None, *,
 # --------------------------------------------------------------------------- reading the console
 
 
-# The harness's own lines start a console line; the module's printk output never does (the kernel
-# puts "[    1.234567] " before each of its lines, in the dmesg dumps too). A per-boot nonce the module
-# cannot know ends every marker /init prints (``nonce=``), so a marker the module prints is not taken.
-MARKER_RE = re.compile(
-    r"^### bsdkm-ci: (?P<body>.*?)(?: uptime=(?P<uptime>\d+(?:\.\d+)?))?(?: nonce=(?P<nonce>[0-9a-f]+))?\s*$"
-)
-LOADER_RE = re.compile(
-    r"^bsdkm-modload: (?P<verb>load|unload) (?P<what>\S+): "
-    r"(?:ok|failed errno=(?P<errno>\d+)(?: \((?P<text>[^)]*)\))?)\s*$"
-)
-PANIC_RE = re.compile(r"Kernel panic - not syncing: .*")
-ESCAPES_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[A-Za-z])")  # SeaBIOS/kernel terminal resets
-IMITATION_HINT = "### bsdkm-ci:"
-TERMINAL_RESET = "\x1bc"
-
-
-@dataclass
-class Marker:
-    body: str  # "load rc=0", "load begin", "unload timeout after 60s"
-    uptime: float | None  # guest seconds since boot when printed
-    line: int
-
-
-@dataclass
-class ConsoleReport:
-    """What the ``### bsdkm-ci:`` markers and loader lines on a console say."""
-
-    markers: list[Marker] = field(default_factory=list)
-    module_name: str | None = None
-    load_rc: int | None = None
-    unload_rc: int | None = None
-    load_errno: int | None = None
-    load_error_text: str | None = None
-    unload_errno: int | None = None
-    guest_timeout_stage: str | None = None  # "load" / "unload" from the guest watchdog
-    module_listed: bool = False  # the module was in /proc/modules after the load
-    panic: str | None = None  # first "Kernel panic - not syncing: ..." line
-    tainted: int | None = None
-    imitations: list[int] = field(default_factory=list)  # lines that look like a marker but are not /init's
-    bytes_read: int = 0
-
-    def seen(self, body: str) -> bool:
-        return any(m.body == body for m in self.markers)
-
-    def uptime_of(self, prefix: str) -> float | None:
-        return next((m.uptime for m in self.markers if m.body.startswith(prefix)), None)
-
-    @property
-    def last_marker(self) -> str | None:
-        return self.markers[-1].body if self.markers else None
-
-    def stage_in_progress(self) -> str:
-        """Where the guest was when it stopped talking: boot, load, unload, collect, poweroff."""
-        if self.seen("poweroff"):
-            return "poweroff"
-        if self.seen("unload begin") and self.unload_rc is None:
-            return "unload"
-        if self.seen("load begin") and self.load_rc is None:
-            return "load"
-        if not any(m.body.startswith("init begin") for m in self.markers):
-            return "boot"
-        return "collect"
-
-
-class _ConsoleReader:
-    """Feeds console lines one at a time so a large log is never held in memory.
-
-    ``nonce``: the boot's nonce; a marker without it is the module's imitation and is not taken
-    (None: not known here, e.g. an old console; the markers must still start their line). Each step's
-    result is the first one after its ``begin``: nothing printed later replaces it.
-    """
-
-    def __init__(self, nonce: str | None = None) -> None:
-        self.report = ConsoleReport()
-        self._nonce = nonce
-        self._in_modules = False
-        self._listed = False
-        self._step: str | None = None  # "load" / "unload" between its begin marker and its rc marker
-        self._loader_seen: set[str] = set()
-
-    def feed(self, lineno: int, raw: str) -> None:
-        # The kernel resets the terminal (ESC c) right before /init's first marker, on the firmware's
-        # unfinished last line ("Booting from ROM.."): what follows a reset starts the screen afresh.
-        line = ESCAPES_RE.sub("", raw.rpartition(TERMINAL_RESET)[2]).replace("\r", "").rstrip("\n")
-        r = self.report
-        if r.panic is None and (m := PANIC_RE.search(line)):
-            r.panic = m.group(0).strip()
-        m = MARKER_RE.match(line)
-        if m and (self._nonce is None or m.group("nonce") == self._nonce):
-            self._marker(Marker(m.group("body").strip(), _float(m.group("uptime")), lineno))
-        elif IMITATION_HINT in line:
-            # The module runs only from "load begin" on: a broken marker before it is the console's
-            # doing (a kernel line printed into the middle of one), not an imitation.
-            if len(r.imitations) < 20 and self.report.seen("load begin"):
-                r.imitations.append(lineno)
-        elif m := LOADER_RE.match(line):
-            self._loader(m)
-        elif self._in_modules and r.module_name and line.startswith(f"{r.module_name} "):
-            r.module_listed = True
-
-    def _marker(self, marker: Marker) -> None:
-        r, body = self.report, marker.body
-        r.markers.append(marker)
-        # The module list is read once, from the first listing.
-        first_listing = body == "modules begin" and not self._listed
-        self._listed = self._listed or first_listing
-        self._in_modules = first_listing or (self._in_modules and body != "modules end")
-        if m := re.fullmatch(r"module path=\S+ name=(\S+).*", body):
-            r.module_name = r.module_name or m.group(1)
-        elif body in ("load begin", "unload begin"):
-            self._step = body.split()[0]
-        elif m := re.fullmatch(r"(load|unload) rc=(-?\d+)", body):
-            if self._step == m.group(1):  # the first result after its begin; no later one counts
-                if m.group(1) == "load":
-                    r.load_rc = int(m.group(2))
-                else:
-                    r.unload_rc = int(m.group(2))
-            self._step = None
-        elif m := re.fullmatch(r"(load|unload) timeout after \d+s", body):
-            r.guest_timeout_stage = r.guest_timeout_stage or m.group(1)
-            self._step = None
-        elif m := re.fullmatch(r"tainted=(\d+)", body):
-            r.tainted = int(m.group(1))
-
-    def _loader(self, m: re.Match[str]) -> None:
-        verb = m.group("verb")
-        if verb != self._step or verb in self._loader_seen:
-            return  # outside its step, or a second one: not the loader's answer
-        self._loader_seen.add(verb)
-        errno = int(m.group("errno")) if m.group("errno") else None
-        if verb == "load":
-            self.report.load_errno = errno
-            self.report.load_error_text = m.group("text")
-        else:
-            self.report.unload_errno = errno
-
-
-def _float(text: str | None) -> float | None:
-    return float(text) if text else None
-
-
-def read_console_lines(lines: Iterable[str], nonce: str | None = None) -> ConsoleReport:
-    reader = _ConsoleReader(nonce)
-    for lineno, line in enumerate(lines, 1):
-        reader.feed(lineno, line)
-        reader.report.bytes_read += len(line)
-    return reader.report
+# /init's markers (kmod/linux/init.sh), each ending with the boot's nonce (``nonce=``), which /init
+# read once and removed from the image before the module loads: a marker the module prints is not taken.
+MARKERS = MarkerTable(facts={"module": r"module path=\S+ name=(\S+).*", "tainted": r"tainted=(\d+)"})
 
 
 def read_console(path: Path, nonce: str | None = None) -> ConsoleReport:
     """Markers of a console log; a missing, unreadable or empty log gives an empty report."""
     try:
-        return read_console_lines(console_lines(path), nonce)
+        return read_console_lines(console_lines(path), MARKERS, nonce)
     except OSError:
         # Judged like a VM that printed nothing: the notes then say /init never ran.
         return ConsoleReport()
