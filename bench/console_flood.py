@@ -74,8 +74,9 @@ from pathlib import Path
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
+from buildbot_bsdkm.pipeline.runtime.proc import Watched
 console = Path(ARG)
-out = linuxkm.outcome_from_console(console, qemu_rc=124, wall_s=60.0)
+out = linuxkm.outcome_from_console(console, Watched(None, 60.0, True, None))
 log = parse_kernel_log(linux_target.TARGET.log_format, console)
 f = judge_outcome(out, log, 60)
 print(f.category, f.reason, "|", f.message[:80])

@@ -196,12 +196,11 @@ def test_freebsd_flood_is_a_real_failure_not_infrastructure(tmp_path: Path) -> N
         "release kernel: console flood: 70.0 MiB; the guest was stopped at the console cap")
 
 
-def test_linux_flood_stopped_by_run_qemu_is_a_real_failure(tmp_path: Path) -> None:
+def test_linux_flood_stopped_at_the_cap_is_a_real_failure(tmp_path: Path) -> None:
     console = tmp_path / "console.log"
     console.write_text("### bsdkm-ci: init begin kernel=6.1.0-57-amd64 uptime=5.55\n"
                        "### bsdkm-ci: load begin uptime=6.27\n" + "[    6.5] bsdkm_flood: xxxx\n" * 5000)
-    said = "run-qemu.sh: console flood: 1131173 bytes (cap 1048576)\n"
-    out = linuxkm.outcome_from_console(console, qemu_rc=linuxkm.FLOOD_RC, wall_s=20.0, qemu_stderr=said)
+    out = linuxkm.outcome_from_console(console, Watched(None, 20.0, False, CONSOLE_FLOOD, log_bytes=1131173))
     assert out.console_flood_bytes == 1131173
     failure = judge_outcome(out, parse_kernel_log(linux_target.TARGET.log_format, console), 90)
     assert failure is not None
@@ -217,7 +216,7 @@ def test_judging_a_long_console_still_finds_its_panic(tmp_path: Path) -> None:
         out.write(("[    6.5] bsdkm_flood: " + "x" * 200 + "\n") * 20000)
         out.write("y" * (300 * 1024) + "\n")  # one line longer than the reader's piece
         out.write("[   40.1] Kernel panic - not syncing: bsdkm_flood: out of patience\n")
-    outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=40.0)
+    outcome = linuxkm.outcome_from_console(console, Watched(0, 40.0, False, None))
     failure = judge_outcome(outcome, parse_kernel_log(linux_target.TARGET.log_format, console), 90)
     assert failure is not None and (failure.category, failure.reason) == (FailureCategory.REAL, "panic")
     assert "out of patience" in failure.message

@@ -35,7 +35,6 @@ import json
 import lzma
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import time
@@ -60,14 +59,16 @@ from ...job import OUTCOME, Job
 from ...runtime.build import source_fingerprint
 from ...runtime.console import console_lines
 from ...runtime.errors import StageError, infra_error
+from ...runtime.guest import PanicWait, StopRule, VmOptions, launch, merge_counts, new_nonce, read_counts
 from ...runtime.loading import ModuleLoadOutcome, outcome_from_record
 from ...runtime.locks import exclusive
-from ...runtime.proc import CONSOLE_FLOOD, Watched, run_logged, run_watched
+from ...runtime.proc import CONSOLE_FLOOD, Watched, run_logged
+from ...runtime.qemu_plugin import COUNT_FILE
 from ...runtime.source import cache_root
 from .. import prerequisites as needs
 from .._freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
 from ..base import KernelTarget, Prerequisite, append_log, judge_outcome, parse_kernel_log, require
-from .counting import COUNT_FILE, CountRequest, merge_counts, prepare_count, read_counts
+from .counting import COUNTING, BootCount, prepare_count
 from .release_set import (
     CLANG_HEADERS,
     CURRENT,
@@ -654,7 +655,7 @@ def cached_kernel(kit: Kit, name: str, cache: Path) -> Path:
 ROOT_DEVICE = "/dev/vtbd1"  # the second virtio disk; the first is the ESP
 
 
-def loader_rc(mode: str, nonce: str | None = None, count: CountRequest | None = None) -> str:
+def loader_rc(mode: str, nonce: str | None = None, count: BootCount | None = None) -> str:
     """``nonce``: kldinit reads it from the kernel environment, and removes it, before it loads the module;
     so it reads ``count``'s request for counted work."""
     lines = [
@@ -681,7 +682,7 @@ def loader_rc(mode: str, nonce: str | None = None, count: CountRequest | None = 
 
 
 def make_esp(esp: Path, kit: Kit, kernel: Path, ko: Path | None, mode: str, nonce: str | None = None,
-             count: CountRequest | None = None) -> Path:
+             count: BootCount | None = None) -> Path:
     shutil.rmtree(esp, ignore_errors=True)
     for sub in ("EFI/BOOT", "boot/kernel", "boot/defaults", "boot/modules"):
         (esp / sub).mkdir(parents=True)
@@ -717,63 +718,25 @@ def make_root(image: Path, init: Path, ko: Path, cryptodev: Path | None = None) 
     return image
 
 
-def qemu_command(esp: Path, vars_fd: Path, root: Path | None, cpu: str, memory_mb: int,
-                 plugin: str | None = None) -> list[str]:
-    """``plugin``: QEMU's ``-plugin`` argument (the instruction counter with its options)."""
-    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", str(memory_mb), "-smp", "1", "-cpu", cpu,
-           "-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio",
-           "-drive", f"if=pflash,format=raw,readonly=on,file={OVMF_CODE}",
-           "-drive", f"if=pflash,format=raw,file={vars_fd}",
-           "-drive", f"file=fat:rw:{esp},format=raw,if=virtio"]
+def machine(esp: Path, vars_fd: Path, root: Path | None) -> list[str]:
+    """What QEMU boots: OVMF from its flash, the loader from the ESP directory, the FAT root beside it."""
+    drives = [f"if=pflash,format=raw,readonly=on,file={OVMF_CODE}", f"if=pflash,format=raw,file={vars_fd}",
+              f"file=fat:rw:{esp},format=raw,if=virtio"]
     if root is not None:
-        cmd += ["-drive", f"file={root},format=raw,if=virtio"]
-    if plugin:
-        cmd += ["-plugin", plugin]
-    return [*cmd, "-net", "none"]
+        drives.append(f"file={root},format=raw,if=virtio")
+    return [word for drive in drives for word in ("-drive", drive)]
 
 
 PANIC_END_RE = re.compile(r"(?:^|\n)(?:Uptime: |Rebooting|KDB: enter|db> )")
 
 
-class _StopRule:
-    """``stop_rule``'s state: the console comes in pieces, each seen once (memory stays flat)."""
-
-    def __init__(self, mode: str, clock: Callable[[], float]) -> None:
-        self.mode = mode
-        self.clock = clock
-        self.panic_at: float | None = None
-        self.carry = ""  # the end of the pieces so far: a needle may straddle two
-
-    def _has(self, needle: str, piece: str) -> bool:
-        return needle in self.carry[len(self.carry) - len(needle) + 1:] + piece
-
-    def __call__(self, piece: str) -> str | None:
-        try:
-            return self._verdict(piece)
-        finally:
-            self.carry = (self.carry + piece)[-64:]
-
-    def _verdict(self, piece: str) -> str | None:
-        if self.panic_at is None and self._has("panic: ", piece):
-            self.panic_at = self.clock()
-        if self.panic_at is not None:
-            if PANIC_END_RE.search(self.carry[-16:] + piece):
-                return "panic"
-            return "panic" if self.clock() - self.panic_at > PANIC_GRACE_S else None
-        if self._has("mountroot>", piece):
-            return "mountroot"
-        if self.mode == "preload" and self._has("wolfCrypt Benchmark (", piece):
-            # Preloaded, the benchmark's clock has not started: it would wait forever.
-            return "benchmark-at-preload"
-        return None
-
-
-def stop_rule(mode: str, clock: Callable[[], float]) -> Callable[[str], str | None]:
-    """When a console has said all it will: the guest is done, panicked, or waits for nothing.
-
-    The rule is fed the console as it comes (``proc.run_watched``), each piece once.
-    """
-    return _StopRule(mode, clock)
+def stop_rule(mode: str, clock: Callable[[], float]) -> StopRule:
+    """When a console has said all it will: the guest panicked (and its backtrace is out), waits at
+    a prompt nothing answers, or (preloaded) reached a benchmark whose clock has not started."""
+    stops = [("mountroot>", "mountroot")]
+    if mode == "preload":
+        stops.append(("wolfCrypt Benchmark (", "benchmark-at-preload"))
+    return StopRule(stops, clock, PanicWait("panic: ", PANIC_END_RE, PANIC_GRACE_S))
 
 
 # --------------------------------------------------------------------------- the console
@@ -886,32 +849,25 @@ def outcome_from_boot(boot: Boot, console: Path, run: Watched, symbols: set[str]
     )
 
 
-@dataclass(frozen=True)
-class VmOptions:
-    cpu: str = "max"  # exposes AES-NI, PCLMULQDQ, AVX to the guest under TCG
-    memory_mb: int = 1024
-
-
 def run_boot(boot: Boot, kit: Kit, ko: Path, work: Path, cache: Path, *, timeout_s: float,
-             options: VmOptions, symbols: set[str], console_cap: int | None = None,
-             count: CountRequest | None = None) -> ModuleLoadOutcome:
-    """One kernel's boot; ``console_cap``: bytes of console after which the guest is stopped;
-    ``count``: the counting plugin, and kldinit's counted work, for this boot (``prepare_count``)."""
+             options: VmOptions, symbols: set[str], count: BootCount | None = None) -> ModuleLoadOutcome:
+    """One kernel's boot; ``count``: the counting plugin, and kldinit's counted work, for this boot
+    (``prepare_count``)."""
     work.mkdir(parents=True, exist_ok=True)
     kernel = cached_kernel(kit, boot.kernel, cache)
-    nonce = secrets.token_hex(16)  # kldinit's markers carry it; the module cannot know it
-    esp = make_esp(work / "esp", kit, kernel, ko if boot.mode == "preload" else None, boot.mode, nonce,
-                   count if boot.mode == "kldload" else None)
+    nonce = new_nonce()  # kldinit's markers carry it; the module cannot know it
+    counted = count if boot.mode == "kldload" else None
+    preloaded = ko if boot.mode == "preload" else None
+    esp = make_esp(work / "esp", kit, kernel, preloaded, boot.mode, nonce, counted)
     cryptodev = kit.cryptodev(boot.kernel)
     root = (make_root(work / "root.img", init_program(cache), ko, cryptodev if cryptodev.is_file() else None)
             if boot.mode == "kldload" else None)
     vars_fd = work / "OVMF_VARS.fd"
     shutil.copy2(OVMF_VARS, vars_fd)
     console = work / "console.log"
-    counted = count is not None and boot.mode == "kldload"
-    plugin = count.plugin_arg(work / COUNT_FILE, nonce) if count is not None and counted else None
-    run = run_watched(qemu_command(esp, vars_fd, root, options.cpu, options.memory_mb, plugin), log=console,
-                      timeout_s=timeout_s, stop=stop_rule(boot.mode, time.monotonic), max_bytes=console_cap)
+    plugin = counted.plugin_arg(work / COUNT_FILE, nonce) if counted is not None else None
+    run = launch(machine(esp, vars_fd, root), console, options=options, timeout_s=timeout_s,
+                 stop=stop_rule(boot.mode, time.monotonic), plugin=plugin)
     shutil.rmtree(esp, ignore_errors=True)  # a kernel and a module per boot: do not keep them
     if run.stopped == "benchmark-at-preload":
         _cut_at_benchmark(console)
@@ -967,11 +923,12 @@ def load_module(config: Config, ko: Path, work: Path, cache: Path | None = None)
         boots += [(b, found[kind]) for b in planned]
         not_covered += notes
     opts = config.targets[TARGET_NAME].options if TARGET_NAME in config.targets else {}
-    options = VmOptions(cpu=str(opts.get("cpu") or "max"), memory_mb=int(opts.get("memory_mb") or 1024))
+    options = VmOptions(cpu=str(opts.get("cpu") or "max"), memory_mb=int(opts.get("memory_mb") or 1024),
+                        console_cap_bytes=config.console_cap_bytes)
     symbols = module_symbols(ko)
     limit = float(opts.get("boot_timeout_s") or config.timeout("load"))
     parts = {b.kind: run_boot(b, kit, module_for(ko, b.kind), work / b.kind, cache, timeout_s=limit,
-                              options=options, symbols=symbols, console_cap=config.console_cap_bytes,
+                              options=options, symbols=symbols,
                               count=prepare_count(config, module_for(ko, b.kind), work / b.kind,
                                                   crypto=crypto, mode=b.mode))
              for b, kit in boots}
@@ -1104,7 +1061,7 @@ class FreeBSDQemuTarget(KernelTarget):
             if symbols is None:
                 symbols = module_symbols(Path(state["ko"])) if state.get("ko") else set()
             judged = judge_boot(kind, part, log, timeout_s, symbols, patterns)
-            counts = read_counts(part.kernel_log.parent, part.kernel_log)
+            counts = read_counts(part.kernel_log.parent, part.kernel_log, COUNTING)
             if counts is not None:  # the kldload boot of a crypto-register module, counted
                 merge_counts(state, counts)
             if failure is None:
