@@ -33,8 +33,10 @@ from buildbot_bsdkm.perf.kernel_counts import (
     text_load_offset,
 )
 from buildbot_bsdkm.pipeline.runtime import guest, qemu_plugin
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import build as fbuild
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import counting
-from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import worker as fworker
 
 ROOT = Path(__file__).resolve().parents[3]
 NONCE = "0123456789abcdef0123456789abcdef"
@@ -51,10 +53,10 @@ def _request(tmp: Path) -> counting.BootCount:
 
 def test_kldinit_with_the_counting_code_builds_for_freebsd(tmp_path: Path) -> None:
     try:
-        tools = fq.find_toolchain("load")
+        tools = fworker.find_toolchain("load")
     except Exception as e:  # noqa: BLE001 - the worker's LLVM: a skip names what is missing
         pytest.skip(f"no FreeBSD cross toolchain: {e}")
-    init = fq.init_program(tmp_path, tools)
+    init = fbuild.init_program(tmp_path, tools)
     assert init.is_file()
     head = init.read_bytes()[:20]
     assert head[:4] == b"\x7fELF" and head[7] == 9  # EI_OSABI: FreeBSD
@@ -84,7 +86,7 @@ def test_the_guest_algorithms_are_the_plans() -> None:
 
 
 def test_loader_sets_the_request_beside_the_nonce(tmp_path: Path) -> None:
-    rc = fq.loader_rc("kldload", NONCE, _request(tmp_path))
+    rc = fboot.loader_rc("kldload", NONCE, _request(tmp_path))
     lines = rc.splitlines()
     assert f"set bsdkm_ci.nonce={NONCE}" in lines
     assert "set bsdkm_ci.count_bytes=4096" in lines
@@ -94,7 +96,7 @@ def test_loader_sets_the_request_beside_the_nonce(tmp_path: Path) -> None:
     assert "set bsdkm_ci.count_text_off=0" in lines
     at = lines.index("set bsdkm_ci.count_bytes=4096")
     assert lines.index("load /boot/kernel/kernel") < at < lines.index("boot")
-    assert "count_" not in fq.loader_rc("kldload", NONCE)
+    assert "count_" not in fboot.loader_rc("kldload", NONCE)
     # a default build (EXPORT_SYMS=NO: no global symbol) is found by its load address alone
     local = counting.BootCount(guest.CountRequest(tmp_path / "p.so", tmp_path / "s", 16, PLAN), 0)
     assert [ln for ln in local.kenv_lines() if "anchor" in ln] == []
@@ -102,7 +104,7 @@ def test_loader_sets_the_request_beside_the_nonce(tmp_path: Path) -> None:
 
 def test_qemu_gets_the_plugin_with_the_kernel_area(tmp_path: Path) -> None:
     arg = _request(tmp_path).plugin_arg(tmp_path / "counts.txt", NONCE)
-    machine = fq.machine(tmp_path / "esp", tmp_path / "vars", None)
+    machine = fboot.machine(tmp_path / "esp", tmp_path / "vars", None)
     cmd = guest.qemu_command(machine, guest.VmOptions(), arg)
     plugin = cmd[cmd.index("-plugin") + 1]
     assert f"nonce={NONCE}" in plugin and "size=4660" in plugin
