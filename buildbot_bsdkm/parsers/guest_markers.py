@@ -11,7 +11,7 @@ own console reader (``freebsd_console``, ``linux_console``), which feeds every l
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 MARKER_PREFIX = "### bsdkm-ci:"
@@ -148,3 +148,12 @@ class MarkerReader:
             for name, rx in self._facts.items():
                 if name not in found.facts and (f := rx.fullmatch(body)):
                     found.facts[name] = f.group(1) if rx.groups else f.group(0)
+
+
+def read_markers(lines: Iterable[str], table: MarkerTable, nonce: str | None = None) -> Markers:
+    """The markers of a console's lines (each with or without its line end), by ``table``: all a
+    guest whose console says nothing else that matters needs."""
+    reader = MarkerReader(table, nonce)
+    for lineno, line in enumerate(lines, 1):
+        reader.feed(line.replace("\r", "").rstrip("\n"), lineno)
+    return reader.markers
