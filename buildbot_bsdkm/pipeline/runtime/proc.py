@@ -146,9 +146,9 @@ def run_watched(
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with open(log, "wb") as out, open(stderr if stderr is not None else os.devnull, "wb") as err:
-        proc = _start(list(cmd), stdin=subprocess.DEVNULL, stdout=out,
-                      stderr=err if stderr is not None else subprocess.STDOUT, env=env)
+    with open(log, "wb") as out, contextlib.ExitStack() as files:
+        err = files.enter_context(open(stderr, "wb")) if stderr is not None else subprocess.STDOUT
+        proc = _start(list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     read = 0
 
