@@ -26,6 +26,7 @@ OVMF_VARS = Path("/usr/share/OVMF/OVMF_VARS_4M.fd")
 # stops in the debugger instead, give the trace this long to reach the console.
 PANIC_GRACE_S = 20.0
 
+
 @dataclass(frozen=True)
 class Boot:
     kind: str  # debug | release (what the report says)

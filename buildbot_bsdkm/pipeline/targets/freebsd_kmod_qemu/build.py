@@ -28,6 +28,7 @@ INIT_SOURCE = "kldinit.c"
 # configure probes <machine/atomic.h> with the host compiler, which has no FreeBSD headers.
 CONFIGURE_VARS = ("CC=clang", "ac_cv_header_machine_atomic_h=yes")
 
+
 def configure_args(kit: Kit, variant_flags: Sequence[str], cflags: str) -> list[str]:
     """``./configure`` for bsdkm against the kit; the variant's flags come after the base ones."""
     args = ["./configure", *CONFIGURE_VARS, *FREEBSD_BASE_FLAGS, *variant_flags,

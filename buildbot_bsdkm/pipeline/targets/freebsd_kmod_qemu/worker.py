@@ -25,6 +25,7 @@ from .release_set import CURRENT, DEFAULT_MIRROR, ReleaseSpec, cached_kit, resol
 
 PROBE_TIMEOUT_S = 5.0  # a mirror asked whether it has a set: the configure stage fetches it later
 
+
 @dataclass(frozen=True)
 class Toolchain:
     bin_dir: Path
