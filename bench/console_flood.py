@@ -74,8 +74,9 @@ from pathlib import Path
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
+from buildbot_bsdkm.pipeline.runtime.proc import Watched
 console = Path(ARG)
-out = linuxkm.outcome_from_console(console, qemu_rc=124, wall_s=60.0)
+out = linuxkm.outcome_from_console(console, Watched(None, 60.0, True, None))
 log = parse_kernel_log(linux_target.TARGET.log_format, console)
 f = judge_outcome(out, log, 60)
 print(f.category, f.reason, "|", f.message[:80])
@@ -83,11 +84,13 @@ print(f.category, f.reason, "|", f.message[:80])
     "freebsd-judge": """
 from pathlib import Path
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import console as fconsole
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
 from buildbot_bsdkm.pipeline.targets.base import parse_kernel_log
 console = Path(ARG)
-out = fq.outcome_from_boot(fq.Boot("release", "release-crypto", "kldload"), console,
-                           Watched(None, 60.0, True, None), set(), {})
+out = fconsole.outcome_from_boot(fboot.Boot("release", "release-crypto", "kldload"), console,
+                                 Watched(None, 60.0, True, None), set(), {})
 log = parse_kernel_log(fq.TARGET.log_format, console)
 f = fq.judge_boot("release", out, log, 60.0, set(), None)
 print(f.category, f.reason, "|", f.message[:80])
@@ -100,7 +103,7 @@ from buildbot_bsdkm.pipeline.runtime.proc import run_watched
 src, log = ARG.split("|")
 copy = f"import shutil, sys, time\\nshutil.copyfileobj(open({src!r}, 'rb'), sys.stdout.buffer)\\n"
 guest = [sys.executable, "-c", copy + "sys.stdout.flush()\\ntime.sleep(600)\\n"]
-res = run_watched(guest, log=Path(log), timeout_s=20.0, stop=fq.stop_rule("kldload", time.monotonic))
+res = run_watched(guest, log=Path(log), timeout_s=20.0, stop=fboot.stop_rule("kldload", time.monotonic))
 print("stopped", res.stopped, "timed_out", res.timed_out, "seconds", round(res.seconds, 2),
       "overrun", round(res.seconds - 20.0, 2))
 """,

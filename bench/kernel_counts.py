@@ -45,8 +45,13 @@ sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, load_config  # noqa: E402
 from buildbot_bsdkm.perf.instructions import InstructionCounts, compare_counts, fmt_change  # noqa: E402
-from buildbot_bsdkm.perf.kernel_counts import CountPlan, module_counts, parse_plugin_output  # noqa: E402
-from buildbot_bsdkm.pipeline.runtime import qemu_plugin  # noqa: E402
+from buildbot_bsdkm.perf.kernel_counts import (  # noqa: E402
+    CountPlan,
+    module_counts,
+    parse_harness_lines,
+    parse_plugin_output,
+)
+from buildbot_bsdkm.pipeline.runtime import guest, qemu_plugin  # noqa: E402
 from buildbot_bsdkm.pipeline.runtime.source import cache_root, wolfssl_source  # noqa: E402
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import afalg  # noqa: E402
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm  # noqa: E402
@@ -100,7 +105,7 @@ def boot(config: Config, variant: str, ko: Path, work: Path, *, count: bool = Tr
         outcome = linuxkm.run_linux_module(ko, vm, timeout_s=int(config.timeout("load")),
                                            options=linuxkm.VmOptions(cpu="max"))
     wall = time.monotonic() - started
-    counts = linuxkm.read_module_counts(vm, vm / "console.log") if count else None
+    counts = guest.read_counts(vm, vm / "console.log", linuxkm.COUNTING) if count else None
     return Boot(counts, wall, outcome.load_rc, work)
 
 
@@ -141,9 +146,9 @@ def forged(work: Path) -> dict[str, object]:
     plan = CountPlan(65536, (16, 1024, 16384))
     request = linuxkm.CountRequest(plugin.path, syms, layout.size, plan)
     outcome = linuxkm.run_linux_module(ko, work / "vm", timeout_s=600, count=request)
-    text = (work / "vm" / linuxkm.COUNT_FILE).read_text()
+    text = (work / "vm" / qemu_plugin.COUNT_FILE).read_text()
     out = parse_plugin_output(text)
-    counts = module_counts(plan, out, linuxkm.parse_harness_lines(()))
+    counts = module_counts(plan, out, parse_harness_lines(()))
     return {"load_rc": outcome.load_rc, "plugin_lines": text.splitlines(), "void_reason": out.void_reason,
             "items_counted": len(counts.measured), "items": len(counts.items),
             "item_reasons": sorted({i.reason or "" for i in counts.items}), "notes": counts.notes}
@@ -298,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                      float((tmp / "spread-0.wall").read_text()) if (tmp / "spread-0.wall").is_file() else 0.0,
                      0, tmp / "spread-0")
     if first is None and (tmp / "first" / "vm" / "counts.txt").is_file():  # an earlier run's first boot
-        kept = linuxkm.read_module_counts(tmp / "first" / "vm", tmp / "first" / "vm" / "console.log")
+        kept = guest.read_counts(tmp / "first" / "vm", tmp / "first" / "vm" / "console.log",
+                                 linuxkm.COUNTING)
         if kept is not None and kept.measured:
             first = Boot(kept, 0.0, 0, tmp / "first")
     if first is None:

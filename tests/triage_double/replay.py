@@ -1,7 +1,7 @@
 """``bsdkm-ci`` for a real Buildbot worker, with the FreeBSD QEMU boot replayed from a console.
 
 SIMULATED: the fetch, the cross-build and QEMU. Everything else is the real command: ``bsdkm-ci
-stage`` with its state files, the real judging of each boot (``freebsd_qemu.outcome_from_boot``,
+stage`` with its state files, the real judging of each boot (``fconsole.outcome_from_boot``,
 ``combine``, the target's ``logs`` and ``judge_boot``), collect, unload and the gate with its triage.
 A boot's console is a file chosen by the commit the stage fetched: a real recording from the kit
 (``../shared/freebsd/logs``) or one made from it. A real ``freebsd-kmod-qemu`` boot of the debug
@@ -26,6 +26,8 @@ from buildbot_bsdkm.config.bsdkm_yml import GitSource
 from buildbot_bsdkm.pipeline import stages
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
 from buildbot_bsdkm.pipeline.runtime.source import SourceTree
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import console as fconsole
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as freebsd_qemu
 
 
@@ -68,9 +70,9 @@ def install(scenario: dict[str, Any]) -> None:
         stopped = ("benchmark-at-preload" if boot.mode == "preload" and "wolfCrypt Benchmark (" in text
                    and "panic:" not in text else None)
         if stopped:
-            freebsd_qemu._cut_at_benchmark(console)
+            fboot.cut_at_benchmark(console)
         run = Watched(exit_code=None if stopped else 0, seconds=0.2, timed_out=False, stopped=stopped)
-        return freebsd_qemu.outcome_from_boot(boot, console, run, symbols, {"console": console})
+        return fconsole.outcome_from_boot(boot, console, run, symbols, {"console": console})
 
     stages.fetch_source = fetch_source  # type: ignore[assignment]
     freebsd_qemu.check_worker = lambda config: None  # type: ignore[assignment]

@@ -133,6 +133,7 @@ def run_watched(
     env: dict[str, str] | None = None,
     poll_s: float = 0.5,
     max_bytes: int | None = None,
+    stderr: Path | None = None,
 ) -> Watched:
     """Run ``cmd`` with its output going to ``log`` while ``stop`` watches the text as it comes.
 
@@ -141,11 +142,13 @@ def run_watched(
     reached its verdict and the guest will print nothing more that matters), or None to keep
     going. Past ``max_bytes`` of output the run is stopped (``stopped == CONSOLE_FLOOD``) and the
     log is cut to ``max_bytes``. A VM that never reaches a verdict is killed at ``timeout_s``.
+    ``stderr``: where the program's error output goes (None: into ``log`` with the rest).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with open(log, "wb") as out:
-        proc = _start(list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    with open(log, "wb") as out, contextlib.ExitStack() as files:
+        err = files.enter_context(open(stderr, "wb")) if stderr is not None else subprocess.STDOUT
+        proc = _start(list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     read = 0
 

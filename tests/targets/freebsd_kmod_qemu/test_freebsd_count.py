@@ -32,17 +32,20 @@ from buildbot_bsdkm.perf.kernel_counts import (
     text_anchor,
     text_load_offset,
 )
+from buildbot_bsdkm.pipeline.runtime import guest, qemu_plugin
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import build as fbuild
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import counting
-from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import worker as fworker
 
 ROOT = Path(__file__).resolve().parents[3]
 NONCE = "0123456789abcdef0123456789abcdef"
 PLAN = CountPlan(4096, (16, 1024), FREEBSD_ALGS)
 
 
-def _request(tmp: Path) -> counting.CountRequest:
-    return counting.CountRequest(tmp / "bsdkm_count.so", tmp / "text.syms", 0x1234, PLAN, 0,
-                                 "wc_AesGcmEncrypt", 0x5a0)
+def _request(tmp: Path) -> counting.BootCount:
+    request = guest.CountRequest(tmp / "bsdkm_count.so", tmp / "text.syms", 0x1234, PLAN, counting.AREA)
+    return counting.BootCount(request, 0, "wc_AesGcmEncrypt", 0x5a0)
 
 
 # --------------------------------------------------------------------------- the guest program
@@ -50,10 +53,10 @@ def _request(tmp: Path) -> counting.CountRequest:
 
 def test_kldinit_with_the_counting_code_builds_for_freebsd(tmp_path: Path) -> None:
     try:
-        tools = fq.find_toolchain("load")
+        tools = fworker.find_toolchain("load")
     except Exception as e:  # noqa: BLE001 - the worker's LLVM: a skip names what is missing
         pytest.skip(f"no FreeBSD cross toolchain: {e}")
-    init = fq.init_program(tmp_path, tools)
+    init = fbuild.init_program(tmp_path, tools)
     assert init.is_file()
     head = init.read_bytes()[:20]
     assert head[:4] == b"\x7fELF" and head[7] == 9  # EI_OSABI: FreeBSD
@@ -83,7 +86,7 @@ def test_the_guest_algorithms_are_the_plans() -> None:
 
 
 def test_loader_sets_the_request_beside_the_nonce(tmp_path: Path) -> None:
-    rc = fq.loader_rc("kldload", NONCE, _request(tmp_path))
+    rc = fboot.loader_rc("kldload", NONCE, _request(tmp_path))
     lines = rc.splitlines()
     assert f"set bsdkm_ci.nonce={NONCE}" in lines
     assert "set bsdkm_ci.count_bytes=4096" in lines
@@ -93,19 +96,20 @@ def test_loader_sets_the_request_beside_the_nonce(tmp_path: Path) -> None:
     assert "set bsdkm_ci.count_text_off=0" in lines
     at = lines.index("set bsdkm_ci.count_bytes=4096")
     assert lines.index("load /boot/kernel/kernel") < at < lines.index("boot")
-    assert "count_" not in fq.loader_rc("kldload", NONCE)
+    assert "count_" not in fboot.loader_rc("kldload", NONCE)
     # a default build (EXPORT_SYMS=NO: no global symbol) is found by its load address alone
-    local = counting.CountRequest(tmp_path / "p.so", tmp_path / "s", 16, PLAN, 0)
+    local = counting.BootCount(guest.CountRequest(tmp_path / "p.so", tmp_path / "s", 16, PLAN), 0)
     assert [ln for ln in local.kenv_lines() if "anchor" in ln] == []
 
 
 def test_qemu_gets_the_plugin_with_the_kernel_area(tmp_path: Path) -> None:
     arg = _request(tmp_path).plugin_arg(tmp_path / "counts.txt", NONCE)
-    cmd = fq.qemu_command(tmp_path / "esp", tmp_path / "vars", None, "max", 1024, arg)
+    machine = fboot.machine(tmp_path / "esp", tmp_path / "vars", None)
+    cmd = guest.qemu_command(machine, guest.VmOptions(), arg)
     plugin = cmd[cmd.index("-plugin") + 1]
     assert f"nonce={NONCE}" in plugin and "size=4660" in plugin
     assert plugin.endswith(",area=ffffffff80000000-fffffffffffff000")
-    assert "-plugin" not in fq.qemu_command(tmp_path / "esp", tmp_path / "vars", None, "max", 1024)
+    assert "-plugin" not in guest.qemu_command(machine, guest.VmOptions())
 
 
 def _object(tmp: Path) -> Path:
@@ -170,17 +174,17 @@ def test_prepare_count_only_for_a_counted_kldload_of_a_crypto_module(tmp_path: P
     assert counting.prepare_count(config, obj, tmp_path / "a", crypto=False, mode="kldload") is None
     assert counting.prepare_count(config, obj, tmp_path / "b", crypto=True, mode="preload") is None
     req = counting.prepare_count(config, obj, tmp_path / "c", crypto=True, mode="kldload")
-    assert req is not None and req.anchor == "wc_AesGcmEncrypt" and req.plugin.is_file()
+    assert req is not None and req.anchor == "wc_AesGcmEncrypt" and req.request.plugin.is_file()
     assert req.text_offset == 0
-    assert "wc_AesGcmEncrypt" in req.symbols.read_text()
+    assert "wc_AesGcmEncrypt" in req.request.symbols.read_text()
     # Besides .text, the module's whole mapping (kldinit declares it from kldstat): no code uncounted.
-    assert req.symbols.read_text().splitlines()[-1] == f"range 1 0 {counting.MODULE_RANGE}"
-    plan = json.loads((tmp_path / "c" / counting.COUNT_PLAN).read_text())
+    assert req.request.symbols.read_text().splitlines()[-1] == f"range 1 0 {counting.MODULE_RANGE}"
+    plan = json.loads((tmp_path / "c" / qemu_plugin.COUNT_PLAN).read_text())
     assert plan == {"bytes": 4096, "sizes": [16, 1024]}
     (tmp_path / "off").mkdir()
     off = load_config(_config(tmp_path / "off", False))
     assert counting.prepare_count(off, obj, tmp_path / "d", crypto=True, mode="kldload") is None
-    assert not (tmp_path / "d" / counting.COUNT_PLAN).exists()
+    assert not (tmp_path / "d" / qemu_plugin.COUNT_PLAN).exists()
 
 
 # --------------------------------------------------------------------------- reading the boot
@@ -189,11 +193,11 @@ def test_prepare_count_only_for_a_counted_kldload_of_a_crypto_module(tmp_path: P
 def _boot(tmp: Path, plugin: str | None, console: str, unavailable: str | None = None) -> Path:
     work = tmp / "release"
     work.mkdir(exist_ok=True)
-    (work / counting.COUNT_PLAN).write_text(json.dumps({"bytes": PLAN.bytes, "sizes": list(PLAN.sizes)}))
+    (work / qemu_plugin.COUNT_PLAN).write_text(json.dumps({"bytes": PLAN.bytes, "sizes": list(PLAN.sizes)}))
     if plugin is not None:
-        (work / counting.COUNT_FILE).write_text(plugin)
+        (work / qemu_plugin.COUNT_FILE).write_text(plugin)
     if unavailable is not None:
-        (work / counting.COUNT_UNAVAILABLE).write_text(unavailable)
+        (work / qemu_plugin.COUNT_UNAVAILABLE).write_text(unavailable)
     (work / "console.log").write_text(console)
     return work
 
@@ -222,19 +226,19 @@ def _console(ops: dict[int, int]) -> str:
 def test_a_counted_boot_becomes_the_runs_module_counts(tmp_path: Path) -> None:
     ops = {p.index: p.ops for p in PLAN.items()}
     work = _boot(tmp_path, _plugin({0: 700000, 1: 20000, 2: 300000, 3: 9000}), _console(ops))
-    counts = counting.read_counts(work, work / "console.log")
+    counts = guest.read_counts(work, work / "console.log", counting.COUNTING)
     assert counts is not None and counts.scope == SCOPE_MODULE
     assert [(i.name, i.status) for i in counts.items] == [(p.name, MEASURED) for p in PLAN.items()]
     assert counts.items[0].functions == {"wc_AesGcmEncrypt": 700000}
     state: dict[str, object] = {}
-    counting.merge_counts(state, counts)
+    guest.merge_counts(state, counts)
     assert InstructionCounts.from_dict(state[METADATA_KEY]).scope == SCOPE_MODULE  # type: ignore[arg-type]
 
 
 def test_a_forged_signal_counts_nothing_and_says_why(tmp_path: Path) -> None:
     ops = {p.index: p.ops for p in PLAN.items()}
     work = _boot(tmp_path, _plugin({0: 700000}, void="signal-from-kernel-space"), _console(ops))
-    counts = counting.read_counts(work, work / "console.log")
+    counts = guest.read_counts(work, work / "console.log", counting.COUNTING)
     assert counts is not None and not counts.measured
     assert all(i.status == UNMEASURABLE and "kernel space" in (i.reason or "") for i in counts.items)
 
@@ -242,21 +246,21 @@ def test_a_forged_signal_counts_nothing_and_says_why(tmp_path: Path) -> None:
 def test_no_dev_crypto_leaves_every_item_missing_with_kldinits_reason(tmp_path: Path) -> None:
     console = _console({}) + "crypto-count: error reason=open-dev-crypto errno=2\n"
     work = _boot(tmp_path, _plugin({}), console)
-    counts = counting.read_counts(work, work / "console.log")
+    counts = guest.read_counts(work, work / "console.log", counting.COUNTING)
     assert counts is not None
     assert {(i.status, i.reason) for i in counts.items} == {(MISSING, "open-dev-crypto errno=2")}
 
 
 def test_an_unavailable_plugin_is_one_reason_and_the_proxy_stands_in(tmp_path: Path) -> None:
     work = _boot(tmp_path, None, "", unavailable="no C compiler (gcc) to build the counting plugin")
-    counts = counting.read_counts(work, work / "console.log")
+    counts = guest.read_counts(work, work / "console.log", counting.COUNTING)
     assert counts is not None and not counts.measured
     assert {i.reason for i in counts.items} == {
         "the counting plugin is unavailable: no C compiler (gcc) to build the counting plugin"}
     proxy = InstructionCounts(items=[], tool="callgrind", valgrind=None, seconds=0.0, program=None, notes=[],
                               scope="proxy")
     state: dict[str, object] = {METADATA_KEY: proxy.to_dict()}
-    counting.merge_counts(state, counts)
+    guest.merge_counts(state, counts)
     kept = InstructionCounts.from_dict(state[METADATA_KEY])  # type: ignore[arg-type]
     assert kept.scope == "proxy" and "the module itself was not counted" in kept.notes[-1]
 

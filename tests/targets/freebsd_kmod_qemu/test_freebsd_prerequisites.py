@@ -21,7 +21,9 @@ from buildbot_bsdkm.config.bsdkm_yml import Config, parse_config
 from buildbot_bsdkm.contract import TARGET_UNAVAILABLE
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import worker as fworker
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.release_set import ReleaseSpec, release_kit
 
 BASE = "targets: {freebsd-kmod-qemu: null}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
@@ -38,7 +40,7 @@ def mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_nothing_configured_names_the_keys(tmp_path: Path) -> None:
     cfg = parse_config(BASE + f"cache_dir: {tmp_path / 'cache'}\n", "r.yml")
-    [line] = fq.kernel_prerequisites(cfg)
+    [line] = fworker.kernel_prerequisites(cfg)
     assert line.line() == ("FreeBSD kernels: none configured; fix: set freebsd.release and freebsd.snapshot "
                            "(or freebsd.src and freebsd.kernel, or freebsd.kit) in bsdkm.yml")
     assert line.required
@@ -46,7 +48,7 @@ def test_nothing_configured_names_the_keys(tmp_path: Path) -> None:
 
 def test_sets_on_a_local_mirror_answer(mirror: Path, tmp_path: Path) -> None:
     cfg = config(tmp_path, f"{{release: {RELEASE}, snapshot: {SNAPSHOT}, mirror: {mirror}}}")
-    debug, release = fq.kernel_prerequisites(cfg)
+    debug, release = fworker.kernel_prerequisites(cfg)
     assert debug.ok and debug.name == f"debug kernel (freebsd.snapshot: {SNAPSHOT})"
     assert debug.detail == f"{(mirror / 'snapshots/amd64' / SNAPSHOT / 'MANIFEST').as_uri()} answers"
     assert release.ok and release.name == f"release kernel (freebsd.release: {RELEASE})"
@@ -56,7 +58,7 @@ def test_a_set_the_mirror_lacks_names_its_directory_and_key(tmp_path: Path) -> N
     only_release = tmp_path / "mirror"
     make_set(only_release, RELEASE)
     cfg = config(tmp_path, f"{{release: {RELEASE}, snapshot: {SNAPSHOT}, mirror: {only_release}}}")
-    debug, release = fq.kernel_prerequisites(cfg)
+    debug, release = fworker.kernel_prerequisites(cfg)
     assert release.ok and debug.required and not debug.ok
     manifest = only_release / "snapshots/amd64" / SNAPSHOT / "MANIFEST"
     assert debug.line() == (f"debug kernel (freebsd.snapshot: {SNAPSHOT}): no {manifest}; fix: set "
@@ -66,7 +68,7 @@ def test_a_set_the_mirror_lacks_names_its_directory_and_key(tmp_path: Path) -> N
 
 def test_a_kernel_left_unconfigured_is_an_optional_line(mirror: Path, tmp_path: Path) -> None:
     cfg = config(tmp_path, f"{{release: {RELEASE}, mirror: {mirror}}}")
-    debug, release = fq.kernel_prerequisites(cfg)
+    debug, release = fworker.kernel_prerequisites(cfg)
     assert release.ok
     assert (debug.ok, debug.required, debug.line()) == (
         False, False, "debug kernel (freebsd.snapshot): not configured: not run; fix: set freebsd.snapshot")
@@ -78,22 +80,22 @@ def test_cached_sets_need_no_mirror(mirror: Path, tmp_path: Path) -> None:
     release_kit(ReleaseSpec(RELEASE, str(copy)), tmp_path / "cache")
     shutil.rmtree(copy)
     cfg = config(tmp_path, f"{{release: {RELEASE}, mirror: {copy}}}")
-    release = fq.kernel_prerequisites(cfg)[-1]
+    release = fworker.kernel_prerequisites(cfg)[-1]
     assert release.ok and release.detail.startswith("sets cached in ")
 
 
 def test_a_plain_http_mirror_is_refused_by_its_key(tmp_path: Path) -> None:
-    line = fq.set_prerequisite("release", "freebsd.release", ReleaseSpec(RELEASE, "http://mirror.example"),
-                               tmp_path, 1.0)
+    line = fworker.set_prerequisite("release", "freebsd.release", ReleaseSpec(RELEASE, "http://mirror.example"),
+                                    tmp_path, 1.0)
     assert not line.ok and line.detail.startswith("freebsd.mirror: 'http://mirror.example' is not an https://")
 
 
 def test_a_kit_or_a_source_tree_says_what_it_lacks(tmp_path: Path) -> None:
     kit = make_kit(tmp_path / "kit")
     cfg = config(tmp_path, f"{{kit: {kit}}}")
-    assert [p.ok for p in fq.kernel_prerequisites(cfg)] == [True]
+    assert [p.ok for p in fworker.kernel_prerequisites(cfg)] == [True]
     (kit / "boot" / "loader_simp.efi").unlink()
-    [line] = fq.kernel_prerequisites(cfg)
+    [line] = fworker.kernel_prerequisites(cfg)
     assert not line.ok and line.detail == f"missing {kit / 'boot' / 'loader_simp.efi'}"
     assert line.fix.startswith("set freebsd.kit")
     src, kernel = tmp_path / "src", tmp_path / "kernel"
@@ -104,7 +106,7 @@ def test_a_kit_or_a_source_tree_says_what_it_lacks(tmp_path: Path) -> None:
     efi.write_bytes(b"MZ")
     cfg = config(tmp_path, f"{{src: {src}, kernel: {kernel}, loader: {efi}}}")
     efi.unlink()  # gone since the config was read
-    tree, built, loader = fq.kernel_prerequisites(cfg)
+    tree, built, loader = fworker.kernel_prerequisites(cfg)
     assert not tree.ok and tree.detail == f"no {src / 'share/mk/bsd.kmod.mk'}"
     assert built.ok
     assert loader.line() == f"FreeBSD freebsd.loader: no {efi}; fix: set freebsd.loader"
@@ -139,12 +141,12 @@ def http_mirror() -> Iterator[str]:
 
 
 def test_the_mirror_is_asked_for_the_sets_manifest(http_mirror: str) -> None:
-    url, why = fq.mirror_answer(ReleaseSpec(RELEASE, http_mirror), 10.0)
+    url, why = fworker.mirror_answer(ReleaseSpec(RELEASE, http_mirror), 10.0)
     assert (url, why) == (f"{http_mirror}/releases/amd64/{RELEASE}/MANIFEST", None)
-    url, why = fq.mirror_answer(ReleaseSpec("17.0-CURRENT", http_mirror), 10.0)
+    url, why = fworker.mirror_answer(ReleaseSpec("17.0-CURRENT", http_mirror), 10.0)
     assert why == f"HTTP 404 from {http_mirror}/snapshots/amd64/17.0-CURRENT/MANIFEST"
     # A snapshot named without its version is looked up in the snapshots' directory.
-    url, why = fq.mirror_answer(ReleaseSpec("CURRENT", http_mirror), 10.0)
+    url, why = fworker.mirror_answer(ReleaseSpec("CURRENT", http_mirror), 10.0)
     assert (url, why) == (f"{http_mirror}/snapshots/amd64/", None)
 
 
@@ -153,7 +155,7 @@ def test_a_mirror_that_never_answers_is_given_up_on_after_the_timeout() -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen(4)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        _, why = fq.mirror_answer(ReleaseSpec(RELEASE, url), 0.5)
+        _, why = fworker.mirror_answer(ReleaseSpec(RELEASE, url), 0.5)
     assert why is not None and why.startswith(f"cannot reach {url}/releases/amd64/{RELEASE}/MANIFEST "
                                               "(within 0.5 s): ")
 
@@ -173,10 +175,10 @@ def test_configure_without_bmake_names_the_package(mirror: Path, tmp_path: Path,
     monkeypatch.setenv("PATH", str(bin_dir))
     cfg = config(tmp_path, f"{{release: {RELEASE}, snapshot: {SNAPSHOT}, mirror: {mirror}}}")
     try:
-        fq.find_toolchain()
+        fworker.find_toolchain()
     except StageError:
         pytest.skip("needs Debian's clang-19 lld-19 llvm-19 (scripts/bootstrap.sh installs them)")
-    if not fq.OVMF_CODE.is_file():
+    if not fboot.OVMF_CODE.is_file():
         pytest.skip("needs Debian's ovmf")
     with pytest.raises(StageError) as err:
         fq.TARGET.check_worker(cfg)
@@ -203,5 +205,5 @@ def test_a_cached_current_snapshot_serves_while_the_mirror_cannot_list(mirror: P
     release_kit(ReleaseSpec(SNAPSHOT, str(copy)), tmp_path / "cache")
     shutil.rmtree(copy)
     cfg = config(tmp_path, f"{{snapshot: CURRENT, mirror: {copy}}}")
-    (debug,) = [p for p in fq.kernel_prerequisites(cfg) if p.name.startswith("debug kernel")]
+    (debug,) = [p for p in fworker.kernel_prerequisites(cfg) if p.name.startswith("debug kernel")]
     assert debug.ok and debug.detail.startswith("sets cached in "), debug

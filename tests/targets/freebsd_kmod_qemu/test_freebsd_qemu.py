@@ -19,6 +19,11 @@ from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
 from buildbot_bsdkm.pipeline.targets import kernel
+from buildbot_bsdkm.pipeline.targets._freebsd import freebsd_kmod_dir
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import build as fbuild
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import console as fconsole
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import kit as fkit
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.options import freebsd_options
 
@@ -36,81 +41,83 @@ def _text(path: Path) -> str:
 
 
 def test_backtrace_frames_of_the_real_aesni_panic() -> None:
-    facts = fq.read_console(_text(LOGS / AESNI_PANIC))
+    facts = fconsole.read_console(_text(LOGS / AESNI_PANIC))
     assert facts.panic == "panic: malloc: called with spinlock or critical section held"
     assert facts.backtrace[:3] == ["db_trace_self_wrapper+0x2b", "vpanic+0x136", "panic+0x5b"]
-    frames = fq.module_frames(facts.backtrace, set())
+    frames = fconsole.module_frames(facts.backtrace, set())
     assert frames[0] == "AES_set_decrypt_key_AESNI+0x47"
     assert "wolfkmod_event+0xe9" in frames
     # by the module's own symbols the kernel's startup frames drop out too
-    own = fq.module_frames(facts.backtrace, {"AES_set_decrypt_key_AESNI", "wc_AesSetKeyLocal", "aes_test"})
+    own = fconsole.module_frames(facts.backtrace,
+                                 {"AES_set_decrypt_key_AESNI", "wc_AesSetKeyLocal", "aes_test"})
     assert own == ["AES_set_decrypt_key_AESNI+0x47", "wc_AesSetKeyLocal+0x7e2", "aes_test+0x2ed"]
 
 
 def test_fpecc_panic_that_stopped_in_ddb_names_add_entry() -> None:
-    facts = fq.read_console(_text(LOGS / FPECC_PANIC))
-    assert fq.module_frames(facts.backtrace, set())[0].startswith("add_entry+")
+    facts = fconsole.read_console(_text(LOGS / FPECC_PANIC))
+    assert fconsole.module_frames(facts.backtrace, set())[0].startswith("add_entry+")
 
 
 def test_kldload_markers_of_a_real_run() -> None:
-    facts = fq.read_console(_text(REAL / KLDLOAD_RUN))
+    facts = fconsole.read_console(_text(REAL / KLDLOAD_RUN))
     assert (facts.load_rc, facts.unload_rc, facts.still_listed) == (0, 0, False)
     assert facts.kldstat and "name=libwolfssl.ko" in facts.kldstat
     assert facts.panic is None and not facts.link_errors
 
 
 def test_crypto_register_preload_counts_as_loaded() -> None:
-    facts = fq.read_console(_text(LOGS / CRYPTO_REG))
+    facts = fconsole.read_console(_text(LOGS / CRYPTO_REG))
     assert facts.loaded_line and facts.preloaded and facts.mountroot
 
 
 def test_stop_rule() -> None:
     now = [0.0]
-    stop = fq.stop_rule("preload", lambda: now[0])
+    stop = fboot.stop_rule("preload", lambda: now[0])
     assert stop("booting\nmountroot> ") == "mountroot"
     assert stop("info: wolfCrypt self-test passed.\nwolfCrypt Benchmark (block bytes 1024") == \
         "benchmark-at-preload"
-    assert fq.stop_rule("kldload", lambda: 0.0)("wolfCrypt Benchmark (block bytes 1024") is None
-    panic = fq.stop_rule("preload", lambda: now[0])
+    assert fboot.stop_rule("kldload", lambda: 0.0)("wolfCrypt Benchmark (block bytes 1024") is None
+    panic = fboot.stop_rule("preload", lambda: now[0])
     assert panic("panic: boom\ncpuid = 0\n") is None  # the backtrace is still coming
-    now[0] = fq.PANIC_GRACE_S + 1
+    now[0] = fboot.PANIC_GRACE_S + 1
     assert panic("panic: boom\ncpuid = 0\n") == "panic"
-    assert fq.stop_rule("preload", lambda: 0.0)("panic: boom\nKDB: stack backtrace:\nUptime: 1s\n") == "panic"
+    ended = fboot.stop_rule("preload", lambda: 0.0)
+    assert ended("panic: boom\nKDB: stack backtrace:\nUptime: 1s\n") == "panic"
 
 
 def test_loader_rc_per_mode() -> None:
-    pre, kld = fq.loader_rc("preload"), fq.loader_rc("kldload")
+    pre, kld = fboot.loader_rc("preload"), fboot.loader_rc("kldload")
     assert "load /boot/modules/libwolfssl.ko" in pre and "init_path" not in pre
     assert "libwolfssl.ko" not in kld and "set init_path=/init" in kld
-    assert f"vfs.root.mountfrom=msdosfs:{fq.ROOT_DEVICE}" in kld
+    assert f"vfs.root.mountfrom=msdosfs:{fboot.ROOT_DEVICE}" in kld
     for rc in (pre, kld):
         assert "debug.debugger_on_panic=0" in rc and rc.rstrip().endswith("boot")
 
 
-def _kit_copy(tmp_path: Path, kernels: tuple[str, ...]) -> fq.Kit:
+def _kit_copy(tmp_path: Path, kernels: tuple[str, ...]) -> fkit.Kit:
     root = tmp_path / "kit"
     (root / "boot").mkdir(parents=True)
     for name in kernels:
         (root / "boot" / f"kernel-{name}.xz").write_bytes(b"")
-    return fq.Kit(root)
+    return fkit.Kit(root)
 
 
 def test_boot_plan_uses_the_crypto_kernel_for_kldload(tmp_path: Path) -> None:
     kit = _kit_copy(tmp_path, ("debug", "release", "release-crypto"))
-    boots, notes = fq.boot_plan(kit, ("debug", "release"), crypto=False)
+    boots, notes = fboot.boot_plan(kit, ("debug", "release"), crypto=False)
     assert [(b.kind, b.kernel, b.mode) for b in boots] == [
         ("debug", "debug", "preload"), ("release", "release-crypto", "kldload")]
     assert notes == []
-    boots, notes = fq.boot_plan(kit, ("debug", "release"), crypto=True)
+    boots, notes = fboot.boot_plan(kit, ("debug", "release"), crypto=True)
     assert [b.kernel for b in boots] == ["release-crypto"]
     assert notes and "not covered" in notes[0] and "device crypto" in notes[0]
 
 
 def test_boot_plan_without_a_crypto_kernel(tmp_path: Path) -> None:
     kit = _kit_copy(tmp_path, ("debug", "release"))
-    boots, _ = fq.boot_plan(kit, ("release",), crypto=False)
+    boots, _ = fboot.boot_plan(kit, ("release",), crypto=False)
     assert [(b.kernel, b.mode) for b in boots] == [("release", "preload")]
-    boots, notes = fq.boot_plan(kit, ("debug", "release"), crypto=True)
+    boots, notes = fboot.boot_plan(kit, ("debug", "release"), crypto=True)
     assert boots == [] and len(notes) == 2 and all("not covered" in n for n in notes)
 
 
@@ -118,8 +125,8 @@ def _part(kind: str, log: Path, mode: str, run: Watched, tmp_path: Path) -> Modu
     kept = tmp_path / kind / "console.log"
     kept.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(log, kept)
-    boot = fq.Boot(kind, kind, mode)
-    return fq.outcome_from_boot(boot, kept, run, set(), {"console": kept})
+    boot = fboot.Boot(kind, kind, mode)
+    return fconsole.outcome_from_boot(boot, kept, run, set(), {"console": kept})
 
 
 def test_debug_panic_is_a_real_failure_naming_kernel_and_function(tmp_path: Path) -> None:
@@ -193,8 +200,8 @@ def kit_dir(tmp_path: Path) -> Path:
 def test_config_freebsd_kit(kit_dir: Path) -> None:
     base = "targets: {freebsd-kmod-qemu: {kernels: [debug]}}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
     cfg = parse_config(base + f"freebsd: {{kit: {kit_dir}}}\n", "b.yml")
-    assert freebsd_options(cfg).freebsd.kit == kit_dir and fq.find_kit(cfg).root == kit_dir
-    assert fq.kernels_option(cfg) == ("debug",)
+    assert freebsd_options(cfg).freebsd.kit == kit_dir and fkit.find_kit(cfg).root == kit_dir
+    assert fkit.kernels_option(cfg) == ("debug",)
     with pytest.raises(ConfigError, match=r"^b\.yml:4: freebsd\.kit: .* is not a directory"):
         parse_config(base + "freebsd:\n  kit: /no/such/kit\n", "b.yml")
     with pytest.raises(ConfigError, match=r"^b\.yml:3: freebsd\.kits: unknown key"):
@@ -210,29 +217,29 @@ def test_missing_kit_is_target_unavailable(tmp_path: Path) -> None:
     from buildbot_bsdkm.pipeline.runtime.errors import StageError
 
     with pytest.raises(StageError) as err:
-        fq.find_kit(cfg)
+        fkit.find_kit(cfg)
     assert err.value.failure.reason == "target-unavailable" and "incomplete" in err.value.failure.message
 
 
 def test_registry_has_one_entry_per_kernel_target() -> None:
     from buildbot_bsdkm.targets import kernel_names
-
     KERNEL_TARGETS = kernel_names()
+
     assert {t.name for t in map(kernel.target, KERNEL_TARGETS)} == set(KERNEL_TARGETS)
     assert kernel.target("freebsd-kmod-qemu").log_name == "console.log"
 
 
 def test_build_commands_follow_the_kit_and_its_version(tmp_path: Path, kit_dir: Path) -> None:
-    kit = fq.Kit(kit_dir)
-    args = fq.configure_args(kit, ["--enable-aesni"], "-DBENCH_EMBEDDED")
+    kit = fkit.Kit(kit_dir)
+    args = fbuild.configure_args(kit, ["--enable-aesni"], "-DBENCH_EMBEDDED")
     assert args[:3] == ["./configure", "CC=clang", "ac_cv_header_machine_atomic_h=yes"]
     assert args.index("--enable-freebsdkm") < args.index("--enable-aesni")
     assert f"--with-kernel-source={kit_dir / 'sysroot' / 'sys'}" in args
     assert args[-1] == "CFLAGS=-DBENCH_EMBEDDED"
-    make = fq.bmake_args(kit, 2, kit.triple)
+    make = fbuild.bmake_args(kit, 2, kit.triple)
     assert "CC=clang --target=x86_64-unknown-freebsd15.0" in make
-    assert f"XARGS={fq.freebsd_kmod_dir() / 'bsdxargs'}" in make  # the kit has none: ours
-    newer = fq.Kit(make_kit(tmp_path / "current", "16.0"))
+    assert f"XARGS={freebsd_kmod_dir() / 'bsdxargs'}" in make  # the kit has none: ours
+    newer = fkit.Kit(make_kit(tmp_path / "current", "16.0"))
     assert newer.triple == "x86_64-unknown-freebsd16.0"
 
 
@@ -289,6 +296,6 @@ def test_the_frames_after_a_trap_marker_are_the_same_trace() -> None:
                "#6 0xffffffff82a1b2c3 at wc_AesGcmEncrypt+0x23\n"
                "#7 0xffffffff82a1c000 at wolfkmod_event+0x10\n"
                "Uptime: 3s\n")
-    facts = fq.read_console(console)
+    facts = fconsole.read_console(console)
     assert facts.backtrace[-2:] == ["wc_AesGcmEncrypt+0x23", "wolfkmod_event+0x10"]
-    assert fq.module_frames(facts.backtrace, set())[0] == "wc_AesGcmEncrypt+0x23"
+    assert fconsole.module_frames(facts.backtrace, set())[0] == "wc_AesGcmEncrypt+0x23"

@@ -33,6 +33,8 @@ from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.contract import TARGET_UNAVAILABLE
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import kit as fkit
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.release_set import (
     ReleaseSpec,
@@ -114,7 +116,7 @@ def test_a_release_and_a_snapshot_from_an_https_mirror_become_kits(https_mirror:
     url, _ = https_mirror
     cfg = parse_config(BASE + f"cache_dir: {tmp_path / 'cache'}\nfreebsd:\n  release: {RELEASE}\n"
                        f"  snapshot: {SNAPSHOT}\n  mirror: {url}\n", "r.yml")
-    chosen = fq.kits(cfg, ("debug", "release"))
+    chosen = fkit.kits(cfg, ("debug", "release"))
     found = chosen.found
     assert chosen.notes == [] and chosen.not_run == {} and set(found) == {"debug", "release"}
     release, debug = found["release"], found["debug"]
@@ -124,12 +126,12 @@ def test_a_release_and_a_snapshot_from_an_https_mirror_become_kits(https_mirror:
     assert release.triple.endswith("freebsd15.0") and debug.triple.endswith("freebsd16.0")
     assert (release.root / "sysroot" / "contrib" / "llvm-project" / "clang" / "lib" / "Headers").is_dir()
     assert not (release.root / "etc").exists() and not (release.root / "sysroot" / "bin").exists()
-    boots, plan_notes = fq.boot_plan(release, ["release"], crypto=False)
+    boots, plan_notes = fboot.boot_plan(release, ["release"], crypto=False)
     assert [(b.kind, b.kernel, b.mode) for b in boots] == [("release", "release-crypto", "kldload")]
-    boots, _ = fq.boot_plan(debug, ["debug"], crypto=False)
+    boots, _ = fboot.boot_plan(debug, ["debug"], crypto=False)
     assert [(b.kind, b.kernel, b.mode) for b in boots] == [("debug", "debug", "preload")]
     # Up to the boot: the ESP the loader reads, with the set's loader and kernel.
-    esp = fq.make_esp(tmp_path / "esp", release, release.kernel("release-crypto"), None, "kldload", "ab12")
+    esp = fboot.make_esp(tmp_path / "esp", release, release.kernel("release-crypto"), None, "kldload", "ab12")
     assert (esp / "EFI" / "BOOT" / "BOOTX64.EFI").read_bytes() == release.loader.read_bytes()
     assert "set bsdkm_ci.nonce=ab12" in (esp / "boot" / "loader.rc").read_text()
 
@@ -216,7 +218,7 @@ def test_a_manifest_that_differs_from_its_pin(mirror: Path, tmp_path: Path) -> N
     good = hashlib.sha256(manifest.read_bytes()).hexdigest()
     cfg = parse_config(BASE + f"cache_dir: {tmp_path / 'cache'}\nfreebsd:\n  release: {RELEASE}\n"
                        f"  mirror: {mirror}\n  manifest_sha256: {good}\n", "r.yml")
-    chosen = fq.kits(cfg, ("debug", "release"))
+    chosen = fkit.kits(cfg, ("debug", "release"))
     assert set(chosen.found) == {"release"} and chosen.not_run == {}
     assert chosen.notes == ["debug kernel: not covered (no freebsd.snapshot configured)"]
     lying = tmp_path / "lying"
@@ -256,7 +258,7 @@ def test_a_source_tree_with_a_kernel_is_a_kit(tmp_path: Path) -> None:
     loader.write_bytes(b"MZ")
     cfg = parse_config(BASE + f"cache_dir: {tmp_path / 'cache'}\nfreebsd: {{src: {src}, kernel: {kernel}, "
                        f"loader: {loader}}}\n", "r.yml")
-    chosen = fq.kits(cfg, ("debug", "release"))
+    chosen = fkit.kits(cfg, ("debug", "release"))
     kit = chosen.found["release"]
     assert kit.missing() == [] and kit.triple.endswith("freebsd14.3")
     assert kit.kernel("release-crypto").read_bytes() == kernel.read_bytes()

@@ -40,6 +40,10 @@ from buildbot_bsdkm.model import FailureCategory, StageFailure
 from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
+from buildbot_bsdkm.pipeline.targets._freebsd import freebsd_kmod_dir
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import console as fconsole
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import kit as fkit
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import release_set
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.release_set import (
@@ -189,7 +193,7 @@ def test_current_from_an_https_listing_and_the_run_says_which(https_listing: str
     cfg = parse_config(f"targets: {{{TARGET}: null}}\nvariants: {{p: {{targets: [{TARGET}]}}}}\n"
                        f"cache_dir: {tmp_path / 'cache'}\nfreebsd:\n  snapshot: CURRENT\n"
                        f"  mirror: {https_listing}\n", "c.yml")
-    chosen = fq.kits(cfg, ("debug",))
+    chosen = fkit.kits(cfg, ("debug",))
     kit = chosen.found["debug"]
     assert kit.triple.endswith("freebsd16.0")
     assert chosen.chosen == [f"debug kernel: snapshot CURRENT is 16.0-CURRENT, the newest *-CURRENT "
@@ -214,8 +218,8 @@ def test_current_from_an_https_listing_and_the_run_says_which(https_listing: str
 def test_cryptodev_is_taken_from_the_same_kernel_txz(tmp_path: Path) -> None:
     make_set(tmp_path / "m", RELEASE)
     make_set(tmp_path / "m", SNAPSHOT)
-    release = fq.Kit(release_kit(ReleaseSpec(RELEASE, str(tmp_path / "m")), tmp_path / "cache"))
-    debug = fq.Kit(release_kit(ReleaseSpec(SNAPSHOT, str(tmp_path / "m")), tmp_path / "cache"))
+    release = fkit.Kit(release_kit(ReleaseSpec(RELEASE, str(tmp_path / "m")), tmp_path / "cache"))
+    debug = fkit.Kit(release_kit(ReleaseSpec(SNAPSHOT, str(tmp_path / "m")), tmp_path / "cache"))
     assert release.cryptodev("release-crypto").read_bytes() == CRYPTODEV + RELEASE.encode()
     assert debug.cryptodev("debug").read_bytes() == CRYPTODEV + SNAPSHOT.encode()
     assert not (release.root / "boot" / "aesni.ko").exists()  # only what the guest needs
@@ -224,7 +228,7 @@ def test_cryptodev_is_taken_from_the_same_kernel_txz(tmp_path: Path) -> None:
     init, ko = tmp_path / "init", tmp_path / "libwolfssl.ko"
     init.write_bytes(b"\x7fELF init")
     ko.write_bytes(b"\x7fELF module")
-    image = fq.make_root(tmp_path / "root.img", init, ko, release.cryptodev("release-crypto"))
+    image = fboot.make_root(tmp_path / "root.img", init, ko, release.cryptodev("release-crypto"))
     listing = subprocess.run(["mdir", "-b", "-i", str(image), "::/"], capture_output=True, text=True,
                              check=True).stdout
     assert "::/cryptodev.ko" in listing.split() and "::/libwolfssl.ko" in listing.split()
@@ -232,7 +236,7 @@ def test_cryptodev_is_taken_from_the_same_kernel_txz(tmp_path: Path) -> None:
                          check=True).stdout
     assert got == CRYPTODEV + RELEASE.encode()
     # kldinit loads that module before it opens /dev/crypto (GENERIC has no device cryptodev)
-    source = fq.freebsd_kmod_dir() / "kldinit.c"
+    source = freebsd_kmod_dir() / "kldinit.c"
     text = source.read_text()
     assert '"/cryptodev.ko"' in text
     assert text.index("SYS_kldload, (long)CRYPTODEV_PATH") < text.index('(long)"/dev/crypto"')
@@ -259,19 +263,20 @@ def no_build_no_boot(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
     def build(config: Any, variant: str, source: Path, cache: Path, jobs: int, log: Path,
               patterns: Any = None) -> Path:
-        fq.kits(config, fq.kernels_option(config))  # what the real build asks first
+        fkit.kits(config, fkit.kernels_option(config))  # what the real build asks first
         ko = cache / "fake" / "libwolfssl.ko"
         ko.parent.mkdir(parents=True, exist_ok=True)
         ko.write_bytes(b"\x7fELF not a module")
         return ko
 
-    def boot(b: fq.Boot, kit: fq.Kit, ko: Path, work: Path, cache: Path, **_: Any) -> Any:
+    def boot(b: fboot.Boot, kit: fkit.Kit, ko: Path, work: Path, cache: Path, **_: Any) -> Any:
         work.mkdir(parents=True, exist_ok=True)
         console = work / "console.log"
         shutil.copyfile(KLDLOAD_RUN, console)
-        return fq.outcome_from_boot(b, console, Watched(0, 60.0, False, None), set(), {"console": console})
+        run = Watched(0, 60.0, False, None)
+        return fconsole.outcome_from_boot(b, console, run, set(), {"console": console})
 
-    monkeypatch.setattr(fq, "check_worker", lambda config: fq.find_kit(config, "configure"))
+    monkeypatch.setattr(fq, "check_worker", lambda config: fkit.find_kit(config, "configure"))
     monkeypatch.setattr(fq, "build_module", build)
     monkeypatch.setattr(fq, "run_boot", boot)
 

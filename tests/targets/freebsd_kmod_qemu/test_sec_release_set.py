@@ -13,7 +13,7 @@ import pytest
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
-from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq
+from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import kit as fkit
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.options import freebsd_options
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.release_set import ReleaseSpec, release_kit
 
@@ -82,7 +82,7 @@ def test_a_pinned_manifest_is_insisted_on(tmp_path: Path) -> None:
             f"cache_dir: {tmp_path / 'cache'}\nfreebsd:\n  release: {RELEASE}\n  mirror: {mirror}\n")
     cfg = parse_config(base + f"  manifest_sha256: {good}\n", "r.yml")
     assert freebsd_options(cfg).freebsd.manifest_sha256 == good
-    assert fq.find_kit(cfg).root.is_dir()
+    assert fkit.find_kit(cfg).root.is_dir()
     # The mirror now serves other sets with a MANIFEST that agrees with them: the pin does not.
     lying = make_mirror(tmp_path / "lying", [("./boot/kernel/kernel", b"\x7fELF another kernel")])
     with pytest.raises(StageError) as err:

@@ -14,6 +14,7 @@ from conftest import FIXTURES
 
 from buildbot_bsdkm.model import FailureCategory
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.proc import Watched
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 
@@ -182,14 +183,14 @@ def test_loader_reports_errno_of_a_failed_open(tmp_path: Path) -> None:
 def test_console_of_another_harness_is_not_mistaken_for_a_run() -> None:
     # Real console of a different initramfs (### LKM-CI: markers): nothing of ours ran.
     console = FIXTURES / "linuxkm" / "asm-verbose-short-eccfail.console.log"
-    outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=1.0)
+    outcome = linuxkm.outcome_from_console(console, Watched(0, 1.0, False, None))
     assert outcome.load_rc is None and outcome.unload_rc is None
     assert not outcome.timed_out
     assert outcome.notes == ["no bsdkm-ci marker on the console: the initramfs /init never ran"]
 
 
 def test_missing_console_means_the_vm_never_started(tmp_path: Path) -> None:
-    outcome = linuxkm.outcome_from_console(tmp_path / "absent.log", qemu_rc=1, wall_s=0.1,
+    outcome = linuxkm.outcome_from_console(tmp_path / "absent.log", Watched(1, 0.1, False, None),
                                            qemu_stderr="qemu-system-x86_64: -kernel x: No such file\n")
     assert outcome.load_rc is None
     assert outcome.notes == [
@@ -209,7 +210,7 @@ def test_binary_garbage_console_gives_no_markers(tmp_path: Path) -> None:
 def test_host_timeout_before_init_is_a_boot_timeout(tmp_path: Path) -> None:
     console = tmp_path / "console.log"
     console.write_bytes((FIXTURES / "linuxkm" / "asm-full-bench.console.log").read_bytes()[:2000])
-    outcome = linuxkm.outcome_from_console(console, qemu_rc=124, wall_s=30.0)
+    outcome = linuxkm.outcome_from_console(console, Watched(None, 30.0, True, None))
     assert outcome.timed_out and outcome.timed_out_stage == "boot"
     assert outcome.notes == ["VM killed by the host timeout during boot"]
 
@@ -225,32 +226,31 @@ def test_guest_watchdog_fires_well_before_the_host_timeout(limit: int, guest: in
 
 
 def test_the_vm_gets_absolute_paths_from_a_relative_out_dir(tmp_path: Path, monkeypatch) -> None:
-    """The main job's --out bsdkm-out is relative; run-qemu.sh runs in the VM directory."""
+    """The main job's --out bsdkm-out is relative; QEMU gets whole paths all the same."""
     seen: dict[str, object] = {}
 
-    def fake_run(cmd: list[str], *, cwd: Path, **_: object) -> object:
-        seen["cmd"], seen["cwd"] = cmd, cwd
-
-        class Done:
-            exit_code, seconds = 0, 0.1
-
-        return Done()
+    def fake_launch(machine: list[str], console: Path, **kwargs: object) -> Watched:
+        seen["machine"], seen["console"], seen["qemu_log"] = machine, console, kwargs["qemu_log"]
+        return Watched(0, 0.1, False, None)
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(linuxkm, "run_logged", fake_run)
+    monkeypatch.setattr(linuxkm, "launch", fake_launch)
+    monkeypatch.setattr(linuxkm, "kernel_image", lambda version: Path(f"/boot/vmlinuz-{version}"))
     rel = Path("bsdkm-out") / "vm"
     rel.mkdir(parents=True)
     linuxkm.boot_vm(rel / "initramfs.cpio.gz", rel / "console.log", kernel_version="6.1.0", timeout_s=60,
-                    load_timeout_s=30, options=linuxkm.VmOptions(), stderr_log=rel / "qemu.log")
-    initrd, console = seen["cmd"][2], seen["cmd"][3]  # type: ignore[index]
-    assert Path(initrd).is_absolute() and Path(console).is_absolute()
-    assert Path(initrd) == (tmp_path / rel / "initramfs.cpio.gz")
+                    load_timeout_s=30, options=linuxkm.VmOptions(), qemu_log=rel / "qemu.log")
+    machine = seen["machine"]
+    initrd = Path(machine[machine.index("-initrd") + 1])  # type: ignore[attr-defined,index]
+    assert initrd == tmp_path / rel / "initramfs.cpio.gz"
+    assert Path(seen["console"]).is_absolute() and Path(seen["qemu_log"]).is_absolute()  # type: ignore[arg-type]
+    assert "bsdkm_ci.load_timeout=30 bsdkm_ci.unload_timeout=60" in machine[-1]  # type: ignore[index]
 
 
 def test_a_vm_whose_init_never_ran_is_the_environments_fault(tmp_path: Path) -> None:
     from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log
 
-    outcome = linuxkm.outcome_from_console(tmp_path / "absent.log", qemu_rc=2, wall_s=0.1,
+    outcome = linuxkm.outcome_from_console(tmp_path / "absent.log", Watched(2, 0.1, False, None),
                                            qemu_stderr="run-qemu.sh: initramfs not found: x.cpio.gz\n")
     log = parse_kernel_log(linux_target.TARGET.log_format, outcome.kernel_log)
     failure = judge_outcome(outcome, log, 60)
@@ -299,7 +299,7 @@ def test_markers_a_module_prints_are_not_the_harnesss(tmp_path: Path) -> None:
 
     console = tmp_path / "console.log"
     console.write_text(_forged_console(NONCE))
-    outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=1.0, nonce=NONCE)
+    outcome = linuxkm.outcome_from_console(console, Watched(0, 1.0, False, None), nonce=NONCE)
     assert (outcome.load_rc, outcome.load_errno, outcome.loaded_seen) == (1, 22, False)
     assert outcome.notes[-1].startswith("console lines that imitate the harness's markers were ignored")
     log = parse_kernel_log(linux_target.TARGET.log_format, outcome.kernel_log)
@@ -314,7 +314,7 @@ def test_without_the_nonce_markers_must_start_their_line_and_the_first_result_co
     console = tmp_path / "console.log"
     text = _forged_console(None)
     console.write_text(text)
-    outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=1.0)
+    outcome = linuxkm.outcome_from_console(console, Watched(0, 1.0, False, None))
     assert (outcome.load_rc, outcome.load_errno, outcome.loaded_seen) == (1, 22, False)
 
 
@@ -354,7 +354,7 @@ def test_a_panic_before_init_is_the_boots_and_retried_not_the_modules(tmp_path: 
                        "[    1.210000] ..MP-BIOS bug: 8254 timer not connected to IO-APIC\n"
                        "[    1.230000] Kernel panic - not syncing: IO-APIC + timer doesn't work!  Boot with "
                        "apic=debug and send a report.  Then try booting with the 'noapic' option.\n")
-    outcome = linuxkm.outcome_from_console(console, qemu_rc=0, wall_s=3.0)
+    outcome = linuxkm.outcome_from_console(console, Watched(0, 3.0, False, None))
     failure = judge_outcome(outcome, parse_kernel_log(linux_target.TARGET.log_format, console), 60)
     assert failure is not None
     assert (failure.category, failure.reason) == (FailureCategory.INFRASTRUCTURE, "vm-boot")

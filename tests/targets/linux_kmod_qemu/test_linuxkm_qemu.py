@@ -15,6 +15,7 @@ import pytest
 
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
+from buildbot_bsdkm.pipeline.runtime.proc import Watched
 from buildbot_bsdkm.pipeline.runtime.source import cache_root
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
@@ -161,11 +162,11 @@ def test_cut_console_shows_where_the_guest_stopped(test_modules: dict[str, Path]
         start = next(n for b, n in line_of.items() if b.startswith(body))
         # Keep everything up to and including the marker, except the init marker itself.
         keep = start - 1 if body == "init begin" else start
-        cut = linuxkm.read_console_lines(lines[:keep])
+        cut = linuxkm.read_console_lines(lines[:keep], linuxkm.MARKERS)
         assert cut.stage_in_progress() == stage, body
         cut_file = tmp_path / "cut.log"
         cut_file.write_text("".join(lines[:keep]))
-        timed = linuxkm.outcome_from_console(cut_file, qemu_rc=124, wall_s=1.0)
+        timed = linuxkm.outcome_from_console(cut_file, Watched(None, 1.0, True, None))
         assert timed.timed_out_stage == stage and timed.timed_out
 
 

@@ -25,7 +25,7 @@ from buildbot_bsdkm.perf.kernel_counts import (
     parse_plugin_output,
     text_layout,
 )
-from buildbot_bsdkm.pipeline.runtime import qemu_plugin
+from buildbot_bsdkm.pipeline.runtime import guest, qemu_plugin
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.policy import Policy, Verdict, evaluate
 from buildbot_bsdkm.policy.instruction_settings import InstructionSettings
@@ -189,39 +189,39 @@ def test_qemu_refusing_a_plugin_is_said(tmp_path: Path) -> None:
 
 
 def test_unavailable_plugin_falls_back_to_the_proxy_with_one_note(tmp_path: Path) -> None:
-    (tmp_path / linuxkm.COUNT_PLAN).write_text(json.dumps({"bytes": 4096, "sizes": [16, 1024]}))
-    (tmp_path / linuxkm.COUNT_UNAVAILABLE).write_text("no C compiler (gcc) to build the counting plugin")
-    counts = linuxkm.read_module_counts(tmp_path, tmp_path / "console.log")
+    (tmp_path / qemu_plugin.COUNT_PLAN).write_text(json.dumps({"bytes": 4096, "sizes": [16, 1024]}))
+    (tmp_path / qemu_plugin.COUNT_UNAVAILABLE).write_text("no C compiler (gcc) to build the counting plugin")
+    counts = guest.read_counts(tmp_path, tmp_path / "console.log", linuxkm.COUNTING)
     assert counts is not None and not counts.measured
     proxy = counted()
     proxy.scope = SCOPE_PROXY
     state = {METADATA_KEY: proxy.to_dict()}
-    linuxkm.merge_module_counts(state, counts)
-    linuxkm.merge_module_counts(state, counts)  # collect runs more than once: still one note
+    guest.merge_counts(state, counts)
+    guest.merge_counts(state, counts)  # collect runs more than once: still one note
     now = InstructionCounts.from_dict(state[METADATA_KEY])
     assert now.scope == SCOPE_PROXY
     assert sum("module itself was not counted" in n for n in now.notes) == 1
     assert "no C compiler" in now.notes[-1]
     alone: dict[str, object] = {}
-    linuxkm.merge_module_counts(alone, counts)  # no proxy: the unmeasured module record, never a pass
+    guest.merge_counts(alone, counts)  # no proxy: the unmeasured module record, never a pass
     assert InstructionCounts.from_dict(alone[METADATA_KEY]).scope == SCOPE_MODULE  # type: ignore[arg-type]
 
 
 def test_module_counts_replace_the_proxy(tmp_path: Path) -> None:
-    (tmp_path / linuxkm.COUNT_PLAN).write_text(json.dumps({"bytes": 4096, "sizes": [16, 1024]}))
+    (tmp_path / qemu_plugin.COUNT_PLAN).write_text(json.dumps({"bytes": 4096, "sizes": [16, 1024]}))
     per = {p.index: {"f": 10 * p.ops} for p in PLAN.items()}
-    (tmp_path / linuxkm.COUNT_FILE).write_text(plugin_text(per))
+    (tmp_path / qemu_plugin.COUNT_FILE).write_text(plugin_text(per))
     console = tmp_path / "console.log"
     console.write_text("\n".join(f"afalg-count: item index={p.index} alg={p.alg} driver=d bytes={p.size} "
                                  f"ops={p.ops} rc=0" for p in PLAN.items()) + "\n")
     proxy = counted()
     proxy.scope = SCOPE_PROXY
     state = {METADATA_KEY: proxy.to_dict()}
-    counts = linuxkm.read_module_counts(tmp_path, console)
+    counts = guest.read_counts(tmp_path, console, linuxkm.COUNTING)
     assert counts is not None and len(counts.measured) == 8
-    linuxkm.merge_module_counts(state, counts)
+    guest.merge_counts(state, counts)
     assert InstructionCounts.from_dict(state[METADATA_KEY]).scope == SCOPE_MODULE
-    assert InstructionCounts.from_dict(state[linuxkm.PROXY_STATE_KEY]).scope == SCOPE_PROXY
+    assert InstructionCounts.from_dict(state[qemu_plugin.PROXY_STATE_KEY]).scope == SCOPE_PROXY
 
 
 # --------------------------------------------------------------------------- the gate and the report

@@ -1,10 +1,10 @@
 """wolfSSL's Linux kernel module (linuxkm) built against Debian's headers and run in QEMU.
 
-Target ``linux-kmod-qemu``. The shell side lives in ``kmod/linux/`` (a static
-``finit_module`` loader, the initramfs ``/init`` with ``### bsdkm-ci:`` markers,
-``mkinitramfs.sh`` and ``run-qemu.sh``); this module drives those scripts, keeps
-built modules in the cache, and turns the console's markers into a
-``ModuleLoadOutcome``. Benchmark and self-test lines are left to the parsers.
+Target ``linux-kmod-qemu``. The guest side lives in ``kmod/linux/`` (a static ``finit_module``
+loader, the initramfs ``/init`` with ``### bsdkm-ci:`` markers, ``mkinitramfs.sh``); this module
+builds the module and the initramfs, boots them through the guest layer (``runtime.guest``), keeps
+built modules in the cache, and turns the console (``parsers.linux_console``, by ``MARKERS``) into
+a ``ModuleLoadOutcome``. Benchmark and self-test lines are left to the parsers.
 """
 
 from __future__ import annotations
@@ -13,46 +13,25 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ....config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, Config
-from ....perf.instructions import METADATA_KEY, InstructionCounts, counts_of
-from ....perf.kernel_counts import (
-    SCOPE_PROXY,
-    CountPlan,
-    KernelCountError,
-    module_counts,
-    parse_harness_lines,
-    parse_plugin_output,
-)
-from ....policy import load_policy
+from ....config.bsdkm_yml import Config
+from ....parsers.guest_markers import MarkerTable
+from ....parsers.linux_console import ConsoleReport, read_console_lines
 from ....retry.classify import KERNEL_BEFORE_MODULE, Patterns, classify, first_compile_error
 from ....support.resources import kmod_dir
 from ...runtime.build import source_fingerprint
 from ...runtime.console import console_lines
 from ...runtime.errors import StageError, infra_error, real_error
-from ...runtime.loading import ModuleLoadOutcome
+from ...runtime.guest import CountRequest, CountSpec, VmOptions, launch, new_nonce, request_count
+from ...runtime.loading import ModuleLoadOutcome, outcome_record
 from ...runtime.locks import exclusive
-from ...runtime.proc import run_logged
-from ...runtime.qemu_plugin import (
-    COUNT_FILE,
-    COUNT_PLAN,
-    COUNT_SYMBOLS,
-    COUNT_UNAVAILABLE,
-    PROXY_STATE_KEY,
-    PluginUnavailable,
-    module_layout,
-    plugin_for,
-    plugin_source,
-)
-from ...runtime.source import cache_root
+from ...runtime.proc import CONSOLE_FLOOD, Watched, run_logged
+from ...runtime.qemu_plugin import COUNT_FILE, module_layout
 from ..base import Prerequisite
 
 BOOT_DIR = Path("/boot")
@@ -74,10 +53,7 @@ SHORT_BENCH_CFLAGS = "-DBENCH_EMBEDDED -DBENCH_MIN_RUNTIME_SEC=0.01 -DBENCH_NTIM
 MAKE_VARS = ("KERNEL_EXTRA_CFLAGS_REMOVE=-pg", "FORCE_NO_MODULE_SIG=1")
 MODULE_RELPATH = Path("linuxkm") / "libwolfssl.ko"
 TEST_MODULES = ("bsdkm_ok", "bsdkm_initfail", "bsdkm_hang", "bsdkm_panic", "bsdkm_forge", "bsdkm_flood")
-HOST_TIMEOUT_RCS = (124, 137)  # timeout(1): TERM sent / KILL sent after --kill-after
-DEFAULT_CONSOLE_CAP_BYTES = int(DEFAULT_CONSOLE_CAP_MIB * (1 << 20))
-FLOOD_RC = 3  # run-qemu.sh stopped the VM at the console cap
-FLOOD_RE = re.compile(r"run-qemu\.sh: console flood: (\d+) bytes")
+UNLOAD_TIMEOUT_S = 60  # the guest's watchdog for the unload
 
 
 # --------------------------------------------------------------------------- kernels on this worker
@@ -296,159 +272,15 @@ def build_test_modules(out_dir: Path, kernel_version: str | None = None, *,
 # --------------------------------------------------------------------------- reading the console
 
 
-# The harness's own lines start a console line; the module's printk output never does (the kernel
-# puts "[    1.234567] " before each of its lines, in the dmesg dumps too). A per-boot nonce the module
-# cannot know ends every marker /init prints (``nonce=``), so a marker the module prints is not taken.
-MARKER_RE = re.compile(
-    r"^### bsdkm-ci: (?P<body>.*?)(?: uptime=(?P<uptime>\d+(?:\.\d+)?))?(?: nonce=(?P<nonce>[0-9a-f]+))?\s*$"
-)
-LOADER_RE = re.compile(
-    r"^bsdkm-modload: (?P<verb>load|unload) (?P<what>\S+): "
-    r"(?:ok|failed errno=(?P<errno>\d+)(?: \((?P<text>[^)]*)\))?)\s*$"
-)
-PANIC_RE = re.compile(r"Kernel panic - not syncing: .*")
-ESCAPES_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[A-Za-z])")  # SeaBIOS/kernel terminal resets
-IMITATION_HINT = "### bsdkm-ci:"
-TERMINAL_RESET = "\x1bc"
-
-
-@dataclass
-class Marker:
-    body: str  # "load rc=0", "load begin", "unload timeout after 60s"
-    uptime: float | None  # guest seconds since boot when printed
-    line: int
-
-
-@dataclass
-class ConsoleReport:
-    """What the ``### bsdkm-ci:`` markers and loader lines on a console say."""
-
-    markers: list[Marker] = field(default_factory=list)
-    module_name: str | None = None
-    load_rc: int | None = None
-    unload_rc: int | None = None
-    load_errno: int | None = None
-    load_error_text: str | None = None
-    unload_errno: int | None = None
-    guest_timeout_stage: str | None = None  # "load" / "unload" from the guest watchdog
-    module_listed: bool = False  # the module was in /proc/modules after the load
-    panic: str | None = None  # first "Kernel panic - not syncing: ..." line
-    tainted: int | None = None
-    imitations: list[int] = field(default_factory=list)  # lines that look like a marker but are not /init's
-    bytes_read: int = 0
-
-    def seen(self, body: str) -> bool:
-        return any(m.body == body for m in self.markers)
-
-    def uptime_of(self, prefix: str) -> float | None:
-        return next((m.uptime for m in self.markers if m.body.startswith(prefix)), None)
-
-    @property
-    def last_marker(self) -> str | None:
-        return self.markers[-1].body if self.markers else None
-
-    def stage_in_progress(self) -> str:
-        """Where the guest was when it stopped talking: boot, load, unload, collect, poweroff."""
-        if self.seen("poweroff"):
-            return "poweroff"
-        if self.seen("unload begin") and self.unload_rc is None:
-            return "unload"
-        if self.seen("load begin") and self.load_rc is None:
-            return "load"
-        if not any(m.body.startswith("init begin") for m in self.markers):
-            return "boot"
-        return "collect"
-
-
-class _ConsoleReader:
-    """Feeds console lines one at a time so a large log is never held in memory.
-
-    ``nonce``: the boot's nonce; a marker without it is the module's imitation and is not taken
-    (None: not known here, e.g. an old console; the markers must still start their line). Each step's
-    result is the first one after its ``begin``: nothing printed later replaces it.
-    """
-
-    def __init__(self, nonce: str | None = None) -> None:
-        self.report = ConsoleReport()
-        self._nonce = nonce
-        self._in_modules = False
-        self._listed = False
-        self._step: str | None = None  # "load" / "unload" between its begin marker and its rc marker
-        self._loader_seen: set[str] = set()
-
-    def feed(self, lineno: int, raw: str) -> None:
-        # The kernel resets the terminal (ESC c) right before /init's first marker, on the firmware's
-        # unfinished last line ("Booting from ROM.."): what follows a reset starts the screen afresh.
-        line = ESCAPES_RE.sub("", raw.rpartition(TERMINAL_RESET)[2]).replace("\r", "").rstrip("\n")
-        r = self.report
-        if r.panic is None and (m := PANIC_RE.search(line)):
-            r.panic = m.group(0).strip()
-        m = MARKER_RE.match(line)
-        if m and (self._nonce is None or m.group("nonce") == self._nonce):
-            self._marker(Marker(m.group("body").strip(), _float(m.group("uptime")), lineno))
-        elif IMITATION_HINT in line:
-            # The module runs only from "load begin" on: a broken marker before it is the console's
-            # doing (a kernel line printed into the middle of one), not an imitation.
-            if len(r.imitations) < 20 and self.report.seen("load begin"):
-                r.imitations.append(lineno)
-        elif m := LOADER_RE.match(line):
-            self._loader(m)
-        elif self._in_modules and r.module_name and line.startswith(f"{r.module_name} "):
-            r.module_listed = True
-
-    def _marker(self, marker: Marker) -> None:
-        r, body = self.report, marker.body
-        r.markers.append(marker)
-        # The module list is read once, from the first listing.
-        first_listing = body == "modules begin" and not self._listed
-        self._listed = self._listed or first_listing
-        self._in_modules = first_listing or (self._in_modules and body != "modules end")
-        if m := re.fullmatch(r"module path=\S+ name=(\S+).*", body):
-            r.module_name = r.module_name or m.group(1)
-        elif body in ("load begin", "unload begin"):
-            self._step = body.split()[0]
-        elif m := re.fullmatch(r"(load|unload) rc=(-?\d+)", body):
-            if self._step == m.group(1):  # the first result after its begin; no later one counts
-                if m.group(1) == "load":
-                    r.load_rc = int(m.group(2))
-                else:
-                    r.unload_rc = int(m.group(2))
-            self._step = None
-        elif m := re.fullmatch(r"(load|unload) timeout after \d+s", body):
-            r.guest_timeout_stage = r.guest_timeout_stage or m.group(1)
-            self._step = None
-        elif m := re.fullmatch(r"tainted=(\d+)", body):
-            r.tainted = int(m.group(1))
-
-    def _loader(self, m: re.Match[str]) -> None:
-        verb = m.group("verb")
-        if verb != self._step or verb in self._loader_seen:
-            return  # outside its step, or a second one: not the loader's answer
-        self._loader_seen.add(verb)
-        errno = int(m.group("errno")) if m.group("errno") else None
-        if verb == "load":
-            self.report.load_errno = errno
-            self.report.load_error_text = m.group("text")
-        else:
-            self.report.unload_errno = errno
-
-
-def _float(text: str | None) -> float | None:
-    return float(text) if text else None
-
-
-def read_console_lines(lines: Iterable[str], nonce: str | None = None) -> ConsoleReport:
-    reader = _ConsoleReader(nonce)
-    for lineno, line in enumerate(lines, 1):
-        reader.feed(lineno, line)
-        reader.report.bytes_read += len(line)
-    return reader.report
+# /init's markers (kmod/linux/init.sh), each ending with the boot's nonce (``nonce=``), which /init
+# read once and removed from the image before the module loads: a marker the module prints is not taken.
+MARKERS = MarkerTable(facts={"module": r"module path=\S+ name=(\S+).*", "tainted": r"tainted=(\d+)"})
 
 
 def read_console(path: Path, nonce: str | None = None) -> ConsoleReport:
     """Markers of a console log; a missing, unreadable or empty log gives an empty report."""
     try:
-        return read_console_lines(console_lines(path), nonce)
+        return read_console_lines(console_lines(path), MARKERS, nonce)
     except OSError:
         # Judged like a VM that printed nothing: the notes then say /init never ran.
         return ConsoleReport()
@@ -470,7 +302,7 @@ def _stage_times(report: ConsoleReport) -> dict[str, float]:
     return stages
 
 
-def _notes(report: ConsoleReport, qemu_rc: int, host_timed_out: bool, qemu_stderr: str) -> list[str]:
+def _notes(report: ConsoleReport, run: Watched, qemu_stderr: str) -> list[str]:
     notes = []
     if report.load_errno is not None:
         notes.append(f"finit_module failed: errno {report.load_errno} ({report.load_error_text or '?'})")
@@ -484,45 +316,45 @@ def _notes(report: ConsoleReport, qemu_rc: int, host_timed_out: bool, qemu_stder
         notes.append(f"{KERNEL_BEFORE_MODULE}: {report.panic}")
     elif report.panic:
         notes.append(f"kernel panic: {report.panic}")
-    if not report.markers and not host_timed_out:
+    if not report.markers and not run.timed_out:
         notes.append("no bsdkm-ci marker on the console: the initramfs /init never ran")
-    elif not report.seen("poweroff") and not host_timed_out:
+    elif not report.seen("poweroff") and not run.timed_out:
         notes.append(f"VM stopped before powering off; last marker: {report.last_marker!r}")
-    if host_timed_out:
+    if run.timed_out:
         notes.append(f"VM killed by the host timeout during {report.stage_in_progress()}")
-    elif qemu_rc != 0:
+    elif run.stopped == CONSOLE_FLOOD:
+        notes.append(f"VM stopped at the console cap: the guest printed {run.log_bytes} bytes")
+    elif run.exit_code != 0:
         tail = qemu_stderr.strip().splitlines()[-1:] or ["no stderr"]
-        notes.append(f"qemu exited {qemu_rc}: {tail[0]}")
+        notes.append(f"qemu exited {run.exit_code}: {tail[0]}")
     if report.imitations:
         lines = ", ".join(str(n) for n in report.imitations[:5])
         notes.append(f"console lines that imitate the harness's markers were ignored (line {lines})")
     return notes
 
 
-def outcome_from_console(console: Path, *, qemu_rc: int, wall_s: float, qemu_stderr: str = "",
+def outcome_from_console(console: Path, run: Watched, *, qemu_stderr: str = "",
                          extra_logs: dict[str, Path] | None = None,
                          nonce: str | None = None) -> ModuleLoadOutcome:
     """Judge a finished VM run from its console log and how QEMU ended (``nonce``: the boot's)."""
     report = read_console(console, nonce)
-    flood = FLOOD_RE.search(qemu_stderr) if qemu_rc == FLOOD_RC else None
-    host_timed_out = qemu_rc in HOST_TIMEOUT_RCS
-    timed_out_stage = report.guest_timeout_stage or (report.stage_in_progress() if host_timed_out else None)
+    timed_out_stage = report.guest_timeout_stage or (report.stage_in_progress() if run.timed_out else None)
     stages = _stage_times(report)
-    stages["vm"] = round(wall_s, 2)
+    stages["vm"] = round(run.seconds, 2)
     return ModuleLoadOutcome(
         kernel_log=console,
         load_rc=report.load_rc,
         unload_rc=report.unload_rc,
         timed_out=timed_out_stage is not None,
         timed_out_stage=timed_out_stage,
-        duration_s=wall_s,
+        duration_s=run.seconds,
         loaded_seen=report.module_listed,
         stages=stages,
-        notes=_notes(report, qemu_rc, host_timed_out, qemu_stderr),
+        notes=_notes(report, run, qemu_stderr),
         extra_logs=dict(extra_logs or {}),
         load_errno=report.load_errno,
         unload_errno=report.unload_errno,
-        console_flood_bytes=int(flood.group(1)) if flood else None,
+        console_flood_bytes=run.log_bytes if run.stopped == CONSOLE_FLOOD else None,
     )
 
 
@@ -581,38 +413,28 @@ def _resolve_kernel(ko: Path, kernel_version: str | None) -> str:
     return default_kernel_version()
 
 
-@dataclass(frozen=True)
-class VmOptions:
-    cpu: str = "max"  # "max,-adx,-bmi2" avoids the intermittent ECC self-test failure
-    memory_mb: int = 1024
-    unload_timeout_s: int = 60
-    console_cap_bytes: int = DEFAULT_CONSOLE_CAP_BYTES  # the VM is stopped past it (run-qemu.sh)
-    plugin: str | None = None  # a TCG plugin with its arguments (QEMU's -plugin), the instruction counter
+def machine(kernel: Path, initrd: Path, *, load_timeout_s: int, unload_timeout_s: int) -> list[str]:
+    """What QEMU boots: Debian's kernel with the initramfs; the guest watchdogs on its command line."""
+    append = (f"console=ttyS0 quiet panic=-1 bsdkm_ci.load_timeout={load_timeout_s} "
+              f"bsdkm_ci.unload_timeout={unload_timeout_s}")
+    return ["-kernel", str(kernel), "-initrd", str(initrd), "-append", append]
 
 
 def boot_vm(initrd: Path, console: Path, *, kernel_version: str, timeout_s: int, load_timeout_s: int,
-            options: VmOptions, stderr_log: Path) -> tuple[int, float]:
-    """``run-qemu.sh``; returns (exit status, wall seconds). 124/137 mean the host timeout hit."""
-    env = {**os.environ, "KERNEL_VERSION": kernel_version, "QEMU_CPU": options.cpu,
-           "QEMU_MEM": str(options.memory_mb), "LOAD_TIMEOUT": str(load_timeout_s),
-           "UNLOAD_TIMEOUT": str(options.unload_timeout_s),
-           "CONSOLE_CAP_BYTES": str(options.console_cap_bytes)}
-    if options.plugin:
-        env["QEMU_PLUGIN"] = options.plugin
-    initrd, console, stderr_log = Path(initrd).resolve(), Path(console).resolve(), Path(stderr_log).resolve()
-    cmd = ["sh", str(_script("run-qemu.sh")), str(initrd), str(console), str(timeout_s)]
-    stderr_log.unlink(missing_ok=True)
-    # run-qemu.sh enforces timeout_s itself (+10 s kill grace); this is the backstop.
-    res = run_logged(cmd, cwd=stderr_log.parent, log=stderr_log, timeout_s=timeout_s + 30, env=env,
-                     header=False)
-    return (137 if res.exit_code is None else res.exit_code), res.seconds
+            options: VmOptions, qemu_log: Path, plugin: str | None = None,
+            unload_timeout_s: int = UNLOAD_TIMEOUT_S) -> Watched:
+    """One boot of the initramfs, stopped at ``timeout_s`` (``Watched.timed_out``: the host's limit hit)."""
+    initrd, console, qemu_log = Path(initrd).resolve(), Path(console).resolve(), Path(qemu_log).resolve()
+    boots = machine(kernel_image(kernel_version), initrd, load_timeout_s=load_timeout_s,
+                    unload_timeout_s=unload_timeout_s)
+    return launch(boots, console, options=options, timeout_s=timeout_s, plugin=plugin, qemu_log=qemu_log)
 
 
 def guest_load_timeout(timeout_s: int) -> int:
     """Leave the guest time to boot, dump its log and power off after its own load watchdog.
 
-    Same rule as run-qemu.sh. A host kill loses the load's kernel log, so the margin grows
-    with the limit: a starved TCG guest has needed 30 s just to reach /init.
+    A host kill loses the load's kernel log, so the margin grows with the limit: a starved TCG
+    guest has needed 30 s just to reach /init.
     """
     if timeout_s <= 120:
         return max(1, timeout_s // 2)
@@ -629,8 +451,6 @@ def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version
     Bad inputs (missing module, no kernel image, broken harness) raise StageError with the
     reason; anything the module or VM does is reported in the outcome, never raised.
     """
-    # run-qemu.sh runs in the VM directory: a relative --out (the main job's bsdkm-out) must not
-    # leave it looking for bsdkm-out/... under bsdkm-out/.
     ko, work_dir = Path(ko).resolve(), Path(work_dir).resolve()
     if not ko.is_file():
         raise real_error("load", "load-error", f"kernel module not found: {ko}")
@@ -638,117 +458,42 @@ def run_linux_module(ko: Path, work_dir: Path, *, timeout_s: int, kernel_version
         raise real_error("load", "load-error", f"timeout must be positive seconds, got {timeout_s}")
     version = _resolve_kernel(ko, kernel_version)
     work_dir.mkdir(parents=True, exist_ok=True)
-    nonce = secrets.token_hex(16)  # this boot's: a module cannot print the markers /init prints
+    nonce = new_nonce()  # this boot's: a module cannot print the markers /init prints
     initrd = make_initramfs(ko, work_dir / "initramfs.cpio.gz", params, nonce)
     console, qemu_log = work_dir / "console.log", work_dir / "qemu.log"
-    if count is not None:
-        options = replace(options or VmOptions(), plugin=count.plugin_arg(work_dir / COUNT_FILE, nonce))
-    rc, wall = boot_vm(initrd, console, kernel_version=version, timeout_s=timeout_s,
-                       load_timeout_s=load_timeout_s or guest_load_timeout(timeout_s),
-                       options=options or VmOptions(), stderr_log=qemu_log)
-    return outcome_from_console(console, qemu_rc=rc, wall_s=wall,
-                                qemu_stderr=qemu_log.read_text(errors="replace"),
+    plugin = count.plugin_arg(work_dir / COUNT_FILE, nonce) if count is not None else None
+    run = boot_vm(initrd, console, kernel_version=version, timeout_s=timeout_s,
+                  load_timeout_s=load_timeout_s or guest_load_timeout(timeout_s),
+                  options=options or VmOptions(), qemu_log=qemu_log, plugin=plugin)
+    return outcome_from_console(console, run, qemu_stderr=qemu_log.read_text(errors="replace")
+                                if qemu_log.is_file() else "",
                                 extra_logs={"console": console, "qemu": qemu_log}, nonce=nonce)
 
 
 # --------------------------------------------------------------------------- counting the module
 
 
-@dataclass(frozen=True)
-class CountRequest:
-    """The plugin for one boot: where it is, the module's .text size, its code ranges and symbols
-    (``symbols``: every executable section's), the work."""
-
-    plugin: Path
-    symbols: Path
-    text_size: int
-    plan: CountPlan
-
-    def plugin_arg(self, out: Path, nonce: str) -> str:
-        return f"{self.plugin},out={out},nonce={nonce},size={self.text_size},syms={self.symbols}"
+# The lkcapi variant's AF_ALG benchmark program does the counted work (``afalg-count:`` lines).
+COUNTING = CountSpec()
 
 
 def prepare_count(config: Config, ko: Path, work: Path) -> CountRequest | None:
     """The count of this boot, when the policy asks for it and the guest drives the module's
     entry points (an lkcapi variant's AF_ALG overlay); None otherwise. A plugin that cannot be
     built or loaded leaves its reason in ``COUNT_UNAVAILABLE`` and the boot runs without it."""
-
-    for stale in (COUNT_FILE, COUNT_PLAN, COUNT_UNAVAILABLE, COUNT_SYMBOLS):
-        (work / stale).unlink(missing_ok=True)
-    settings = load_policy(config.policy).instructions
     conf = work / "initramfs.d" / "etc" / "bsdkm-ci.d" / "afalg.conf"
-    if not settings.kernel_count or not conf.is_file():
+    request = request_count(config, work, COUNTING, lambda: module_layout(ko), wanted=conf.is_file())
+    if request is None:
         return None
-    plan = CountPlan(settings.kernel_bytes, settings.kernel_sizes)
-    (work / COUNT_PLAN).write_text(json.dumps({"bytes": plan.bytes, "sizes": list(plan.sizes)}))
-    try:
-        plugin = plugin_for(cache_root(config))
-        layout = module_layout(ko)
-        if "," in str(plugin.path) + str(work):
-            raise PluginUnavailable(f"a path holds a comma, which QEMU's -plugin option cannot carry: {work}")
-    except PluginUnavailable as e:
-        (work / COUNT_UNAVAILABLE).write_text(str(e))
-        return None
-    (work / COUNT_SYMBOLS).write_text(layout.symbols_file())
+    plan = request.plan
     with open(conf, "a", encoding="utf-8") as f:
         f.write(f"AFALG_COUNT_BYTES={plan.bytes}\nAFALG_COUNT_SIZES={','.join(str(x) for x in plan.sizes)}\n")
-        if layout.section_names:  # the module's other executable sections: the guest places each
-            f.write(f"AFALG_COUNT_SECTIONS={','.join(layout.section_names)}\n")
-    return CountRequest(plugin.path, work / COUNT_SYMBOLS, layout.size, plan)
-
-
-def read_module_counts(work: Path, console: Path) -> InstructionCounts | None:
-    """What the boot in ``work`` counted in the module; None when no count was asked."""
-
-    plan_file = work / COUNT_PLAN
-    if not plan_file.is_file():
-        return None
-    raw = json.loads(plan_file.read_text())
-    plan = CountPlan(int(raw["bytes"]), tuple(int(x) for x in raw["sizes"]))
-    program = str(plugin_source().name)
-    if (work / COUNT_UNAVAILABLE).is_file():
-        why = (work / COUNT_UNAVAILABLE).read_text().strip()
-        return module_counts(plan, None, parse_harness_lines(()), program=program,
-                             unavailable=f"the counting plugin is unavailable: {why}")
-    harness = parse_harness_lines(console_lines(console) if console.is_file() else ())
-    out = work / COUNT_FILE
-    try:
-        plugin = parse_plugin_output(out.read_text(errors="replace")) if out.is_file() else None
-    except KernelCountError as e:
-        return module_counts(plan, None, harness, program=program,
-                             unavailable=f"the counting plugin's output is unreadable: {e}")
-    return module_counts(plan, plugin, harness, program=program)
-
-
-_NOT_COUNTED = "the module itself was not counted"
-
-
-def merge_module_counts(state: dict[str, Any], counts: InstructionCounts) -> None:
-    """The module's counts become the run's; when none could be made (the plugin unavailable, the
-    run void) and the build has proxy counts, the proxy's stand, with a note saying why."""
-
-    current = counts_of(state)
-    # The proxy as the build made it (collect runs more than once: not the one this added a note to).
-    fresh = current is not None and not any(_NOT_COUNTED in n for n in current.notes)
-    if current is not None and current.scope == SCOPE_PROXY and fresh:
-        state[PROXY_STATE_KEY] = current.to_dict()
-    proxy = counts_of(state, PROXY_STATE_KEY)
-    if not counts.measured and proxy is not None:
-        reasons = sorted({i.reason or i.status for i in counts.items})
-        proxy.notes.append(f"{_NOT_COUNTED} ({'; '.join(reasons)}): the user-space proxy's counts stand in")
-        state[METADATA_KEY] = proxy.to_dict()
-        return
-    state[METADATA_KEY] = counts.to_dict()
+        if request.ranges:  # the module's other executable sections: the guest places each
+            f.write(f"AFALG_COUNT_SECTIONS={','.join(request.ranges)}\n")
+    return request
 
 
 # --------------------------------------------------------------------------- by hand
-
-
-def outcome_as_dict(outcome: ModuleLoadOutcome) -> dict[str, object]:
-    out = {k: v for k, v in vars(outcome).items() if k not in ("kernel_log", "extra_logs")}
-    out["kernel_log"] = str(outcome.kernel_log)
-    out["extra_logs"] = {k: str(v) for k, v in outcome.extra_logs.items()}
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -776,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     except StageError as e:
         print(f"linuxkm: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(outcome_as_dict(outcome), indent=2))
+    print(json.dumps(outcome_record(outcome), indent=2))
     return 0 if outcome.load_rc == 0 and outcome.unload_rc == 0 else 1
 
 

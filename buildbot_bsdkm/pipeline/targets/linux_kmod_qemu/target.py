@@ -1,6 +1,6 @@
 """The ``linux-kmod-qemu`` target: the module built against Debian's headers, loaded in a QEMU VM.
 
-The harness (build, initramfs, boot, console) is ``linuxkm.py``; an lkcapi variant's AF_ALG
+The harness (build, initramfs, boot, console) is ``harness.py``; an lkcapi variant's AF_ALG
 benchmark is ``afalg.py`` and its console lines ``afalg_console.py``.
 """
 
@@ -15,6 +15,7 @@ from ....config.bsdkm_yml import Config
 from ....model import LogFormat, LogResult
 from ....retry.classify import Patterns
 from ...job import KO, Job, StateKey
+from ...runtime.guest import VmOptions, merge_counts, read_counts
 from ...runtime.loading import ModuleLoadOutcome
 from ...runtime.source import cache_root
 from .. import prerequisites as needs
@@ -22,13 +23,11 @@ from ..base import KernelTarget, Prerequisite, append_log, module_flags
 from .afalg import build_bench, stage_overlay, wants_afalg
 from .afalg_console import console_logs
 from .harness import (
+    COUNTING,
     LinuxModuleSpec,
-    VmOptions,
     cached_linux_module,
     kernel_prerequisites,
-    merge_module_counts,
     prepare_count,
-    read_module_counts,
     run_linux_module,
 )
 from .options import LinuxQemuOptions
@@ -62,9 +61,9 @@ class LinuxQemuTarget(KernelTarget):
                       kernel_log: Path) -> list[LogResult]:
         # The lkcapi variant's guest ran the AF_ALG benchmark after the load, on the same console.
         wanted = bool(state.get(AFALG_PROGRAM.name)) and outcome.load_rc == 0
-        counts = read_module_counts(run_dir / "vm", kernel_log)
+        counts = read_counts(run_dir / "vm", kernel_log, COUNTING)
         if counts is not None:
-            merge_module_counts(state, counts)
+            merge_counts(state, counts)
         return console_logs(kernel_log, run_dir, expected=wanted)
 
     def build(self, config: Config, variant: str, source: Path, cache: Path, jobs: int, log: Path,
