@@ -18,8 +18,9 @@ MARKER_PREFIX = "### bsdkm-ci:"
 MARKER_RE = re.compile(
     r"^### bsdkm-ci: (?P<body>.*?)(?: uptime=(?P<uptime>\d+(?:\.\d+)?))?(?: nonce=(?P<nonce>[0-9a-f]+))?\s*$"
 )
-_RESULT = re.compile(r"(?P<step>\S+) rc=(?P<rc>-?\d+)(?: errno=(?P<errno>\d+))?")
-_TIMEOUT = re.compile(r"(?P<step>\S+) timeout after \d+s")
+# Anchored: a body of one long word is refused at its first character, not searched from each one.
+_RESULT = re.compile(r"^(?P<step>\S+) rc=(?P<rc>-?\d+)(?: errno=(?P<errno>\d+))?$")
+_TIMEOUT = re.compile(r"^(?P<step>\S+) timeout after \d+s$")
 MAX_IMITATION_LINES = 20  # line numbers kept for the notes; the count goes on
 
 
