@@ -18,14 +18,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from .model import StageFailure
+from .model import FailureReason, StageFailure
 
 # --------------------------------------------------------------------------- failure reasons
+
+# ``FailureReason``: the words a failure record's ``reason`` may hold. The enum is defined beside
+# ``StageFailure`` in the model, which checks every record's reason against it (the model cannot
+# import this module, which reads the model's records), and is imported from here.
 
 # A run whose target this machine cannot do: no FreeBSD set reachable, freebsd-kmod on a host that
 # is not FreeBSD. ``bsdkm-ci run`` and ``main`` report such a run "not run" (``RunResult.not_run``);
 # Buildbot and the Action treat it as the infrastructure failure it is (retried, then an error).
-TARGET_UNAVAILABLE = "target-unavailable"
+TARGET_UNAVAILABLE = FailureReason.TARGET_UNAVAILABLE
 
 # A configured baseline file that cannot be read: every shell exits 2 naming the file.
 class BaselineError(ValueError):

@@ -33,6 +33,64 @@ class FailureCategory(StrEnum):
     REAL = "real"  # compile error, failed self-test, panic, regression: never retry silently
 
 
+class FailureReason(StrEnum):
+    """Why a stage failed, in one short word: what the retry policy, the statuses and the reports key on.
+
+    A ``str`` so that the failure records (``StageFailure.to_dict``) and every comparison with the
+    words keep working. The stage names are reasons too: a stage that failed for no more precise
+    reason is said to have failed its stage.
+    """
+
+    # Infrastructure: the machine, the network or the CI side, not the code under test.
+    NETWORK = "network"
+    FETCH = "fetch"
+    WORKER_LOST = "worker-lost"
+    WORKER_SETUP = "worker-setup"
+    CI_EXCEPTION = "ci-exception"
+    VM_BOOT = "vm-boot"  # the kernel fell over before the module was loaded
+    TARGET_UNAVAILABLE = "target-unavailable"  # this machine cannot do the target (contract.py)
+    HUNG_AFTER_COMPLETE = "hung-after-complete"
+    TIMEOUT = "timeout"
+    LOGS_LOST = "logs-lost"
+    INTEGRITY = "integrity"  # an input that is not what its pin or manifest says
+    SNAPSHOT_CHANGING = "snapshot-changing"
+    INFRA_PATTERN = "infra-pattern"  # a config's ``retry.infra_patterns`` matched
+    UNKNOWN = "unknown"
+    # Real: the code under test.
+    CONFIG = "config"
+    CONFIGURE = "configure"
+    COMPILE = "compile"
+    PANIC = "panic"
+    SELFTEST = "selftest"
+    LOAD_ERROR = "load-error"
+    LOAD_TIMEOUT = "load-timeout"
+    INCOMPLETE_LOG = "incomplete-log"
+    CONSOLE_FLOOD = "console-flood"
+    FIPS = "fips"
+    INSTRUCTIONS = "instructions"
+    REAL_PATTERN = "real-pattern"  # a config's ``retry.real_patterns`` matched
+    # The remaining stages, for a failure of theirs with no more precise reason.
+    BUILD = "build"
+    LOAD = "load"
+    BENCHMARK = "benchmark"
+    UNLOAD = "unload"
+    COLLECT = "collect"
+    GATE = "gate"
+
+    @classmethod
+    def _missing_(cls, value: object) -> FailureReason | None:
+        # A word records written before the words were one set may still hold.
+        return cls.COMPILE if value == "compile-error" else None
+
+    @classmethod
+    def of_stage(cls, stage: str) -> FailureReason:
+        """The reason of a stage that failed for no more precise reason: the stage itself."""
+        try:
+            return cls(stage)
+        except ValueError:
+            return cls.UNKNOWN
+
+
 class LogFormat(StrEnum):
     WOLFCRYPT_BENCH = "wolfcrypt-bench"
     WOLFCRYPT_BENCH_CSV = "wolfcrypt-bench-csv"
@@ -203,8 +261,16 @@ class StageFailure:
     stage: str  # fetch, configure, build, load, selftest, benchmark, unload, collect, gate
     message: str  # "configure failed: ...", "module load timed out after 600 s"
     category: FailureCategory = FailureCategory.REAL
-    reason: str | None = None  # short machine key: network, compile-error, selftest, timeout, panic, ...
+    reason: FailureReason | None = None  # what the retry policy keys on: network, compile, panic, ...
     evidence: list[str] = field(default_factory=list)  # paths of logs kept
+
+    def __post_init__(self) -> None:
+        if self.reason is not None and not isinstance(self.reason, FailureReason):
+            try:
+                self.reason = FailureReason(self.reason)
+            except ValueError:
+                raise ValueError(f"unknown failure reason {self.reason!r} (known: "
+                                 f"{', '.join(r.value for r in FailureReason)})") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The failure record every process and shell exchanges (JSON-ready: category as its value)."""
@@ -212,7 +278,7 @@ class StageFailure:
             "stage": self.stage,
             "message": self.message,
             "category": self.category.value,
-            "reason": self.reason,
+            "reason": None if self.reason is None else self.reason.value,
             "evidence": list(self.evidence),
         }
 

@@ -1145,7 +1145,7 @@ def judge_boot(kind: str, outcome: ModuleLoadOutcome, log: LogResult, timeout_s:
 
 def not_covered_failure(notes: Sequence[str], evidence: Path) -> StageFailure:
     return StageFailure("load", "not covered: " + "; ".join(notes), FailureCategory.INFRASTRUCTURE,
-                        "target-unavailable", [str(evidence)])
+                        TARGET_UNAVAILABLE, [str(evidence)])
 
 
 def not_run_text(not_run: dict[str, str]) -> str:
