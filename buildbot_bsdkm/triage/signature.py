@@ -19,18 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..model import KernelEvent, RunResult
+from ..parsers.kernel_shapes import SIGNATURE_HEADS
 from .selftest_source import unnamed_check_signature
 
-# Kernel record kind -> the signature's kind word.
-_KERNEL_LABELS: dict[str, str] = {
-    "panic": "panic", "bug": "kernel BUG", "oops": "Oops", "gpf": "general protection fault",
-    "warning": "WARNING", "fatal_trap": "fatal trap", "backtrace": "KDB backtrace",
-    "soft_lockup": "soft lockup", "hard_lockup": "hard lockup", "spin_lock_held": "spin lock held too long",
-    "rcu_stall": "RCU stall", "hung_task": "hung task", "kasan": "KASAN", "ubsan": "UBSAN",
-    "kmemleak": "kmemleak", "lockdep": "lockdep", "lock_order_reversal": "lock order reversal",
-    "sleeping_thread_lock": "sleeping thread owns a non-sleepable lock",
-    "sleep_with_lock": "sleeping with a lock held", "fpu": "FPU context",
-}
 # Records after which a boot goes no further: a log they cut off is theirs.
 _STOPS = frozenset({"panic", "fatal_trap", "bug", "oops", "gpf", "fpu", "sleep_with_lock"})
 # Frames of the panic/trace machinery itself: never "the" function of a splat.
@@ -162,7 +153,7 @@ _CLONES = frozenset({"isra", "constprop", "part", "cold", "lto_priv", "llvm"})
 
 def event_signature(ev: KernelEvent) -> str:
     """The signature of one kernel-trouble record."""
-    label = _KERNEL_LABELS.get(ev.kind, ev.kind)
+    label = SIGNATURE_HEADS.get(ev.kind, ev.kind)
     title = normalise(_event_title(ev))
     fn = function_name(ev.function) or _first_meaningful(ev.frames)
     text = f"{label}: {title}" if title else label
