@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 SCHEMA_VERSION = 1
 
@@ -91,15 +91,83 @@ class FailureReason(StrEnum):
             return cls.UNKNOWN
 
 
-class LogFormat(StrEnum):
-    WOLFCRYPT_BENCH = "wolfcrypt-bench"
-    WOLFCRYPT_BENCH_CSV = "wolfcrypt-bench-csv"
-    WOLFCRYPT_TEST = "wolfcrypt-test"
-    LINUX_KERNEL_LOG = "linux-kernel-log"
-    FREEBSD_KERNEL_LOG = "freebsd-kernel-log"
-    OPENSSL_SPEED = "openssl-speed"
-    AFALG_BENCH = "afalg-bench"  # kmod/linux/afalg_bench.c (parsers/afalg.py)
-    UNKNOWN = "unknown"
+class _Formats(type):
+    """Iterating ``LogFormat`` gives the formats defined so far, in the order they were defined."""
+
+    def __iter__(cls) -> Iterator[LogFormat]:
+        return iter(tuple(cls._defined.values()))  # type: ignore[attr-defined]
+
+
+class LogFormat(str, metaclass=_Formats):
+    """A log format, by the name results documents carry (``wolfcrypt-bench``).
+
+    A closed set that ``define`` opens: the built-in formats are below, and a parser for another one
+    defines its format once, then registers against it (``parsers/formats.py``). ``LogFormat(name)``
+    is the format of that name, ValueError for a name never defined; a format compares, hashes and
+    serialises as its name. ``kernel``: a kernel's log (the module's console, ``dmesg``): scanned for
+    kernel trouble, shown in the kernel-health report and JUnit suite, incomplete without the
+    module's init verdict.
+    """
+
+    _defined: ClassVar[dict[str, LogFormat]] = {}
+    kernel: bool
+
+    WOLFCRYPT_BENCH: ClassVar[LogFormat]
+    WOLFCRYPT_BENCH_CSV: ClassVar[LogFormat]
+    WOLFCRYPT_TEST: ClassVar[LogFormat]
+    LINUX_KERNEL_LOG: ClassVar[LogFormat]
+    FREEBSD_KERNEL_LOG: ClassVar[LogFormat]
+    OPENSSL_SPEED: ClassVar[LogFormat]
+    AFALG_BENCH: ClassVar[LogFormat]
+    UNKNOWN: ClassVar[LogFormat]
+
+    def __new__(cls, name: object) -> LogFormat:
+        try:
+            return cls._defined[str(name)]
+        except KeyError:
+            known = ", ".join(cls._defined)
+            raise ValueError(f"{name!r} is not a log format (known: {known})") from None
+
+    @classmethod
+    def define(cls, name: str, *, kernel: bool = False) -> LogFormat:
+        """The format called ``name``, defined once (again: the same format, if it says the same)."""
+        known = cls._defined.get(name)
+        if known is not None:
+            if known.kernel != kernel:
+                raise ValueError(f"log format {name!r} is already defined with kernel={known.kernel}")
+            return known
+        if not name or name != name.strip():
+            raise ValueError(f"a log format's name is a word, not {name!r}")
+        fmt = str.__new__(cls, name)
+        fmt.kernel = kernel
+        cls._defined[name] = fmt
+        return fmt
+
+    @property
+    def value(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return f"LogFormat({str(self)!r})"
+
+    def __reduce__(self) -> tuple[type[LogFormat], tuple[str]]:
+        return LogFormat, (str(self),)
+
+    def __copy__(self) -> LogFormat:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LogFormat:
+        return self
+
+
+LogFormat.WOLFCRYPT_BENCH = LogFormat.define("wolfcrypt-bench")
+LogFormat.WOLFCRYPT_BENCH_CSV = LogFormat.define("wolfcrypt-bench-csv")
+LogFormat.WOLFCRYPT_TEST = LogFormat.define("wolfcrypt-test")
+LogFormat.LINUX_KERNEL_LOG = LogFormat.define("linux-kernel-log", kernel=True)
+LogFormat.FREEBSD_KERNEL_LOG = LogFormat.define("freebsd-kernel-log", kernel=True)
+LogFormat.OPENSSL_SPEED = LogFormat.define("openssl-speed")
+LogFormat.AFALG_BENCH = LogFormat.define("afalg-bench")  # kmod/linux/afalg_bench.c (parsers/afalg.py)
+LogFormat.UNKNOWN = LogFormat.define("unknown")
 
 
 # Units a benchmark value may carry, with the factor to bytes/s or ops/s.
@@ -244,6 +312,9 @@ class LogResult:
     metadata: dict[str, Any] = field(default_factory=dict)  # version, math, block_bytes, cpu, ...
     # Kernel trouble (lockups, stalls, oopses, panics, witness); absent in older documents.
     kernel: list[KernelEvent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.format = LogFormat(self.format)  # ValueError for a name no format has
 
     @property
     def failed_tests(self) -> list[SelfTest]:

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from ..checks import COMPLETE_PREFIX, CheckKind
-from ..model import RATE_UNITS, Benchmark, LogFormat, RunResult
+from ..model import RATE_UNITS, Benchmark, RunResult
+from ..parsers.formats import carries_wolfcrypt_benchmark
 from . import kernel_health
 from .context import Evaluation
 from .measure import CYCLES, PER_SECOND, display_unit, fmt_num, matches, measure, metric_note
 from .rules import FloorRule
-
-# Logs in which wolfCrypt's benchmark prints; ``required`` rules apply only to runs with one,
-# so a self-test-only run or an ``openssl speed`` run is not blamed for missing wolfCrypt items.
-_WOLFCRYPT_BENCH_FORMATS = {LogFormat.WOLFCRYPT_BENCH, LogFormat.WOLFCRYPT_BENCH_CSV,
-                            LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG}
 
 
 def note_clocks(ev: Evaluation) -> None:
@@ -87,7 +83,9 @@ def _benchmark_errors(ev: Evaluation, run: RunResult) -> None:
 
 
 def _required(ev: Evaluation, run: RunResult) -> None:
-    if not any(log.format in _WOLFCRYPT_BENCH_FORMATS for log in run.logs):
+    # Only runs with a log wolfCrypt's benchmark prints in (the format's registration says): a
+    # self-test-only run or an ``openssl speed`` run is not blamed for missing wolfCrypt items.
+    if not any(carries_wolfcrypt_benchmark(log.format) for log in run.logs):
         return
     names = [b.name for b in run.benchmarks]
     for rule in ev.policy.required:
