@@ -97,6 +97,11 @@ class StageFailure:
     category: FailureCategory = FailureCategory.REAL
     reason: FailureReason | None = None  # what the retry policy keys on: network, compile, panic, ...
     evidence: list[str] = field(default_factory=list)  # paths of logs kept
+    # The output line the failure comes from, as printed: a compiler's error, a panic's header.
+    line: str | None = None
+    # The part of the run that failed, where a run has several (``debug kernel``): the message
+    # begins with it.
+    part: str | None = None
 
     def __post_init__(self) -> None:
         if self.reason is not None and not isinstance(self.reason, FailureReason):
@@ -114,6 +119,9 @@ class StageFailure:
             "category": self.category.value,
             "reason": None if self.reason is None else self.reason.value,
             "evidence": list(self.evidence),
+            # absent while unset, as in the records written before these fields
+            **({"line": self.line} if self.line is not None else {}),
+            **({"part": self.part} if self.part is not None else {}),
         }
 
     @classmethod
@@ -121,7 +129,7 @@ class StageFailure:
         """``to_dict`` back; ValueError naming the problem when ``d`` is not a failure record."""
         if not isinstance(d, Mapping):
             raise ValueError(f"a failure record is a mapping, not {type(d).__name__}")
-        unknown = sorted(set(d) - {"stage", "message", "category", "reason", "evidence"})
+        unknown = sorted(set(d) - {"stage", "message", "category", "reason", "evidence", "line", "part"})
         if unknown:
             raise ValueError(f"failure record has unknown keys: {', '.join(map(str, unknown))}")
         if not isinstance(d.get("stage"), str) or not isinstance(d.get("message"), str):
@@ -134,8 +142,11 @@ class StageFailure:
         evidence = d.get("evidence") or []
         if not isinstance(evidence, list):
             raise ValueError("failure record 'evidence' is not a list")
+        line, part = d.get("line"), d.get("part")
+        if not isinstance(line, str | None) or not isinstance(part, str | None):
+            raise ValueError("failure record 'line' and 'part' are strings when present")
         return cls(d["stage"], d["message"], category, None if reason is None else str(reason),
-                   [str(e) for e in evidence])
+                   [str(e) for e in evidence], line, part)
 
 
 # A run whose target this machine cannot do: no FreeBSD set reachable, freebsd-kmod on a host that

@@ -149,6 +149,7 @@ class Benchmark:
     operation: str | None = None  # asym operation ("private", "sign", ...)
     error: str | None = None  # "Benchmark X failed: -180" attached to this item
     line: int | None = None  # 1-based line in the source log
+    code: int | None = None  # a failed item's wolfCrypt error code (-180); absent in older documents
 
     @property
     def cycles_unit(self) -> str | None:
@@ -170,6 +171,13 @@ class SelfTest:
     error: str | None = None  # " error L=34448 code=-125 (out of memory error)"
     code: int | None = None  # wolfCrypt error code (-125) when printed
     line: int | None = None
+    # A failure's fields, absent in older documents: the line it comes from as the log printed it
+    # ("error: wolfcrypt test failed: -1610718631"); wolfcrypt_test()'s return value when that alone
+    # tells of it (it encodes the test.c line and a code, errno or vector: wolfcrypt.decode_test_error);
+    # and that value taken apart from the build's own test.c (triage/selftest_source.Decoded.to_dict).
+    console: str | None = None
+    return_code: int | None = None
+    decoded: dict[str, Any] | None = None
 
 
 @dataclass
@@ -371,8 +379,16 @@ def _run_from(d: dict[str, Any]) -> RunResult:
     return RunResult(**d)
 
 
+# Fields a record's dict leaves out while they are None, as documents from before them did.
+_LATER_TEST_FIELDS = ("console", "return_code", "decoded")
+
+
+def _without_unset(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None or k not in keys}
+
+
 def _with_derived_benchmark(b: Benchmark) -> dict[str, Any]:
-    out = asdict(b)
+    out = _without_unset(asdict(b), ("code",))
     out["cycles_unit"] = b.cycles_unit
     return out
 
@@ -380,6 +396,7 @@ def _with_derived_benchmark(b: Benchmark) -> dict[str, Any]:
 def log_to_dict(log: LogResult) -> dict[str, Any]:
     out = asdict(log)
     out["benchmarks"] = [_with_derived_benchmark(b) for b in log.benchmarks]
+    out["tests"] = [_without_unset(asdict(t), _LATER_TEST_FIELDS) for t in log.tests]
     out["clock_quantised"] = log.clock_quantised
     return out
 
@@ -403,8 +420,10 @@ _OPTIONAL_NUMBER = (int, float, type(None))
 _RUN_FIELDS = {"variant": str, "target": str}
 _LOG_FIELDS = {"source": str, "complete": bool, "clock_resolution": _OPTIONAL_NUMBER}
 _BENCH_FIELDS = {"name": str, "value": _NUMBER, "unit": str, "per_second": _NUMBER,
-                 "cycles": _OPTIONAL_NUMBER, "block_size": (int, type(None)), "error": (str, type(None))}
-_TEST_FIELDS = {"name": str, "passed": bool, "error": (str, type(None)), "code": (int, type(None))}
+                 "cycles": _OPTIONAL_NUMBER, "block_size": (int, type(None)), "error": (str, type(None)),
+                 "code": (int, type(None))}
+_TEST_FIELDS = {"name": str, "passed": bool, "error": (str, type(None)), "code": (int, type(None)),
+                "console": (str, type(None)), "return_code": (int, type(None)), "decoded": (dict, type(None))}
 
 
 def _type_problem(runs: list[RunResult]) -> str | None:

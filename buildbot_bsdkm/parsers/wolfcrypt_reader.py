@@ -139,6 +139,8 @@ class WolfCryptReader:
             if stripped.endswith(("passed!", "failed!")):
                 test = parse_test_result(stripped, n)
                 if test is not None:
+                    if not test.passed:
+                        test.console = stripped
                     self._test(test, out)
                     return
         if _MARKER_HINT(line) and self._marker_line(line, n, out):
@@ -219,6 +221,7 @@ class WolfCryptReader:
         pending = self.pending_bench
         if pending is not None and pending.error is None and desc in _failure_names(pending):
             pending.error = line
+            pending.code = int(m["code"])
             return True
         self._flush_bench(out)
         kind = BenchKind.ASYMMETRIC if desc.split()[-1].isdigit() else BenchKind.SYMMETRIC
@@ -230,6 +233,7 @@ class WolfCryptReader:
                 kind=kind,
                 error=line,
                 line=n,
+                code=int(m["code"]),
             ),
             n,
             out,
@@ -299,7 +303,7 @@ class WolfCryptReader:
         if self.unnamed_failure is None:
             self.unnamed_failure = SelfTest(
                 name="wolfcrypt_test", passed=False, error=f"{line} ({unnamed_note(decoded)})",
-                code=decoded.code, line=n
+                code=decoded.code, line=n, console=line.strip(), return_code=decoded.value
             )
 
     def _test_error(self, m: re.Match[str], line: str, n: int, out: list[Record]) -> None:

@@ -142,13 +142,15 @@ def first_compile_error(output: str) -> str | None:
     return None
 
 
-def _selftest_failure(stage: str, logs: Sequence[LogResult], evidence: list[str]) -> StageFailure | None:
+def selftest_failure(stage: str, logs: Sequence[LogResult], evidence: list[str]) -> StageFailure | None:
+    """The failure of a stage whose logs hold a failed self-test, named by its first; None if none did."""
     failed = [t for log in logs for t in log.tests if not t.passed]
     if failed:
         t = failed[0]
         detail = f"error {t.code}" if t.code is not None else (t.error or "").strip() or "no error code"
         more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
-        return StageFailure(stage, f"self-test failed: {t.name} ({detail}){more}", REAL, R.SELFTEST, evidence)
+        return StageFailure(stage, f"self-test failed: {t.name} ({detail}){more}", REAL, R.SELFTEST, evidence,
+                            line=t.console)
     if any(log.selftest_summary is False for log in logs):
         return StageFailure(
             stage, "self-test failed: the program reported failure", REAL, R.SELFTEST, evidence
@@ -160,13 +162,14 @@ def _kernel_failure(stage: str, logs: Sequence[LogResult], evidence: list[str]) 
     for log in logs:
         for ev in log.lifecycle:
             if ev.kind in ("panic", "oops"):
-                return StageFailure(stage, f"kernel {ev.kind}: {ev.message}", REAL, R.PANIC, evidence)
+                return StageFailure(stage, f"kernel {ev.kind}: {ev.message}", REAL, R.PANIC, evidence,
+                                    line=ev.message)
         # BUG/Oops/GPF records (parsers/kernel_trouble.py) took the place of the old "oops" events
         for kev in log.kernel:
             if kev.kind in ("bug", "oops", "gpf", "fatal_trap"):
                 where = f" in {kev.function}" if kev.function else ""
                 message = f"kernel {kev.kind}{where}: {kev.message}"
-                return StageFailure(stage, message, REAL, R.PANIC, evidence)
+                return StageFailure(stage, message, REAL, R.PANIC, evidence, line=kev.message)
     return None
 
 
@@ -199,13 +202,13 @@ def classify(
         # The harness's own word that the kernel fell over before it loaded the module: no PR code
         # ran, so whatever the console shows is not the module's.
         return StageFailure(stage, f"load failed (vm-boot): {hit.group(0)}", INFRA, R.VM_BOOT, ev)
-    definitive = _kernel_failure(stage, logs, ev) or _selftest_failure(stage, logs, ev)
+    definitive = _kernel_failure(stage, logs, ev) or selftest_failure(stage, logs, ev)
     if definitive:
         return definitive
     if stage in ("load", "selftest", "benchmark", "unload"):
         hit = pats.search([p for p in pats.real if p[1] == R.PANIC], output)
         if hit:
-            return StageFailure(stage, f"kernel panic: {hit[1]}", REAL, R.PANIC, ev)
+            return StageFailure(stage, f"kernel panic: {hit[1]}", REAL, R.PANIC, ev, line=hit[1])
 
     if timed_out:
         return _timeout(stage, logs, timeout_s, ev, program)
@@ -215,15 +218,16 @@ def classify(
     infra = None if real else pats.search(pats.infra, trusted_text(stage, output, harness))
     if infra and not (infra[0] == R.WORKER_LOST and stage == "load"):
         reason, line = infra
-        return StageFailure(stage, f"{stage} failed ({reason}): {line}", INFRA, reason, ev)
+        return StageFailure(stage, f"{stage} failed ({reason}): {line}", INFRA, reason, ev, line=line)
     if infra and stage == "load":  # a worker that vanishes while loading a module: the module took it down
+        # (no ``line``: the harness's line tells that the worker went, not what the kernel printed)
         return StageFailure(stage, f"worker lost while loading the module: {infra[1]}", REAL, R.PANIC, ev)
 
     if stage in ("configure", "build"):
         return _build_failure(stage, exit_code, output, pats, ev)
 
     if real:
-        return StageFailure(stage, f"{stage} failed: {real[1]}", REAL, real[0], ev)
+        return StageFailure(stage, f"{stage} failed: {real[1]}", REAL, real[0], ev, line=real[1])
     if stage in ("load", "selftest", "benchmark"):
         return _program_failure(stage, exit_code, logs, ev, program)
     what = f"exit status {exit_code}" if exit_code is not None else "no exit status"
@@ -257,9 +261,9 @@ def _build_failure(
     custom = pats.search([p for p in pats.real if p[1] == R.REAL_PATTERN], output)
     if stage == "configure":
         line = first_configure_error(output) or (custom[1] if custom else None) or _last_line(output)
-        return StageFailure(stage, f"configure failed: {line}", REAL, R.CONFIGURE, ev)
+        return StageFailure(stage, f"configure failed: {line}", REAL, R.CONFIGURE, ev, line=line)
     line = first_compile_error(output) or (custom[1] if custom else None) or _last_line(output)
-    return StageFailure(stage, f"compile failed: {line}", REAL, R.COMPILE, ev)
+    return StageFailure(stage, f"compile failed: {line}", REAL, R.COMPILE, ev, line=line)
 
 
 def _program_failure(

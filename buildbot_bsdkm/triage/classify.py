@@ -91,7 +91,7 @@ def classify(verdict: Any, runs: Sequence[RunResult], rules: TriageRules,
             continue
         run = by_run.get((c.target, c.variant))
         sig = signature(c, run)
-        alias = unnamed_form(c)  # what a base outcome recorded before the test was named says
+        alias = unnamed_form(c, run)  # what a base outcome recorded before the test was named says
         kernels = check_kernels(c, run)
         for k in kernels:
             failed_here.setdefault((c.target, c.variant, k), set()).update({sig, alias} - {None})

@@ -1133,7 +1133,8 @@ def judge_boot(kind: str, outcome: ModuleLoadOutcome, log: LogResult, timeout_s:
     if failure is None:
         return None
     facts = read_console(console_lines(outcome.kernel_log))
-    failure.message = f"{kind} kernel: {failure.message}"
+    failure.part = f"{kind} kernel"
+    failure.message = f"{failure.part}: {failure.message}"
     if facts.panic:
         frames = module_frames(facts.backtrace, symbols)
         if frames:
