@@ -5,8 +5,10 @@ on the worker talk to each other through build properties, builder names, status
 stage's ``state.json``. Each of those names and shapes is defined here and nowhere else, so the two
 ends of a boundary cannot drift apart. Pure: no Buildbot, no GitHub.
 
-The records themselves turn into dicts and back with their own methods
-(``StageFailure.to_dict/from_dict`` in ``model``, ``Verdict.from_dict`` in ``policy``).
+The failure record (``StageFailure``, with its ``FailureCategory`` and ``FailureReason``) is defined
+here, beside the names that carry it; ``model`` holds it in a run's result. The records turn into
+dicts and back with their own methods (``StageFailure.to_dict/from_dict``, ``Verdict.from_dict``
+in ``policy``).
 """
 
 from __future__ import annotations
@@ -14,18 +16,144 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .model import StageFailure
+# --------------------------------------------------------------------------- failure records
 
-# --------------------------------------------------------------------------- failure reasons
+
+class FailureCategory(StrEnum):
+    """Who is to blame for a failure; drives the retry policy."""
+
+    INFRASTRUCTURE = "infrastructure"  # network, lost worker, CI exception: retry
+    REAL = "real"  # compile error, failed self-test, panic, regression: never retry silently
+
+
+class FailureReason(StrEnum):
+    """Why a stage failed, in one short word: what the retry policy, the statuses and the reports key on.
+
+    A ``str`` so that the failure records (``StageFailure.to_dict``) and every comparison with the
+    words keep working. The stage names are reasons too: a stage that failed for no more precise
+    reason is said to have failed its stage.
+    """
+
+    # Infrastructure: the machine, the network or the CI side, not the code under test.
+    NETWORK = "network"
+    FETCH = "fetch"
+    WORKER_LOST = "worker-lost"
+    WORKER_SETUP = "worker-setup"
+    CI_EXCEPTION = "ci-exception"
+    VM_BOOT = "vm-boot"  # the kernel fell over before the module was loaded
+    TARGET_UNAVAILABLE = "target-unavailable"  # this machine cannot do the target (below)
+    HUNG_AFTER_COMPLETE = "hung-after-complete"
+    TIMEOUT = "timeout"
+    LOGS_LOST = "logs-lost"
+    INTEGRITY = "integrity"  # an input that is not what its pin or manifest says
+    SNAPSHOT_CHANGING = "snapshot-changing"
+    INFRA_PATTERN = "infra-pattern"  # a config's ``retry.infra_patterns`` matched
+    UNKNOWN = "unknown"
+    # Real: the code under test.
+    CONFIG = "config"
+    CONFIGURE = "configure"
+    COMPILE = "compile"
+    PANIC = "panic"
+    SELFTEST = "selftest"
+    LOAD_ERROR = "load-error"
+    LOAD_TIMEOUT = "load-timeout"
+    INCOMPLETE_LOG = "incomplete-log"
+    CONSOLE_FLOOD = "console-flood"
+    FIPS = "fips"
+    INSTRUCTIONS = "instructions"
+    REAL_PATTERN = "real-pattern"  # a config's ``retry.real_patterns`` matched
+    # The remaining stages, for a failure of theirs with no more precise reason.
+    BUILD = "build"
+    LOAD = "load"
+    BENCHMARK = "benchmark"
+    UNLOAD = "unload"
+    COLLECT = "collect"
+    GATE = "gate"
+
+    @classmethod
+    def _missing_(cls, value: object) -> FailureReason | None:
+        # A word records written before the words were one set may still hold.
+        return cls.COMPILE if value == "compile-error" else None
+
+    @classmethod
+    def of_stage(cls, stage: str) -> FailureReason:
+        """The reason of a stage that failed for no more precise reason: the stage itself."""
+        try:
+            return cls(stage)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+@dataclass
+class StageFailure:
+    """Why a pipeline stage failed, precisely enough for a retry policy to act."""
+
+    stage: str  # fetch, configure, build, load, selftest, benchmark, unload, collect, gate
+    message: str  # "configure failed: ...", "module load timed out after 600 s"
+    category: FailureCategory = FailureCategory.REAL
+    reason: FailureReason | None = None  # what the retry policy keys on: network, compile, panic, ...
+    evidence: list[str] = field(default_factory=list)  # paths of logs kept
+    # The output line the failure comes from, as printed: a compiler's error, a panic's header.
+    line: str | None = None
+    # The part of the run that failed, where a run has several (``debug kernel``): the message
+    # begins with it.
+    part: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.reason is not None and not isinstance(self.reason, FailureReason):
+            try:
+                self.reason = FailureReason(self.reason)
+            except ValueError:
+                raise ValueError(f"unknown failure reason {self.reason!r} (known: "
+                                 f"{', '.join(r.value for r in FailureReason)})") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The failure record every process and shell exchanges (JSON-ready: category as its value)."""
+        return {
+            "stage": self.stage,
+            "message": self.message,
+            "category": self.category.value,
+            "reason": None if self.reason is None else self.reason.value,
+            "evidence": list(self.evidence),
+            # absent while unset, as in the records written before these fields
+            **({"line": self.line} if self.line is not None else {}),
+            **({"part": self.part} if self.part is not None else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StageFailure:
+        """``to_dict`` back; ValueError naming the problem when ``d`` is not a failure record."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"a failure record is a mapping, not {type(d).__name__}")
+        unknown = sorted(set(d) - {"stage", "message", "category", "reason", "evidence", "line", "part"})
+        if unknown:
+            raise ValueError(f"failure record has unknown keys: {', '.join(map(str, unknown))}")
+        if not isinstance(d.get("stage"), str) or not isinstance(d.get("message"), str):
+            raise ValueError("failure record needs 'stage' and 'message' strings")
+        try:
+            category = FailureCategory(d.get("category", FailureCategory.REAL.value))
+        except ValueError:
+            raise ValueError(f"failure record has unknown category {d.get('category')!r}") from None
+        reason = d.get("reason")
+        evidence = d.get("evidence") or []
+        if not isinstance(evidence, list):
+            raise ValueError("failure record 'evidence' is not a list")
+        line, part = d.get("line"), d.get("part")
+        if not isinstance(line, str | None) or not isinstance(part, str | None):
+            raise ValueError("failure record 'line' and 'part' are strings when present")
+        return cls(d["stage"], d["message"], category, None if reason is None else str(reason),
+                   [str(e) for e in evidence], line, part)
+
 
 # A run whose target this machine cannot do: no FreeBSD set reachable, freebsd-kmod on a host that
 # is not FreeBSD. ``bsdkm-ci run`` and ``main`` report such a run "not run" (``RunResult.not_run``);
 # Buildbot and the Action treat it as the infrastructure failure it is (retried, then an error).
-TARGET_UNAVAILABLE = "target-unavailable"
+TARGET_UNAVAILABLE = FailureReason.TARGET_UNAVAILABLE
+
 
 # A configured baseline file that cannot be read: every shell exits 2 naming the file.
 class BaselineError(ValueError):

@@ -12,10 +12,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
+
+# A run's failure record crosses processes and shells, so it lives in ``contract``; named here too.
+from .contract import FailureCategory as FailureCategory
+from .contract import FailureReason as FailureReason
+from .contract import StageFailure
 
 SCHEMA_VERSION = 1
 
@@ -26,22 +31,83 @@ class BenchKind(StrEnum):
     OPENSSL = "openssl"  # `openssl speed` item at one block size (bytes/s)
 
 
-class FailureCategory(StrEnum):
-    """Who is to blame for a failure; drives the retry policy."""
+class _Formats(type):
+    """Iterating ``LogFormat`` gives the formats defined so far, in the order they were defined."""
 
-    INFRASTRUCTURE = "infrastructure"  # network, lost worker, CI exception: retry
-    REAL = "real"  # compile error, failed self-test, panic, regression: never retry silently
+    def __iter__(cls) -> Iterator[LogFormat]:
+        return iter(tuple(cls._defined.values()))  # type: ignore[attr-defined]
 
 
-class LogFormat(StrEnum):
-    WOLFCRYPT_BENCH = "wolfcrypt-bench"
-    WOLFCRYPT_BENCH_CSV = "wolfcrypt-bench-csv"
-    WOLFCRYPT_TEST = "wolfcrypt-test"
-    LINUX_KERNEL_LOG = "linux-kernel-log"
-    FREEBSD_KERNEL_LOG = "freebsd-kernel-log"
-    OPENSSL_SPEED = "openssl-speed"
-    AFALG_BENCH = "afalg-bench"  # kmod/linux/afalg_bench.c (parsers/afalg.py)
-    UNKNOWN = "unknown"
+class LogFormat(str, metaclass=_Formats):
+    """A log format, by the name results documents carry (``wolfcrypt-bench``).
+
+    A closed set that ``define`` opens: the built-in formats are below, and a parser for another one
+    defines its format once, then registers against it (``parsers/formats.py``). ``LogFormat(name)``
+    is the format of that name, ValueError for a name never defined; a format compares, hashes and
+    serialises as its name. ``kernel``: a kernel's log (the module's console, ``dmesg``): scanned for
+    kernel trouble, shown in the kernel-health report and JUnit suite, incomplete without the
+    module's init verdict.
+    """
+
+    _defined: ClassVar[dict[str, LogFormat]] = {}
+    kernel: bool
+
+    WOLFCRYPT_BENCH: ClassVar[LogFormat]
+    WOLFCRYPT_BENCH_CSV: ClassVar[LogFormat]
+    WOLFCRYPT_TEST: ClassVar[LogFormat]
+    LINUX_KERNEL_LOG: ClassVar[LogFormat]
+    FREEBSD_KERNEL_LOG: ClassVar[LogFormat]
+    OPENSSL_SPEED: ClassVar[LogFormat]
+    AFALG_BENCH: ClassVar[LogFormat]
+    UNKNOWN: ClassVar[LogFormat]
+
+    def __new__(cls, name: object) -> LogFormat:
+        try:
+            return cls._defined[str(name)]
+        except KeyError:
+            known = ", ".join(cls._defined)
+            raise ValueError(f"{name!r} is not a log format (known: {known})") from None
+
+    @classmethod
+    def define(cls, name: str, *, kernel: bool = False) -> LogFormat:
+        """The format called ``name``, defined once (again: the same format, if it says the same)."""
+        known = cls._defined.get(name)
+        if known is not None:
+            if known.kernel != kernel:
+                raise ValueError(f"log format {name!r} is already defined with kernel={known.kernel}")
+            return known
+        if not name or name != name.strip():
+            raise ValueError(f"a log format's name is a word, not {name!r}")
+        fmt = str.__new__(cls, name)
+        fmt.kernel = kernel
+        cls._defined[name] = fmt
+        return fmt
+
+    @property
+    def value(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return f"LogFormat({str(self)!r})"
+
+    def __reduce__(self) -> tuple[type[LogFormat], tuple[str]]:
+        return LogFormat, (str(self),)
+
+    def __copy__(self) -> LogFormat:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LogFormat:
+        return self
+
+
+LogFormat.WOLFCRYPT_BENCH = LogFormat.define("wolfcrypt-bench")
+LogFormat.WOLFCRYPT_BENCH_CSV = LogFormat.define("wolfcrypt-bench-csv")
+LogFormat.WOLFCRYPT_TEST = LogFormat.define("wolfcrypt-test")
+LogFormat.LINUX_KERNEL_LOG = LogFormat.define("linux-kernel-log", kernel=True)
+LogFormat.FREEBSD_KERNEL_LOG = LogFormat.define("freebsd-kernel-log", kernel=True)
+LogFormat.OPENSSL_SPEED = LogFormat.define("openssl-speed")
+LogFormat.AFALG_BENCH = LogFormat.define("afalg-bench")  # kmod/linux/afalg_bench.c (parsers/afalg.py)
+LogFormat.UNKNOWN = LogFormat.define("unknown")
 
 
 # Units a benchmark value may carry, with the factor to bytes/s or ops/s.
@@ -83,6 +149,7 @@ class Benchmark:
     operation: str | None = None  # asym operation ("private", "sign", ...)
     error: str | None = None  # "Benchmark X failed: -180" attached to this item
     line: int | None = None  # 1-based line in the source log
+    code: int | None = None  # a failed item's wolfCrypt error code (-180); absent in older documents
 
     @property
     def cycles_unit(self) -> str | None:
@@ -104,6 +171,13 @@ class SelfTest:
     error: str | None = None  # " error L=34448 code=-125 (out of memory error)"
     code: int | None = None  # wolfCrypt error code (-125) when printed
     line: int | None = None
+    # A failure's fields, absent in older documents: the line it comes from as the log printed it
+    # ("error: wolfcrypt test failed: -1610718631"); wolfcrypt_test()'s return value when that alone
+    # tells of it (it encodes the test.c line and a code, errno or vector: wolfcrypt.decode_test_error);
+    # and that value taken apart from the build's own test.c (triage/selftest_source.Decoded.to_dict).
+    console: str | None = None
+    return_code: int | None = None
+    decoded: dict[str, Any] | None = None
 
 
 @dataclass
@@ -187,6 +261,9 @@ class LogResult:
     # Kernel trouble (lockups, stalls, oopses, panics, witness); absent in older documents.
     kernel: list[KernelEvent] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.format = LogFormat(self.format)  # ValueError for a name no format has
+
     @property
     def failed_tests(self) -> list[SelfTest]:
         return [t for t in self.tests if not t.passed]
@@ -194,48 +271,6 @@ class LogResult:
     @property
     def clock_quantised(self) -> bool:
         return self.clock_resolution is not None and self.clock_resolution >= 0.5
-
-
-@dataclass
-class StageFailure:
-    """Why a pipeline stage failed, precisely enough for a retry policy to act."""
-
-    stage: str  # fetch, configure, build, load, selftest, benchmark, unload, collect, gate
-    message: str  # "configure failed: ...", "module load timed out after 600 s"
-    category: FailureCategory = FailureCategory.REAL
-    reason: str | None = None  # short machine key: network, compile-error, selftest, timeout, panic, ...
-    evidence: list[str] = field(default_factory=list)  # paths of logs kept
-
-    def to_dict(self) -> dict[str, Any]:
-        """The failure record every process and shell exchanges (JSON-ready: category as its value)."""
-        return {
-            "stage": self.stage,
-            "message": self.message,
-            "category": self.category.value,
-            "reason": self.reason,
-            "evidence": list(self.evidence),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> StageFailure:
-        """``to_dict`` back; ValueError naming the problem when ``d`` is not a failure record."""
-        if not isinstance(d, Mapping):
-            raise ValueError(f"a failure record is a mapping, not {type(d).__name__}")
-        unknown = sorted(set(d) - {"stage", "message", "category", "reason", "evidence"})
-        if unknown:
-            raise ValueError(f"failure record has unknown keys: {', '.join(map(str, unknown))}")
-        if not isinstance(d.get("stage"), str) or not isinstance(d.get("message"), str):
-            raise ValueError("failure record needs 'stage' and 'message' strings")
-        try:
-            category = FailureCategory(d.get("category", FailureCategory.REAL.value))
-        except ValueError:
-            raise ValueError(f"failure record has unknown category {d.get('category')!r}") from None
-        reason = d.get("reason")
-        evidence = d.get("evidence") or []
-        if not isinstance(evidence, list):
-            raise ValueError("failure record 'evidence' is not a list")
-        return cls(d["stage"], d["message"], category, None if reason is None else str(reason),
-                   [str(e) for e in evidence])
 
 
 @dataclass
@@ -344,8 +379,16 @@ def _run_from(d: dict[str, Any]) -> RunResult:
     return RunResult(**d)
 
 
+# Fields a record's dict leaves out while they are None, as documents from before them did.
+_LATER_TEST_FIELDS = ("console", "return_code", "decoded")
+
+
+def _without_unset(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None or k not in keys}
+
+
 def _with_derived_benchmark(b: Benchmark) -> dict[str, Any]:
-    out = asdict(b)
+    out = _without_unset(asdict(b), ("code",))
     out["cycles_unit"] = b.cycles_unit
     return out
 
@@ -353,6 +396,7 @@ def _with_derived_benchmark(b: Benchmark) -> dict[str, Any]:
 def log_to_dict(log: LogResult) -> dict[str, Any]:
     out = asdict(log)
     out["benchmarks"] = [_with_derived_benchmark(b) for b in log.benchmarks]
+    out["tests"] = [_without_unset(asdict(t), _LATER_TEST_FIELDS) for t in log.tests]
     out["clock_quantised"] = log.clock_quantised
     return out
 
@@ -376,8 +420,10 @@ _OPTIONAL_NUMBER = (int, float, type(None))
 _RUN_FIELDS = {"variant": str, "target": str}
 _LOG_FIELDS = {"source": str, "complete": bool, "clock_resolution": _OPTIONAL_NUMBER}
 _BENCH_FIELDS = {"name": str, "value": _NUMBER, "unit": str, "per_second": _NUMBER,
-                 "cycles": _OPTIONAL_NUMBER, "block_size": (int, type(None)), "error": (str, type(None))}
-_TEST_FIELDS = {"name": str, "passed": bool, "error": (str, type(None)), "code": (int, type(None))}
+                 "cycles": _OPTIONAL_NUMBER, "block_size": (int, type(None)), "error": (str, type(None)),
+                 "code": (int, type(None))}
+_TEST_FIELDS = {"name": str, "passed": bool, "error": (str, type(None)), "code": (int, type(None)),
+                "console": (str, type(None)), "return_code": (int, type(None)), "decoded": (dict, type(None))}
 
 
 def _type_problem(runs: list[RunResult]) -> str | None:

@@ -1,7 +1,8 @@
 """Logs in, typed records (``buildbot_bsdkm.model``) out.
 
 Formats: wolfCrypt benchmark (text, CSV, machine-parseable, NO_FLOAT_FMT, Japanese),
-wolfCrypt self-test, Linux and FreeBSD kernel logs of the module, ``openssl speed``.
+wolfCrypt self-test, Linux and FreeBSD kernel logs of the module, ``openssl speed``, the AF_ALG
+benchmark; each registered once against its parser in ``formats.py``.
 Everything streams line by line; bad input becomes ``Problem`` records, and only an
 unusable file raises ``ParseError``.
 """

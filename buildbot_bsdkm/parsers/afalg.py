@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import BenchKind, Benchmark, Problem
+from .records import Record
+from .registry import Ending
 
 # Kernel algorithm names and the names wolfCrypt/OpenSSL readers know them by.
 ALG_NAMES = {"gcm(aes)": "AES-128-GCM", "cbc(aes)": "AES-128-CBC", "sha256": "SHA-256",
@@ -35,7 +37,7 @@ PATHS = ("lkcapi", "kernel", "name", "user")
 # Only at a word's start: from inside a long word every start would scan it again (quadratic).
 _FIELD = re.compile(r"(?<!\w)(\w+)=(\S+)")
 _MAX_FACTS = 512
-STARTS = ("afalg-bench: begin",)  # format detection (detect.py)
+STARTS = ("afalg-bench: begin",)  # the line that shows the format (formats.py)
 _PREFIXES = ("afalg-bench:", "afalg-proc:", "afalg-bound:", "afalg-result:", "afalg-error:", "afalg-kmod:")
 
 
@@ -55,14 +57,22 @@ def _fields(text: str) -> dict[str, str]:
 
 @dataclass
 class AfalgParser:
-    """Same shape as ``OpenSSLParser``: ``feed`` per line, ``finish`` once (the engine drives both)."""
+    """``registry.LineParser`` for the AF_ALG benchmark's lines."""
 
     begun: bool = False
     ended: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
     last_line: int = 0
+    recognised: int = 0
 
-    def feed(self, line: str, lineno: int) -> tuple[list[Benchmark | Problem], bool]:
+    def feed(self, line: str, n: int, out: list[Record]) -> None:
+        records, meaningful = self.read(line, n)
+        if meaningful:
+            self.recognised += 1
+        out.extend(records)
+
+    def read(self, line: str, lineno: int) -> tuple[list[Benchmark | Problem], bool]:
+        """Records from one line and whether the line meant anything."""
         line = line.strip()
         if not line.startswith(_PREFIXES):
             return [], False
@@ -115,13 +125,12 @@ class AfalgParser:
         self.metadata.setdefault("afalg_failures", []).append(rest.strip())
         return [Problem(f"AF_ALG benchmark: {rest.strip()}", lineno, "warning")]
 
-    def finish(self) -> tuple[list[Benchmark], bool, str | None]:
+    def finish(self, out: list[Record], lines: int) -> Ending:
         if self.ended:
-            return [], True, None
+            return Ending()
         if self.begun:
-            return [], False, (f"AF_ALG benchmark was cut off after line {self.last_line} "
-                               "(no 'afalg-bench: end')")
-        return [], False, "no AF_ALG benchmark output ('afalg-bench: begin') found"
+            return Ending(f"AF_ALG benchmark was cut off after line {self.last_line} (no 'afalg-bench: end')")
+        return Ending("no AF_ALG benchmark output ('afalg-bench: begin') found")
 
 
 def _int(text: str | None) -> int | None:

@@ -5,7 +5,7 @@ lockups, RCU stalls, hung tasks, KASAN, UBSAN, kmemleak, lockdep splats, ``Kerne
 closed by ``</TASK>`` or ``---[ end trace``. FreeBSD: ``panic:``, ``Fatal trap N``, witness
 ``lock order reversal``, ``Sleeping thread … owns a non-sleepable lock``, ``spin lock … held
 too long``, FPU-context complaints, ``KDB: stack backtrace``, sleeping with a lock held.
-Every shape, with the kernel source it was checked against: docs/kernel-messages.md.
+Every shape (``kernel_shapes.py``), with the kernel source it was checked against: docs/kernel-messages.md.
 
 A splat spans many lines, so the scanner is a small state machine fed every line (timestamps
 still on: they join a splat's lines and tell the console's live copy from the dmesg dump that
@@ -16,11 +16,10 @@ number of records per log are capped.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..model import KernelEvent
+from .kernel_shapes import Shape, header, strip_subsys
 
 MODULE_NAMES = frozenset({"libwolfssl", "libwolfssl_fips"})
 # Processes that only ever run the module's init/exit: a lockup in them is the module's.
@@ -54,7 +53,6 @@ def _TRIGGER(raw: str) -> bool:  # noqa: N802 - used like the compiled patterns 
 
 
 _STAMP = re.compile(r"^(?:<\d>)?\[\s*(?P<ts>\d+(?:\.\d+)?)\] ?")
-_SUBSYS = re.compile(r"^(?:watchdog|rcu|NMI watchdog|kmemleak|kasan|ubsan): ")
 
 _FRAME_LINUX = re.compile(
     r"^\s*(?P<unreliable>\? )?(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>\w+)\])?\s*$"
@@ -67,10 +65,6 @@ _FRAME_BSD_STACK = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ at (?P<where>(?P<func>[\w.$
 _RIP = re.compile(r"^RIP: [0-9a-f]{4}:(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P"
                   r"<mod>\w+)\])?")
 _CPU_LINE = re.compile(r"^CPU: (?P<cpu>\d+) (?:UID: \d+ )?PID: (?P<pid>\d+) Comm: (?P<comm>\S+)(?P<rest>.*)$")
-# Tried only where a name's run of characters starts (leading digits are no part of a symbol):
-# a start inside the run would scan it again, quadratic in a long line.
-_FUNC_AT = re.compile(r"(?<![\w.$])\d*(?P<func>[A-Za-z_.$][\w.$]*)\+0x[0-9a-f]+/0x[0-9a-f]+"
-                      r"(?: \[(?P<mod>\w+)\])?")
 _RCU_CPU = re.compile(r"^\s*(?P<cpu>\d+)-\S+: \((?P<ticks>\d+) ticks this GP\)")
 _RCU_T = re.compile(r"\(t=(?P<jiffies>\d+) jiffies")
 _TASK_BY = re.compile(r" by task (?P<comm>\S+?)/(?P<pid>\d+)")
@@ -163,145 +157,6 @@ class _Open:
     regs_seen: bool = False  # the stalled/locked-up CPU's "CPU: ... Comm:" line was read
 
 
-Header = Callable[[re.Match[str]], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class _Shape:
-    kind: str
-    os: str
-    pattern: re.Pattern[str]
-    fields: Header = lambda m: {}  # noqa: E731 - a default for shapes without fields
-    merges: tuple[str, ...] = ()  # kinds of the open record this header continues rather than ends
-
-
-def _shape(kind: str, os: str, rx: str, fields: Header | None = None, merges: tuple[str, ...] = ()) -> _Shape:
-    return _Shape(kind, os, re.compile(rx), fields or (lambda m: {}), merges)
-
-
-def _soft(m: re.Match[str]) -> dict[str, Any]:
-    return {"cpu": int(m["cpu"]), "duration_s": float(m["secs"]), "process": m["comm"], "pid": int(m["pid"])}
-
-
-def _hung(m: re.Match[str]) -> dict[str, Any]:
-    return {"process": m["comm"], "pid": int(m["pid"]), "duration_s": float(m["secs"])}
-
-
-def _func(m: re.Match[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    at = _FUNC_AT.search(m["at"] or "") if "at" in m.re.groupindex else None
-    if at:
-        out["function"] = at["func"] + (f" [{at['mod']}]" if at["mod"] else "")
-    if "cpu" in m.re.groupindex and m["cpu"]:
-        out["cpu"] = int(m["cpu"])
-    if "pid" in m.re.groupindex and m["pid"]:
-        out["pid"] = int(m["pid"])
-    return out
-
-
-def _lockup(m: re.Match[str]) -> dict[str, Any]:
-    return {"cpu": int(m["cpu"])}
-
-
-def _bsd_trap(m: re.Match[str]) -> dict[str, Any]:
-    return {"detail": {"trap": int(m["trap"]), "trap_message": m["what"], "mode": m["mode"]}}
-
-
-def _bsd_sleeping(m: re.Match[str]) -> dict[str, Any]:
-    return {"pid": int(m["pid"]), "detail": {"tid": int(m["tid"])}}
-
-
-def _bsd_spin(m: re.Match[str]) -> dict[str, Any]:
-    return {"detail": {"lock": m["name"], "owner_tid": int(m["tid"])}}
-
-
-def _bsd_sleep_on(m: re.Match[str]) -> dict[str, Any]:
-    return {"detail": {"wmesg": m["wmesg"]}}
-
-
-_PANIC_BODY = ("fatal_trap", "sleeping_thread_lock", "spin_lock_held", "backtrace", "lock_order_reversal")
-
-# Order matters: the first shape whose pattern matches wins (specific BUG: shapes before the
-# generic one). Patterns run on the line without its printk stamp and subsystem prefix.
-SHAPES: tuple[_Shape, ...] = (
-    # --- Linux: kernel/watchdog.c, kernel/watchdog_perf.c (hard lockups)
-    _shape("soft_lockup", "linux",
-           r"^BUG: soft lockup - CPU#(?P<cpu>\d+) stuck for (?P<secs>\d+)s! \[(?P<comm>.+):(?P<pid>"
-           r"\d+)\]", _soft),
-    _shape("hard_lockup", "linux", r"^(?:CPU\d+: )?Watchdog detected hard LOCKUP on cpu (?P<cpu>\d+"
-                                   r")", _lockup),
-    # --- kernel/rcu/tree_stall.h
-    _shape("rcu_stall", "linux", r"^INFO: (?P<flavour>\S+) self-detected stall on CPU",
-           lambda m: {"detail": {"flavour": m["flavour"], "self_detected": True}}),
-    _shape("rcu_stall", "linux", r"^INFO: (?P<flavour>\S+) detected stalls? on CPUs/tasks:",
-           lambda m: {"detail": {"flavour": m["flavour"], "self_detected": False}}),
-    # --- kernel/hung_task.c
-    _shape("hung_task", "linux", r"^INFO: task (?P<comm>.+):(?P<pid>\d+) blocked for more than (?P<s"
-                                 r"ecs>\d+) seconds",
-           _hung),
-    # --- mm/kasan/report.c, lib/ubsan.c, mm/kmemleak.c
-    _shape("kasan", "linux", r"^BUG: KASAN: (?P<what>\S+) in (?P<at>\S+(?: \[\w+\])?)",
-           lambda m: {**_func(m), "detail": {"bug": m["what"]}}),
-    _shape("ubsan", "linux", r"^UBSAN: (?P<what>.+?) in (?P<file>\S+):(?P<lno>\d+):\d+",
-           lambda m: {"detail": {"check": m["what"], "file": m["file"], "file_line": int(m["lno"])}}),
-    _shape("kmemleak", "linux", r"^(?P<n>\d+) new suspected memory leaks",
-           lambda m: {"detail": {"leaks": int(m["n"])}}),
-    # --- kernel/locking/lockdep.c, kernel/sched/core.c (might_sleep, scheduling while atomic)
-    _shape("lockdep", "linux",
-           r"^WARNING: (?P<what>possible circular locking dependency|possible recursive locking|inco"
-           r"nsistent lock state"
-           r"|possible irq lock inversion dependency|suspicious RCU usage|bad unlock balance|held lock freed"
-           r"|lock held when returning to user space)",
-           lambda m: {"detail": {"lockdep": m["what"]}}),
-    _shape("lockdep", "linux", r"^BUG: sleeping function called from invalid context at (?P<file>\S+)",
-           lambda m: {"detail": {"lockdep": "sleeping function called from invalid context",
-                                 "file": m["file"]}}),
-    _shape("lockdep", "linux", r"^BUG: scheduling while atomic: (?P<comm>.+)/(?P<pid>\d+)/",
-           lambda m: {"process": m["comm"], "pid": int(m["pid"]),
-                      "detail": {"lockdep": "scheduling while atomic"}}),
-    # --- kernel/panic.c (__warn), lib/bug.c, arch/x86/mm/fault.c, arch/x86/kernel/dumpstack.c + traps.c
-    _shape("warning", "linux", r"^WARNING: CPU: (?P<cpu>\d+) PID: (?P<pid>\d+) at (?P<at>.+)$", _func),
-    _shape("gpf", "linux", r"^(?:Oops: )?general protection fault(?P<why>[^:]*)?: (?P<code>[0-9a-f]{"
-                           r"4}) \[#(?P<n>\d+)\]",
-           lambda m: {"detail": {"code": m["code"], "die_counter": int(m["n"]),
-                                 "why": (m["why"] or "").strip(", ")}},
-           merges=("bug",)),
-    _shape("bug", "linux", r"^kernel BUG at (?P<file>\S+):(?P<lno>\d+)!",
-           lambda m: {"detail": {"file": m["file"], "file_line": int(m["lno"])}}),
-    _shape("bug", "linux", r"^BUG: (?P<what>.+)$", lambda m: {"detail": {"bug": m["what"]}}),
-    _shape("oops", "linux", r"^Oops: (?P<what>.*)$", lambda m: {"detail": {"oops": m["what"]}},
-           merges=("bug",)),
-    _shape("panic", "linux", r"^Kernel panic - not syncing: (?P<why>.*)$", lambda m: {"detail": {"re"
-                             r"ason": m["why"]}}),
-    # --- FreeBSD: kern/kern_shutdown.c (vpanic), amd64/amd64/trap.c (trap_fatal)
-    _shape("fatal_trap", "freebsd", r"^Fatal trap (?P<trap>\d+): (?P<what>.+) while in (?P<mode>\w+)"
-                                    r" mode", _bsd_trap),
-    _shape("fpu", "freebsd", r"^panic: (?P<why>.*(?:fpu_kern_\w+|fpudna|fpu_\w+:).*)$",
-           lambda m: {"detail": {"reason": m["why"], "panic": True}}, merges=_PANIC_BODY),
-    _shape("sleep_with_lock", "freebsd", r"^panic: (?P<why>.*sleeping with \"(?P<lock>[^\"]+)\" locked.*)$",
-           lambda m: {"detail": {"reason": m["why"], "lock": m["lock"], "panic": True}}, merges=_PANIC_BODY),
-    _shape("panic", "freebsd", r"^panic: (?P<why>.*)$", lambda m: {"detail": {"reason": m["why"]}},
-           merges=_PANIC_BODY),
-    # --- kern/subr_witness.c, kern/subr_turnstile.c, kern/kern_mutex.c, amd64/amd64/fpu.c
-    _shape("lock_order_reversal", "freebsd", r"^(?:witness: )?lock order reversal:(?P<what>.*)$",
-           lambda m: {"detail": {"variant": m["what"].strip(" ()")} if m["what"].strip() else {}}),
-    _shape("sleeping_thread_lock", "freebsd",
-           r"^Sleeping thread \(tid (?P<tid>\d+), pid (?P<pid>\d+)\) owns a non-sleepable lock",
-           _bsd_sleeping),
-    _shape("spin_lock_held", "freebsd",
-           r"^spin lock (?P<addr>0x[0-9a-f]+) \((?P<name>.+)\) held by (?P<owner>0x[0-9a-f]+) \(tid "
-           r"(?P<tid>\d+)\) "
-           r"too long", _bsd_spin),
-    _shape("sleep_with_lock", "freebsd",
-           r"^(?:witness: )?(?:\S+:\d+: )?Sleeping on \"(?P<wmesg>[^\"]*)\" with the following non-s"
-           r"leepable locks held",
-           _bsd_sleep_on),
-    _shape("sleep_with_lock", "freebsd", r"^(?P<why>.*sleeping with \"(?P<lock>[^\"]+)\" locked.*)$",
-           lambda m: {"detail": {"lock": m["lock"]}}),
-    _shape("fpu", "freebsd", r"^(?!\S+\(\) at )(?P<why>(?:fpu_kern_\w+|fpudna|fpu_\w+)[:(].*)$",
-           lambda m: {"detail": {"reason": m["why"]}}),
-    _shape("backtrace", "freebsd", r"^KDB: stack backtrace:", merges=_PANIC_BODY),
-)
 # The RIP of these is where the CPU was stuck or faulted (a WARNING names its caller itself).
 _RIP_IS_THE_FUNCTION = frozenset({"soft_lockup", "rcu_stall", "hard_lockup", "bug", "oops", "gpf"})
 _BSD_TRACE_STARTS = ("KDB: stack backtrace", "stack backtrace:", "--- trap", "--- syscall", "Tracing pid",
@@ -310,14 +165,6 @@ _BSD_TRACE_STARTS = ("KDB: stack backtrace", "stack backtrace:", "--- trap", "--
 _ENDS_AT_TASK = frozenset({"soft_lockup", "hard_lockup", "rcu_stall", "hung_task", "lockdep", "kmemleak"})
 # Lines that end a splat or only mark its end.
 _END_TRACE = re.compile(r"^---\[ end (?:trace (?P<id>[0-9a-f]+)|Kernel panic - not syncing: .*?) \]---")
-# (hint, shape): a substring every line of the shape holds, tested before its regex.
-_HINTED_SHAPES = tuple(
-    (next(w for w in ("BUG", "general protection", "Oops", "WARNING", "LOCKUP", "stall", "blocked for more",
-                        "UBSAN", "leaks", "Kernel panic", "panic: ", "Fatal trap", "lock order reversal",
-                        "Sleeping thread", "too long", "Sleeping on", "sleeping with", "fpu", "KDB: stack")
-            if w in s.pattern.pattern), s)
-    for s in SHAPES
-)
 
 
 class KernelTroubleScanner:
@@ -341,7 +188,7 @@ class KernelTroubleScanner:
             if self._continues(cur, text, ts, n, out):
                 return
             cur = self.open
-        shape, m = _header(text)
+        shape, m = header(text)
         if shape is None or m is None:
             return
         if cur is not None and cur.event.kind in shape.merges:
@@ -361,7 +208,7 @@ class KernelTroubleScanner:
         out.extend(sorted(self.events, key=lambda e: e.line or 0))
 
     # ----------------------------------------------------------------- records
-    def _start(self, shape: _Shape, m: re.Match[str], raw: str, text: str, ts_text: str | None,
+    def _start(self, shape: Shape, m: re.Match[str], raw: str, text: str, ts_text: str | None,
                ts: float | None, n: int) -> None:
         fields = shape.fields(m)
         detail = dict(fields.pop("detail", {}))
@@ -371,7 +218,7 @@ class KernelTroubleScanner:
         self.open = _Open(event, key, ts)
         self._evidence(self.open, raw)
 
-    def _merge(self, cur: _Open, shape: _Shape, m: re.Match[str], raw: str, n: int, ts: float | None) -> None:
+    def _merge(self, cur: _Open, shape: Shape, m: re.Match[str], raw: str, n: int, ts: float | None) -> None:
         """A header that continues the open record (a trap's panic, a BUG's Oops line)."""
         ev = cur.event
         fields = shape.fields(m)
@@ -411,7 +258,7 @@ class KernelTroubleScanner:
             self._take(cur, text, ts, n)
             self._close(out)
             return True
-        shape, m = _header(text) if _TRIGGER(text) else (None, None)
+        shape, m = header(text) if _TRIGGER(text) else (None, None)
         if shape is not None and m is not None:
             if ev.kind in shape.merges:
                 return False  # feed() merges it
@@ -468,7 +315,7 @@ class KernelTroubleScanner:
             ev.detail.setdefault("modules_linked", line.split(":", 1)[1].split())
             return True
         if ev.kind == "rcu_stall":
-            if (m := _RCU_CPU.match(_strip_subsys(line))) and ev.cpu is None:
+            if (m := _RCU_CPU.match(strip_subsys(line))) and ev.cpu is None:
                 ev.cpu = int(m["cpu"])
                 ev.detail["ticks_this_gp"] = int(m["ticks"])
             if m := _RCU_T.search(line):
@@ -583,21 +430,6 @@ def _split_stamp(raw: str) -> tuple[str | None, str]:
     if m is None:
         return None, raw
     return m["ts"], raw[m.end():]
-
-
-def _strip_subsys(text: str) -> str:
-    m = _SUBSYS.match(text)
-    return text[m.end():] if m else text
-
-
-def _header(text: str) -> tuple[_Shape | None, re.Match[str] | None]:
-    line = _strip_subsys(text.strip())
-    for hint, shape in _HINTED_SHAPES:
-        if hint in line:
-            m = shape.pattern.match(line)
-            if m is not None:
-                return shape, m
-    return None, None
 
 
 def _is_linux_body(text: str) -> bool:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import BenchKind, Benchmark, Problem
+from .records import Record
+from .registry import Ending
 
 DEFAULT_SIZES = (16, 64, 256, 1024, 8192, 16384)
 _MAX_PROGRESS = 10000
@@ -85,14 +87,23 @@ def pkey_item(alg: str, bits: str, op: str, rate: float, lineno: int) -> Benchma
 
 @dataclass
 class OpenSSLParser:
+    """``registry.LineParser`` for ``openssl speed`` output."""
+
     sizes: tuple[int, ...] = DEFAULT_SIZES
     results_seen: bool = False
     progress: list[Benchmark] = field(default_factory=list)
     open_progress: tuple[int, str] | None = None  # (line, text) of a progress line without its result
     metadata: dict[str, Any] = field(default_factory=dict)
     last_size: int | None = None  # block size announced by the last "+DT:" line
+    recognised: int = 0
 
-    def feed(self, line: str, lineno: int) -> tuple[list[Benchmark | Problem], bool]:
+    def feed(self, line: str, n: int, out: list[Record]) -> None:
+        records, meaningful = self.read(line, n)
+        if meaningful:
+            self.recognised += 1
+        out.extend(records)
+
+    def read(self, line: str, lineno: int) -> tuple[list[Benchmark | Problem], bool]:
         """Records from one line and whether the line meant anything."""
         if line.startswith("Got: "):  # -multi: a child's result, summed later by the parent
             line = line[5:].rsplit(" from ", 1)[0]
@@ -211,10 +222,10 @@ class OpenSSLParser:
         if len(self.progress) < _MAX_PROGRESS:
             self.progress.append(item)
 
-    def finish(self) -> tuple[list[Benchmark], bool, str | None]:
-        """(records still to emit, complete, incomplete_reason)."""
+    def finish(self, out: list[Record], lines: int) -> Ending:
+        """Without a results table the progress lines' results, and the log is incomplete."""
         if self.results_seen:
-            return [], True, None
+            return Ending()
         if self.open_progress is not None:
             ln, text = self.open_progress
             reason = (
@@ -227,4 +238,5 @@ class OpenSSLParser:
             )
         else:
             reason = "no openssl speed results found"
-        return list(self.progress), False, reason
+        out.extend(self.progress)
+        return Ending(incomplete=reason)

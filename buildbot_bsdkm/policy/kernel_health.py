@@ -35,6 +35,7 @@ from typing import Any
 from yaml.nodes import MappingNode
 
 from ..model import KernelEvent, LogResult, RunResult
+from ..parsers.kernel_shapes import LABELS
 from ..support.yaml_reader import At
 from ..targets import emulated_names
 
@@ -65,15 +66,6 @@ TIMING_KEYS = frozenset({"soft_lockup", "hard_lockup", "rcu_stall", "hung_task"}
 DEFAULT_ACTIONS: dict[str, str] = {
     "oops": "fail", "warning": "fail", "soft_lockup": "auto", "hard_lockup": "auto", "rcu_stall": "auto",
     "hung_task": "auto", "sanitizer": "fail", "locking": "fail", "fpu": "fail",
-}
-LABELS: dict[str, str] = {
-    "bug": "kernel BUG", "oops": "Oops", "gpf": "general protection fault", "panic": "kernel panic",
-    "fatal_trap": "fatal trap", "warning": "kernel WARNING", "backtrace": "KDB backtrace",
-    "soft_lockup": "soft lockup", "hard_lockup": "hard lockup", "spin_lock_held": "spin lock held too long",
-    "rcu_stall": "RCU stall", "hung_task": "hung task", "kasan": "KASAN", "ubsan": "UBSAN",
-    "kmemleak": "kmemleak", "lockdep": "lockdep", "lock_order_reversal": "lock order reversal",
-    "sleeping_thread_lock": "sleeping thread owns a non-sleepable lock",
-    "sleep_with_lock": "sleeping with a lock held", "fpu": "FPU context",
 }
 # The record's words that name the bug (not its numbers): the failure signature's title.
 _TITLE_KEYS = ("reason", "bug", "oops", "lockdep", "trap_message", "check", "lock", "wmesg", "file", "why")

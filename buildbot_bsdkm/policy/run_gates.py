@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from ..checks import COMPLETE_PREFIX, CheckKind
-from ..model import RATE_UNITS, Benchmark, LogFormat, RunResult
+from ..model import RATE_UNITS, Benchmark, FailureReason, RunResult
+from ..parsers.formats import carries_wolfcrypt_benchmark
 from . import kernel_health
 from .context import Evaluation
 from .measure import CYCLES, PER_SECOND, display_unit, fmt_num, matches, measure, metric_note
 from .rules import FloorRule
-
-# Logs in which wolfCrypt's benchmark prints; ``required`` rules apply only to runs with one,
-# so a self-test-only run or an ``openssl speed`` run is not blamed for missing wolfCrypt items.
-_WOLFCRYPT_BENCH_FORMATS = {LogFormat.WOLFCRYPT_BENCH, LogFormat.WOLFCRYPT_BENCH_CSV,
-                            LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG}
 
 
 def note_clocks(ev: Evaluation) -> None:
@@ -46,9 +42,14 @@ def check_run(ev: Evaluation, run: RunResult) -> None:
 def _complete(ev: Evaluation, run: RunResult) -> None:
     if run.failure is not None:
         f = run.failure
+        # what the failure's signature is made of, when only the check is at hand
+        detail: dict = {"failure": {k: v for k, v in f.to_dict().items() if k != "evidence"}}
+        test = next((t for t in run.tests if not t.passed), None)
+        if f.reason is FailureReason.SELFTEST and test is not None:
+            detail["test"] = {"name": test.name, "code": test.code, "return_code": test.return_code}
         ev.add(run, f"stage:{f.stage}", CheckKind.COMPLETE, False,
                f"{f.stage} failed ({f.category}{', ' + f.reason if f.reason else ''}): {f.message}",
-               error=True)
+               error=True, detail=detail)
     if not run.logs and run.failure is None:
         ev.add(run, "logs", CheckKind.COMPLETE, False, "no logs were collected for this run", error=True)
     for log in run.logs:
@@ -58,7 +59,7 @@ def _complete(ev: Evaluation, run: RunResult) -> None:
         else:
             reason = log.incomplete_reason or "the log ends before its closing line"
             ev.add(run, f"{COMPLETE_PREFIX}{log.source}", CheckKind.COMPLETE, False,
-                   f"{log.source} is incomplete: {reason}", error=True)
+                   f"{log.source} is incomplete: {reason}", error=True, detail={"incomplete": reason})
 
 
 def _selftests(ev: Evaluation, run: RunResult) -> None:
@@ -67,8 +68,11 @@ def _selftests(ev: Evaluation, run: RunResult) -> None:
             detail = (t.error or "").strip()
             msg = (f"{t.name} self-test passed" if t.passed else
                    f"{t.name} self-test failed{': ' + detail if detail else ''}")
+            # what the failure's signature is made of, when only the check is at hand
+            fields = {"return_code": t.return_code, "console": t.console}
             ev.add(run, t.name, CheckKind.SELFTEST, t.passed, msg,
-                   value=float(t.code) if t.code is not None else None)
+                   value=float(t.code) if t.code is not None else None,
+                   detail={k: v for k, v in fields.items() if v is not None})
         if log.selftest_summary is False and not log.failed_tests:
             ev.add(run, f"summary:{log.source}", CheckKind.SELFTEST, False,
                    f"{log.source}: the self-test reported failure without naming an algorithm")
@@ -80,14 +84,17 @@ def _selftests(ev: Evaluation, run: RunResult) -> None:
 def _benchmark_errors(ev: Evaluation, run: RunResult) -> None:
     for i, b in enumerate(run.benchmarks):
         if b.failed:
-            ev.add(run, b.name, CheckKind.BENCHMARK, False, f"{b.name}: {b.error}", item=i)
+            ev.add(run, b.name, CheckKind.BENCHMARK, False, f"{b.name}: {b.error}", item=i,
+                   detail={} if b.code is None else {"code": b.code})
 
 
 # -- per-run gates -----------------------------------------------------
 
 
 def _required(ev: Evaluation, run: RunResult) -> None:
-    if not any(log.format in _WOLFCRYPT_BENCH_FORMATS for log in run.logs):
+    # Only runs with a log wolfCrypt's benchmark prints in (the format's registration says): a
+    # self-test-only run or an ``openssl speed`` run is not blamed for missing wolfCrypt items.
+    if not any(carries_wolfcrypt_benchmark(log.format) for log in run.logs):
         return
     names = [b.name for b in run.benchmarks]
     for rule in ev.policy.required:

@@ -459,7 +459,7 @@ def _kernel_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
     """The ``kernel`` suite of a run with a kernel log: a testcase per policy key, failed when a
     record of it failed the gate, the records' evidence (description, lines) in system-out."""
     logs = [log for log in run.logs
-            if log.format in (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG) or log.kernel]
+            if LogFormat(log.format).kernel or log.kernel]
     if not logs:
         return []
     found: dict[str, list[tuple[LogResult, KernelEvent]]] = {key: [] for key in kernel_health.POLICY_KEYS}

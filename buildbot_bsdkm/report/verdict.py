@@ -501,7 +501,7 @@ _KERNEL_NOISE = re.compile(r"^(?:\[\s*[\d.]+\] ?)?\s*(?:Code:|R[SB]P:|R[A-D]X:|R
 
 def _kernel_blocks(runs: Sequence[RunResult], verdict: Verdict) -> list[Block]:
     kernel_logs = [log for run in runs for log in run.logs
-                   if log.format in (LogFormat.LINUX_KERNEL_LOG, LogFormat.FREEBSD_KERNEL_LOG) or log.kernel]
+                   if LogFormat(log.format).kernel or log.kernel]
     notes = [f"{run.target}/{run.variant}: {run.metadata['benchmark_skipped']}"
              for run in runs if run.metadata.get("benchmark_skipped")]
     if not kernel_logs and not notes:

@@ -13,43 +13,44 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..model import FailureCategory, LogResult, StageFailure
+from ..model import FailureCategory, FailureReason, LogResult, StageFailure
 
 INFRA = FailureCategory.INFRASTRUCTURE
 REAL = FailureCategory.REAL
+R = FailureReason
 
 # (regex, reason): the first match wins. These are searched only in text the PR cannot write
 # (``classify``'s ``harness`` text and the tool lines of a stage that runs no PR code, see
 # ``trusted_text``): a configure script, a compiler, the module and the test programs can print
 # any of these strings, so their output is never read for them.
-DEFAULT_INFRA_PATTERNS: tuple[tuple[str, str], ...] = (
+DEFAULT_INFRA_PATTERNS: tuple[tuple[str, FailureReason], ...] = (
     (
         r"Could not resolve host|Temporary failure in name resolution|Temporary failure resolving|"
         r"Name or service not known|could not resolve host|nodename nor servname",
-        "network",
+        R.NETWORK,
     ),
     (
         r"Connection reset by peer|Connection refused|Connection timed out|Network is unreachable|"
         r"No route to host|early EOF|The remote end hung up unexpectedly|TLS handshake timeout",
-        "network",
+        R.NETWORK,
     ),
-    (r"HTTP Error 5\d\d|HTTP 5\d\d|50[234] (Bad Gateway|Service Unavailable|Gateway Time-?out)", "fetch"),
+    (r"HTTP Error 5\d\d|HTTP 5\d\d|50[234] (Bad Gateway|Service Unavailable|Gateway Time-?out)", R.FETCH),
     (
         r"(?i)\b(worker|slave|remote)( host)? lost\b|lost remote step|ConnectionLost|"
         r"connection to the (worker|master) was lost",
-        "worker-lost",
+        R.WORKER_LOST,
     ),
     (
         r"java\.lang\.\w+(Exception|Error)|Traceback \(most recent call last\)|"
         r"twisted\.internet\.error\.\w+|buildbot\.\w+\.\w*Error|Internal CI error",
-        "ci-exception",
+        R.CI_EXCEPTION,
     ),
-    (r"No space left on device|Disk quota exceeded", "ci-exception"),
+    (r"No space left on device|Disk quota exceeded", R.CI_EXCEPTION),
     # The VM's /init (which loads the module) never started and nothing panicked: the harness or
     # the worker broke before the module ran, so it cannot be the module's fault.
-    (r"the initramfs /init never ran", "worker-setup"),
+    (r"the initramfs /init never ran", R.WORKER_SETUP),
     # kldinit found no nonce for its markers (a harness or loader problem): nothing on this console counts.
-    (r"the boot had no nonce", "worker-setup"),
+    (r"the boot had no nonce", R.WORKER_SETUP),
 )
 
 # The Linux harness's note on a panic before /init, which loads the module, wrote its first marker.
@@ -78,31 +79,32 @@ def trusted_text(stage: str, output: str, harness: str = "") -> str:
     return f"{harness}\n{tools}" if harness else tools
 
 
-DEFAULT_REAL_PATTERNS: tuple[tuple[str, str], ...] = (
-    (r"Kernel panic|panic: |BUG: unable to handle|general protection fault|Oops:", "panic"),
+DEFAULT_REAL_PATTERNS: tuple[tuple[str, FailureReason], ...] = (
+    (r"Kernel panic|panic: |BUG: unable to handle|general protection fault|Oops:", R.PANIC),
     # A download that is not what was promised, or a tarball that would write outside its tree:
     # tampering or a broken mirror, never fixed by fetching again.
-    (r"checksum mismatch for|unsafe tarball member|checkout of \w+ is not clean", "integrity"),
-    (r"configure: error:", "configure"),
-    (r"^[^\s:]+:\d+(:\d+)?: (fatal )?error:", "compile"),
+    (r"checksum mismatch for|unsafe tarball member|checkout of \w+ is not clean", R.INTEGRITY),
+    (r"configure: error:", R.CONFIGURE),
+    (r"^[^\s:]+:\d+(:\d+)?: (fatal )?error:", R.COMPILE),
 )
 
 
 @dataclass(frozen=True)
 class Patterns:
-    infra: tuple[tuple[str, str], ...] = DEFAULT_INFRA_PATTERNS
-    real: tuple[tuple[str, str], ...] = DEFAULT_REAL_PATTERNS
+    infra: tuple[tuple[str, FailureReason], ...] = DEFAULT_INFRA_PATTERNS
+    real: tuple[tuple[str, FailureReason], ...] = DEFAULT_REAL_PATTERNS
     _compiled: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def with_extra(cls, infra: Iterable[str] = (), real: Iterable[str] = ()) -> Patterns:
         """Defaults plus a config's ``retry.infra_patterns``/``real_patterns`` (checked first)."""
         return cls(
-            infra=tuple((p, "infra-pattern") for p in infra) + DEFAULT_INFRA_PATTERNS,
-            real=tuple((p, "real-pattern") for p in real) + DEFAULT_REAL_PATTERNS,
+            infra=tuple((p, R.INFRA_PATTERN) for p in infra) + DEFAULT_INFRA_PATTERNS,
+            real=tuple((p, R.REAL_PATTERN) for p in real) + DEFAULT_REAL_PATTERNS,
         )
 
-    def search(self, table: Sequence[tuple[str, str]], text: str) -> tuple[str, str] | None:
+    def search(self, table: Sequence[tuple[str, FailureReason]], text: str
+               ) -> tuple[FailureReason, str] | None:
         """(reason, the matching line) for the first pattern that matches a line of ``text``."""
         for pattern, reason in table:
             rx = self._compiled.get(pattern)
@@ -140,16 +142,18 @@ def first_compile_error(output: str) -> str | None:
     return None
 
 
-def _selftest_failure(stage: str, logs: Sequence[LogResult], evidence: list[str]) -> StageFailure | None:
+def selftest_failure(stage: str, logs: Sequence[LogResult], evidence: list[str]) -> StageFailure | None:
+    """The failure of a stage whose logs hold a failed self-test, named by its first; None if none did."""
     failed = [t for log in logs for t in log.tests if not t.passed]
     if failed:
         t = failed[0]
         detail = f"error {t.code}" if t.code is not None else (t.error or "").strip() or "no error code"
         more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
-        return StageFailure(stage, f"self-test failed: {t.name} ({detail}){more}", REAL, "selftest", evidence)
+        return StageFailure(stage, f"self-test failed: {t.name} ({detail}){more}", REAL, R.SELFTEST, evidence,
+                            line=t.console)
     if any(log.selftest_summary is False for log in logs):
         return StageFailure(
-            stage, "self-test failed: the program reported failure", REAL, "selftest", evidence
+            stage, "self-test failed: the program reported failure", REAL, R.SELFTEST, evidence
         )
     return None
 
@@ -158,13 +162,14 @@ def _kernel_failure(stage: str, logs: Sequence[LogResult], evidence: list[str]) 
     for log in logs:
         for ev in log.lifecycle:
             if ev.kind in ("panic", "oops"):
-                return StageFailure(stage, f"kernel {ev.kind}: {ev.message}", REAL, "panic", evidence)
+                return StageFailure(stage, f"kernel {ev.kind}: {ev.message}", REAL, R.PANIC, evidence,
+                                    line=ev.message)
         # BUG/Oops/GPF records (parsers/kernel_trouble.py) took the place of the old "oops" events
         for kev in log.kernel:
             if kev.kind in ("bug", "oops", "gpf", "fatal_trap"):
                 where = f" in {kev.function}" if kev.function else ""
                 message = f"kernel {kev.kind}{where}: {kev.message}"
-                return StageFailure(stage, message, REAL, "panic", evidence)
+                return StageFailure(stage, message, REAL, R.PANIC, evidence, line=kev.message)
     return None
 
 
@@ -196,14 +201,14 @@ def classify(
     if stage == "load" and (hit := BEFORE_MODULE_RE.search(harness)):
         # The harness's own word that the kernel fell over before it loaded the module: no PR code
         # ran, so whatever the console shows is not the module's.
-        return StageFailure(stage, f"load failed (vm-boot): {hit.group(0)}", INFRA, "vm-boot", ev)
-    definitive = _kernel_failure(stage, logs, ev) or _selftest_failure(stage, logs, ev)
+        return StageFailure(stage, f"load failed (vm-boot): {hit.group(0)}", INFRA, R.VM_BOOT, ev)
+    definitive = _kernel_failure(stage, logs, ev) or selftest_failure(stage, logs, ev)
     if definitive:
         return definitive
     if stage in ("load", "selftest", "benchmark", "unload"):
-        hit = pats.search([p for p in pats.real if p[1] == "panic"], output)
+        hit = pats.search([p for p in pats.real if p[1] == R.PANIC], output)
         if hit:
-            return StageFailure(stage, f"kernel panic: {hit[1]}", REAL, "panic", ev)
+            return StageFailure(stage, f"kernel panic: {hit[1]}", REAL, R.PANIC, ev, line=hit[1])
 
     if timed_out:
         return _timeout(stage, logs, timeout_s, ev, program)
@@ -211,21 +216,22 @@ def classify(
     both = f"{output}\n{harness}" if harness else output
     real = pats.search(pats.real, both)
     infra = None if real else pats.search(pats.infra, trusted_text(stage, output, harness))
-    if infra and not (infra[0] == "worker-lost" and stage == "load"):
+    if infra and not (infra[0] == R.WORKER_LOST and stage == "load"):
         reason, line = infra
-        return StageFailure(stage, f"{stage} failed ({reason}): {line}", INFRA, reason, ev)
+        return StageFailure(stage, f"{stage} failed ({reason}): {line}", INFRA, reason, ev, line=line)
     if infra and stage == "load":  # a worker that vanishes while loading a module: the module took it down
-        return StageFailure(stage, f"worker lost while loading the module: {infra[1]}", REAL, "panic", ev)
+        # (no ``line``: the harness's line tells that the worker went, not what the kernel printed)
+        return StageFailure(stage, f"worker lost while loading the module: {infra[1]}", REAL, R.PANIC, ev)
 
     if stage in ("configure", "build"):
         return _build_failure(stage, exit_code, output, pats, ev)
 
     if real:
-        return StageFailure(stage, f"{stage} failed: {real[1]}", REAL, real[0], ev)
+        return StageFailure(stage, f"{stage} failed: {real[1]}", REAL, real[0], ev, line=real[1])
     if stage in ("load", "selftest", "benchmark"):
         return _program_failure(stage, exit_code, logs, ev, program)
     what = f"exit status {exit_code}" if exit_code is not None else "no exit status"
-    return StageFailure(stage, f"{stage} failed ({what})", REAL, stage, ev)
+    return StageFailure(stage, f"{stage} failed ({what})", REAL, R.of_stage(stage), ev)
 
 
 def _timeout(
@@ -235,29 +241,29 @@ def _timeout(
     if logs and all(log.complete for log in logs):
         who = program or stage
         return StageFailure(
-            stage, f"{who} finished its output but did not exit{after}", INFRA, "hung-after-complete", ev
+            stage, f"{who} finished its output but did not exit{after}", INFRA, R.HUNG_AFTER_COMPLETE, ev
         )
     if stage == "load":
-        return StageFailure(stage, f"module load timed out{after}", REAL, "load-timeout", ev)
+        return StageFailure(stage, f"module load timed out{after}", REAL, R.LOAD_TIMEOUT, ev)
     if stage in ("selftest", "benchmark"):
         return StageFailure(
-            stage, f"{program or stage} timed out{after} before finishing", REAL, "load-timeout", ev
+            stage, f"{program or stage} timed out{after} before finishing", REAL, R.LOAD_TIMEOUT, ev
         )
     if stage == "fetch":
-        return StageFailure(stage, f"fetch timed out{after}", INFRA, "network", ev)
+        return StageFailure(stage, f"fetch timed out{after}", INFRA, R.NETWORK, ev)
     # A configure or make that outlives its limit on a shared worker is nearly always load, not code.
-    return StageFailure(stage, f"{stage} timed out{after}", INFRA, "timeout", ev)
+    return StageFailure(stage, f"{stage} timed out{after}", INFRA, R.TIMEOUT, ev)
 
 
 def _build_failure(
     stage: str, exit_code: int | None, output: str, pats: Patterns, ev: list[str]
 ) -> StageFailure:
-    custom = pats.search([p for p in pats.real if p[1] == "real-pattern"], output)
+    custom = pats.search([p for p in pats.real if p[1] == R.REAL_PATTERN], output)
     if stage == "configure":
         line = first_configure_error(output) or (custom[1] if custom else None) or _last_line(output)
-        return StageFailure(stage, f"configure failed: {line}", REAL, "configure", ev)
+        return StageFailure(stage, f"configure failed: {line}", REAL, R.CONFIGURE, ev, line=line)
     line = first_compile_error(output) or (custom[1] if custom else None) or _last_line(output)
-    return StageFailure(stage, f"compile failed: {line}", REAL, "compile", ev)
+    return StageFailure(stage, f"compile failed: {line}", REAL, R.COMPILE, ev, line=line)
 
 
 def _program_failure(
@@ -266,16 +272,16 @@ def _program_failure(
     who = program or stage
     empty = not logs or all(not log.benchmarks and not log.tests and not log.lifecycle for log in logs)
     if empty and exit_code == 0:
-        return StageFailure(stage, f"{who} produced no usable log", INFRA, "logs-lost", ev)
+        return StageFailure(stage, f"{who} produced no usable log", INFRA, R.LOGS_LOST, ev)
     incomplete = [log for log in logs if not log.complete]
     if incomplete:
         why = incomplete[0].incomplete_reason or "cut off"
         return StageFailure(
-            stage, f"{who} log incomplete ({why}); exit status {exit_code}", REAL, "incomplete-log", ev
+            stage, f"{who} log incomplete ({why}); exit status {exit_code}", REAL, R.INCOMPLETE_LOG, ev
         )
     if stage == "load":
-        return StageFailure(stage, f"module load failed (exit status {exit_code})", REAL, "load-error", ev)
-    return StageFailure(stage, f"{who} failed with exit status {exit_code}", REAL, stage, ev)
+        return StageFailure(stage, f"module load failed (exit status {exit_code})", REAL, R.LOAD_ERROR, ev)
+    return StageFailure(stage, f"{who} failed with exit status {exit_code}", REAL, R.of_stage(stage), ev)
 
 
 def _last_line(output: str) -> str:

@@ -21,18 +21,18 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from ..model import FailureCategory, StageFailure
+from ..model import FailureCategory, FailureReason, StageFailure
 
 # Real failures worth one reproducibility run: the machine (not the code we
 # built) may be what went wrong, and a second worker tells the two apart.
-REPRODUCE_REASONS = frozenset({"panic", "load-timeout"})
+REPRODUCE_REASONS = frozenset({FailureReason.PANIC, FailureReason.LOAD_TIMEOUT})
 
 LOAD_STAGES = frozenset({"load"})
 
 # Infrastructure failures that another attempt cannot change: inputs that are not what a pin or
 # their own manifest says (a release's FreeBSD sets). Not the code's fault, so never ``real``; not
 # transient either, so said at once instead of retried.
-FINAL_INFRA_REASONS = frozenset({"integrity"})
+FINAL_INFRA_REASONS = frozenset({FailureReason.INTEGRITY})
 
 
 class AttemptVerdict(StrEnum):
@@ -51,7 +51,7 @@ class RetryConfigError(ValueError):
 class RetrySettings:
     max_infra_retries: int = 2
     backoff_s: tuple[float, ...] = (30.0, 120.0)  # delay before retry 1, 2, ...; the last repeats
-    reproduce_reasons: frozenset[str] = REPRODUCE_REASONS
+    reproduce_reasons: frozenset[FailureReason] = REPRODUCE_REASONS
 
     def __post_init__(self) -> None:
         if isinstance(self.max_infra_retries, bool) or not isinstance(self.max_infra_retries, int):
@@ -88,7 +88,7 @@ class Attempt:
     passed: bool
     stage: str | None = None  # stage that failed
     category: str | None = None  # FailureCategory value when failed
-    reason: str | None = None
+    reason: FailureReason | None = None
     message: str = ""
 
     @classmethod
@@ -116,7 +116,9 @@ class Attempt:
         return not self.passed and not self.is_infrastructure
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["reason"] = None if self.reason is None else self.reason.value
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Attempt:
@@ -128,7 +130,7 @@ class Attempt:
                 passed=bool(d["passed"]),
                 stage=d.get("stage"),
                 category=d.get("category"),
-                reason=d.get("reason"),
+                reason=None if d.get("reason") is None else FailureReason(d["reason"]),
                 message=str(d.get("message", "")),
             )
         except (KeyError, TypeError, ValueError) as e:
@@ -163,13 +165,13 @@ def worker_lost_failure(stage: str | None) -> StageFailure:
             stage=stage,
             message="worker lost while the module was loading (kernel panic or hang?)",
             category=FailureCategory.REAL,
-            reason="panic",  # classify's name for "the machine went away while the module loaded"
+            reason=FailureReason.PANIC,  # classify's name for "the machine went away while the module loaded"
         )
     return StageFailure(
         stage=stage or "unknown",
         message=f"worker lost during {stage or 'the build'}",
         category=FailureCategory.INFRASTRUCTURE,
-        reason="worker-lost",
+        reason=FailureReason.WORKER_LOST,
     )
 
 
@@ -179,7 +181,7 @@ def ci_exception_failure(stage: str | None, detail: str) -> StageFailure:
         stage=stage or "unknown",
         message=f"CI exception: {detail}",
         category=FailureCategory.INFRASTRUCTURE,
-        reason="ci-exception",
+        reason=FailureReason.CI_EXCEPTION,
     )
 
 

@@ -26,12 +26,13 @@ from datetime import date
 from typing import Any
 
 from ..model import RunResult
+from ..parsers.kernel_shapes import SIGNATURE_HEADS
 from ..perf.fingerprint import of_run
 from .known import KnownIssue, KnownIssues
 from .outcomes import BaseOutcome, check_kernels, kernel_of_source, run_kernels
 from .rules import FIXED, FLAKY, KNOWN, NEW, PRE_EXISTING, TriageRules
 from .selftest_source import migrated_signature, unnamed_form
-from .signature import _KERNEL_LABELS, signature
+from .signature import signature
 
 WINDOW = 10  # the last M base builds a pre-existing failure is counted over
 
@@ -63,7 +64,7 @@ def failed_signatures(runs: Sequence[RunResult], verdict: Any) -> dict[tuple[str
 def signature_kind(sig: str) -> str:
     """The check kind a signature is of: 'panic: ... | f' -> kernel, 'selftest: X' -> selftest."""
     head = sig.split(" | ", 1)[0].split(":", 1)[0]
-    if head in _KERNEL_LABELS.values():
+    if head in SIGNATURE_HEADS.values():
         return "kernel"
     if head in ("build", "configure", "load", "fetch", "unload", "collect", "gate", "incomplete", "complete",
                 "selftest_stage", "benchmark_stage"):
@@ -90,7 +91,7 @@ def classify(verdict: Any, runs: Sequence[RunResult], rules: TriageRules,
             continue
         run = by_run.get((c.target, c.variant))
         sig = signature(c, run)
-        alias = unnamed_form(c)  # what a base outcome recorded before the test was named says
+        alias = unnamed_form(c, run)  # what a base outcome recorded before the test was named says
         kernels = check_kernels(c, run)
         for k in kernels:
             failed_here.setdefault((c.target, c.variant, k), set()).update({sig, alias} - {None})

@@ -120,15 +120,26 @@ def check_kernels(check: Any, run: RunResult | None) -> list[str]:
         if [k for k in found if k]:
             return sorted({k for k in found if k}, key=kernels.index)
     if len(kernels) > 1 and getattr(check, "name", "").startswith("stage:"):
-        # a stage failure is one kernel's: "debug kernel: kernel panic: ..." (the freebsd-kmod-qemu target)
-        # from the start of a run of name characters only (linear in a long message)
-        said = re.search(r"(?<![\w-])-*(\w[\w-]*) kernel: ", getattr(check, "message", "") or "")
-        if said and said.group(1) in kernels:
-            return [said.group(1)]
+        # a stage failure is one kernel's: the part of the run its record names ("debug kernel",
+        # as the freebsd-kmod-qemu target and ``RunResult.not_run_parts`` name a kernel)
+        part = _failed_part(check, run)
+        said = next((k for k in kernels if part == f"{k} kernel"), None)
+        if said is not None:
+            return [said]
         for log in run.logs:
             if log.kernel and kernel_of_source(log.source):
                 return [kernel_of_source(log.source)]
     return kernels
+
+
+def _failed_part(check: Any, run: RunResult) -> str | None:
+    """The ``part`` of the stage failure a stage check is of: its run's record, else the check's."""
+    stage = getattr(check, "name", "").removeprefix("stage:")
+    if run.failure is not None and run.failure.stage == stage:
+        return run.failure.part
+    detail = getattr(check, "detail", None) or {}
+    record = detail.get("failure") if isinstance(detail, Mapping) else None
+    return record.get("part") if isinstance(record, Mapping) else None
 
 
 def now_iso() -> str:

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model import LifecycleEvent, LogResult, SelfTest, StageFailure
-from ..retry.classify import _selftest_failure
+from ..contract import FailureReason, StageFailure
+from ..model import LifecycleEvent, LogResult, SelfTest
+from ..retry.classify import selftest_failure
 
 TEST_C = Path("wolfcrypt") / "test" / "test.c"
 TEST_H = Path("wolfcrypt") / "test" / "test.h"
@@ -36,10 +37,6 @@ MAX_SOURCE_BYTES = 16 << 20  # test.c is ~2 MB; anything far larger is not a tes
 # What a tag's number is, by the argument its WC_TEST_RET_ENC_<X> macro passes.
 INDEX, CODE, ERRNO, NOTHING = "index", "code", "errno", "nothing"
 _WORDS = {INDEX: "vector", CODE: "code", ERRNO: "errno"}
-
-_UNNAMED_RESULT = re.compile(r"(?:wolfcrypt (?:self-)?test failed(?: with return code|:)|return code:?)\s*"
-                             r"(?P<value>-\d+)")
-
 
 class TestSourceError(ValueError):
     """The build's test sources are missing or are not what the decoder can read; says which and why."""
@@ -441,8 +438,12 @@ def unnamed_value(test: SelfTest) -> int | None:
     """The return code of a failure only wolfcrypt_test's return value tells of (None: a named one)."""
     if test.passed or test.name != UNNAMED:
         return None
-    m = _UNNAMED_RESULT.search(test.error or "")
-    return int(m["value"]) if m else None
+    return test.return_code
+
+
+def first_failed_test(logs: Sequence[LogResult]) -> SelfTest | None:
+    """The failed self-test a self-test stage failure names (``retry.classify.selftest_failure``)."""
+    return next((t for log in logs for t in log.tests if not t.passed), None)
 
 
 def evidence(decoded: Decoded, console: str) -> str:
@@ -486,23 +487,25 @@ def name_failures(logs: Sequence[LogResult], failure: StageFailure | None,
     changed). Naming a named log again changes nothing.
     """
     rules, why = (source, None) if isinstance(source, TestSource) else load_source(source, errno_h)
+    first = first_failed_test(logs)
+    stale = failure is not None and failure.reason is FailureReason.SELFTEST and first is not None \
+        and first.name == UNNAMED  # the stage failure names the test by wolfcrypt_test's return code
     renamed = False
     for log in logs:
         for t in log.tests:
             value = unnamed_value(t)
-            if value is None or "; console: " in (t.error or ""):
+            if value is None or t.decoded is not None:
                 continue
             decoded = rules.decode(value) if rules is not None else _replace(
                 decode_without_source(value), why_unnamed=why)
-            console = (t.error or "").split(" (decoded: ", 1)[0]  # the parser's note on a log alone
-            t.error = evidence(decoded, console)
+            t.error = evidence(decoded, t.console or "")
+            t.decoded = decoded.to_dict()
             if decoded.carries == CODE:
                 t.code = decoded.number
             if decoded.name is not None:
                 t.name = decoded.name
                 renamed = True
             _note_decoded(log, decoded)
-    stale = failure is not None and failure.reason == "selftest" and f": {UNNAMED} (" in failure.message
     if renamed and failure is not None and stale:
         return _restated(failure, logs)
     return failure
@@ -518,13 +521,13 @@ def _note_decoded(log: LogResult, decoded: Decoded) -> None:
 
 
 def _restated(failure: StageFailure, logs: Sequence[LogResult]) -> StageFailure:
-
-    again = _selftest_failure(failure.stage, logs, list(failure.evidence))
+    """The self-test stage failure said again, with the names the tests have now (and its part)."""
+    again = selftest_failure(failure.stage, logs, list(failure.evidence))
     if again is None:
         return failure
-    at = failure.message.index("self-test failed: ")
-    return StageFailure(failure.stage, failure.message[:at] + again.message, failure.category, failure.reason,
-                        list(failure.evidence))
+    message = f"{failure.part}: {again.message}" if failure.part else again.message
+    return StageFailure(failure.stage, message, failure.category, failure.reason, list(failure.evidence),
+                        again.line, failure.part)
 
 
 # ------------------------------------------------------------------------------------------ signatures
@@ -551,27 +554,17 @@ def migrated_signature(sig: str) -> str | None:
     return unnamed_signature(value) if decode_without_source(value).line else None
 
 
-def unnamed_form(check: Any) -> str | None:
-    """The unnamed signature a named, decoded self-test failure (its check, or the stage check it
-    failed) would have had without the source: what an old recorded outcome of that line says."""
+def unnamed_form(check: Any, run: Any = None) -> str | None:
+    """The unnamed signature a named, decoded self-test failure (its check, or the stage check of
+    ``run`` it failed) would have had without the source: what an old recorded outcome of it says."""
     get = check.get if isinstance(check, Mapping) else lambda k, d=None: getattr(check, k, d)
-    m = re.search(r"console: .*?(?P<value>-\d{6,})\b", str(get("message", "") or ""))
-    return unnamed_signature(int(m["value"])) if m else None
-
-
-def unnamed_check_signature(name: str, message: str) -> str | None:
-    """The signature of a failed check that only wolfcrypt_test's return code told of: the unnamed
-    form, or for one named from the source the name's (with a wolfCrypt error code, as the Linux
-    module's ``code=`` gives it), never the number. None for any other check."""
-    m = _UNNAMED_RESULT.search(message)
-    if m is None:
-        return None
-    if name == UNNAMED:
-        return unnamed_signature(int(m["value"]))
-    if "; console: " not in message:  # printed by the program itself (a named test's own line)
-        return None
-    code = _DECODED_CODE.search(message.split("; console: ", 1)[0])
-    return f"selftest: {name} ({code['code']})" if code else f"selftest: {name}"
-
-
-_DECODED_CODE = re.compile(r"^[^()]*\([^()]*?\bcode (?P<code>-\d+)")
+    detail = get("detail") or {}
+    if get("kind") == "selftest":
+        value = detail.get("return_code") if isinstance(detail, Mapping) else None
+        named = get("name") != UNNAMED
+    else:
+        failure = getattr(run, "failure", None) if str(get("name") or "").startswith("stage:") else None
+        test = first_failed_test(run.logs) if failure is not None and \
+            failure.reason is FailureReason.SELFTEST else None
+        value, named = (test.return_code, test.name != UNNAMED) if test is not None else (None, False)
+    return unnamed_signature(value) if named and isinstance(value, int) else None

@@ -18,19 +18,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..contract import FailureReason, StageFailure
 from ..model import KernelEvent, RunResult
-from .selftest_source import unnamed_check_signature
+from ..parsers.kernel_shapes import SIGNATURE_HEADS
+from .selftest_source import UNNAMED, first_failed_test, unnamed_signature
 
-# Kernel record kind -> the signature's kind word.
-_KERNEL_LABELS: dict[str, str] = {
-    "panic": "panic", "bug": "kernel BUG", "oops": "Oops", "gpf": "general protection fault",
-    "warning": "WARNING", "fatal_trap": "fatal trap", "backtrace": "KDB backtrace",
-    "soft_lockup": "soft lockup", "hard_lockup": "hard lockup", "spin_lock_held": "spin lock held too long",
-    "rcu_stall": "RCU stall", "hung_task": "hung task", "kasan": "KASAN", "ubsan": "UBSAN",
-    "kmemleak": "kmemleak", "lockdep": "lockdep", "lock_order_reversal": "lock order reversal",
-    "sleeping_thread_lock": "sleeping thread owns a non-sleepable lock",
-    "sleep_with_lock": "sleeping with a lock held", "fpu": "FPU context",
-}
 # Records after which a boot goes no further: a log they cut off is theirs.
 _STOPS = frozenset({"panic", "fatal_trap", "bug", "oops", "gpf", "fpu", "sleep_with_lock"})
 # Frames of the panic/trace machinery itself: never "the" function of a splat.
@@ -162,7 +154,7 @@ _CLONES = frozenset({"isra", "constprop", "part", "cold", "lto_priv", "llvm"})
 
 def event_signature(ev: KernelEvent) -> str:
     """The signature of one kernel-trouble record."""
-    label = _KERNEL_LABELS.get(ev.kind, ev.kind)
+    label = SIGNATURE_HEADS.get(ev.kind, ev.kind)
     title = normalise(_event_title(ev))
     fn = function_name(ev.function) or _first_meaningful(ev.frames)
     text = f"{label}: {title}" if title else label
@@ -202,7 +194,10 @@ def _field(check: Any, name: str, default: Any = None) -> Any:
 
 def signature(check: Any, run: RunResult | None = None) -> str:
     """The stable signature of a failed ``check`` (a ``Check`` or its ``to_dict``); ``run`` (the
-    check's run) gives kernel records and stage failures their full evidence."""
+    check's run) gives kernel records and stage failures their full evidence.
+
+    Made of the fields of the check, its run and the records in it, never of the words of a
+    message: a message says what the project saw in its own words, which change."""
     known = _field(check, "signature")
     if isinstance(known, str) and known:
         return known
@@ -211,32 +206,34 @@ def signature(check: Any, run: RunResult | None = None) -> str:
     message = str(_field(check, "message", "") or "")
     detail = _field(check, "detail") or {}
     if kind == "kernel":
-        return _kernel_signature(name, message, detail, run)
+        return _kernel_signature(name, detail, run)
     if kind == "selftest":
         if name.startswith("summary:"):
             return "selftest: failed without naming an algorithm"
-        unnamed = unnamed_check_signature(name, message)
-        if unnamed is not None:  # only wolfcrypt_test's return code: its line, never the number itself
-            return unnamed
-        value = _field(check, "value")
-        code = int(value) if isinstance(value, int | float) else _code(message)
-        return f"selftest: {name} ({code})" if code is not None else f"selftest: {name}"
+        return _selftest_signature(name, _field(check, "value"), detail)
     if kind == "complete":
-        return _complete_signature(name, message, run)
+        return _complete_signature(name, message, detail if isinstance(detail, Mapping) else {}, run)
     if kind == "benchmark":
-        code = _code(message)
+        code = detail.get("code") if isinstance(detail, Mapping) else None
+        item = _field(check, "item")
+        if code is None and run is not None and isinstance(item, int) and 0 <= item < len(run.benchmarks):
+            code = run.benchmarks[item].code
         return f"benchmark: {name} ({code})" if code is not None else f"benchmark: {name}"
     block = detail.get("block") if isinstance(detail, Mapping) else None
     at = f" @{block}" if block not in (None, "") and f"@{block}" not in name else ""
     return f"{kind}: {name}{at}"
 
 
-def _code(text: str) -> int | None:
-    m = re.search(r"(?:code[=: ]\s*|failed:\s*|error\s+)(-\d+)\b", text) or re.search(r"\((-\d+)\)", text)
-    return int(m.group(1)) if m else None
+def _selftest_signature(name: str, code: Any, detail: Mapping[str, Any]) -> str:
+    """A failed self-test by its name and wolfCrypt error code; one only wolfcrypt_test's return code
+    told of (and the build's test.c could not name) by that code's test.c line, never the number."""
+    return_code = detail.get("return_code")
+    if name == UNNAMED and isinstance(return_code, int):
+        return unnamed_signature(return_code)
+    return f"selftest: {name} ({int(code)})" if isinstance(code, int | float) else f"selftest: {name}"
 
 
-def _kernel_signature(name: str, message: str, detail: Mapping[str, Any], run: RunResult | None) -> str:
+def _kernel_signature(name: str, detail: Mapping[str, Any], run: RunResult | None) -> str:
     if name == "kernel:more":
         return "kernel: more records"
     ev = _find_event(run, detail) if run is not None else None
@@ -245,9 +242,8 @@ def _kernel_signature(name: str, message: str, detail: Mapping[str, Any], run: R
     # No run at hand: what the check itself recorded.
     record_kind = str(detail.get("record_kind") or name.removeprefix("kernel:").split("@")[0])
     title = detail.get("title")
-    if not isinstance(title, Mapping):  # older documents: the message ends "(reason) — classification"
-        m = re.search(r"\(([^()]*)\) — ", message)
-        title = {"reason": m.group(1)} if m else {}
+    if not isinstance(title, Mapping):
+        title = {}
     frames = detail.get("frames")
     ev = KernelEvent(record_kind, "", function=detail.get("function"), detail=dict(title),
                      frames=[str(f) for f in frames] if isinstance(frames, list) else [])
@@ -266,56 +262,55 @@ def _find_event(run: RunResult, detail: Mapping[str, Any]) -> KernelEvent | None
     return None
 
 
-def _complete_signature(name: str, message: str, run: RunResult | None) -> str:
+def _complete_signature(name: str, message: str, detail: Mapping[str, Any], run: RunResult | None) -> str:
     if name.startswith("stage:"):
         stage = name.removeprefix("stage:")
         failure = run.failure if run is not None and run.failure and run.failure.stage == stage else None
-        text = failure.message if failure else message.split("): ", 1)[-1]
-        reason = failure.reason if failure else None
-        if reason == "panic" or _STAGE_PANIC.match(text):
-            first = _first_kernel_event(run)
-            if first is not None:
-                return event_signature(first)
-            return _stage_panic(text)
-        if reason == "selftest" or _STAGE_SELFTEST.match(text):
-            return _stage_selftest(text, run)
-        for prefix in ("compile failed: ", "configure failed: "):
-            if text.startswith(prefix):
-                return f"build: {normalise(text.removeprefix(prefix))}"
-        return f"{stage}: {normalise(text)}"
+        if failure is None and isinstance(detail.get("failure"), Mapping):
+            try:  # only the check at hand: the failure record it carries
+                failure = StageFailure.from_dict(detail["failure"])
+            except ValueError:
+                failure = None
+        if failure is None:
+            return f"{stage}: {normalise(message)}"
+        return _stage_signature(stage, failure, run, detail)
     if name == "logs":
         return "complete: no logs were collected"
     source = name.removeprefix("complete:")
+    reason = detail.get("incomplete")
     for log in run.logs if run is not None else []:
         if log.source == source and not log.complete:
             # a log cut off by a panic is that panic, wherever the boot stopped
             stops = [ev for ev in log.kernel if ev.kind in _STOPS]
             if stops:
                 return event_signature(stops[0])
-    reason = message.split(" is incomplete: ", 1)[-1] if " is incomplete: " in message else message
-    return f"incomplete: {normalise(reason)}"
+            reason = reason or log.incomplete_reason
+    return f"incomplete: {normalise(str(reason or message))}"
 
 
-_STAGE_SELFTEST = re.compile(r"^(?:[\w-]+ kernel: )?self-test failed: (?P<rest>.*)$")
-_STAGE_SELFTEST_NAMED = re.compile(r"^(?P<name>.+?) \((?:error (?P<code>-?\d+)|[^()]*)\)"
-                                   r"(?: \(\+\d+ more\))?$")
-
-
-def _stage_selftest(text: str, run: RunResult | None) -> str:
-    """A stage that failed because a self-test did (retry/classify.py) is that self-test's failure:
-    one signature for the stage check and the self-test's own check, as a panic's stage is the panic's."""
-    for log in run.logs if run is not None else []:
-        for t in log.tests:
-            if not t.passed:
-                detail = (t.error or "").strip()
-                message = f"{t.name} self-test failed{': ' + detail if detail else ''}"
-                return signature({"kind": "selftest", "name": t.name, "message": message, "value": t.code})
-    m = _STAGE_SELFTEST.match(text)
-    named = _STAGE_SELFTEST_NAMED.match(m["rest"]) if m else None
-    if named is None:  # "the program reported failure": no algorithm named
+def _stage_signature(stage: str, failure: StageFailure, run: RunResult | None,
+                     detail: Mapping[str, Any]) -> str:
+    """A failed stage's signature: a panic's is its record's, a self-test's the test's (one signature
+    for the stage check and the record's own check), a build's the compiler's line."""
+    if failure.reason is FailureReason.PANIC:
+        first = _first_kernel_event(run)
+        if first is not None:
+            return event_signature(first)
+        if failure.line:  # the record itself is not at hand: the line the kernel printed
+            why = re.sub(r"^(?:panic: |Kernel panic - not syncing: )", "", failure.line)
+            return event_signature(KernelEvent("panic", why, detail={"reason": why} if why else {}))
+        return f"panic: {normalise(failure.message)}"
+    if failure.reason is FailureReason.SELFTEST:
+        test = first_failed_test(run.logs) if run is not None else None
+        if test is not None:
+            return _selftest_signature(test.name, test.code, {"return_code": test.return_code})
+        named = detail.get("test")  # only the check at hand: the test it recorded
+        if isinstance(named, Mapping) and isinstance(named.get("name"), str):
+            return _selftest_signature(named["name"], named.get("code"), named)
         return "selftest: failed without naming an algorithm"
-    code = named["code"]
-    return f"selftest: {named['name']} ({int(code)})" if code is not None else f"selftest: {named['name']}"
+    if failure.reason in (FailureReason.COMPILE, FailureReason.CONFIGURE) and failure.line:
+        return f"build: {normalise(failure.line)}"
+    return f"{stage}: {normalise(failure.message)}"
 
 
 def _first_kernel_event(run: RunResult | None) -> KernelEvent | None:
@@ -326,23 +321,3 @@ def _first_kernel_event(run: RunResult | None) -> KernelEvent | None:
             if ev.kind not in ("backtrace", "warning"):
                 return ev
     return None
-
-
-_STAGE_PANIC = re.compile(r"^(?:[\w-]+ kernel: )?kernel (?P<kind>panic|oops|bug|gpf|fatal_trap)"
-                          r"(?: in (?P<fn1>[^:]+?))?: (?P<rest>.*?)(?: \(in (?P<fn2>[\w.]+)\))?$")
-
-
-def _stage_panic(text: str) -> str:
-    """A stage failure's "debug kernel: kernel panic: panic: why (in fn)" (classify.py,
-    the freebsd-kmod-qemu target) as its record's signature, when the record itself is not at hand."""
-    m = _STAGE_PANIC.match(text)
-    if not m:
-        return f"panic: {normalise(text)}"
-    rest = m["rest"]
-    kind = m["kind"]
-    if kind == "panic":
-        rest = re.sub(r"^(?:panic: |Kernel panic - not syncing: )", "", rest)
-    elif kind == "bug":
-        rest = re.sub(r"^BUG: ", "", rest)
-    ev = KernelEvent(kind, rest, function=m["fn1"] or m["fn2"], detail={"reason": rest} if rest else {})
-    return event_signature(ev)

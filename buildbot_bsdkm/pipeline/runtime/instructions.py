@@ -396,7 +396,7 @@ def rebuilt_with(build: Path, changes: Mapping[str, str], dest: Path, *, jobs: i
     blog = log or dest / "build.log"
     res = run_logged(["make", f"-j{jobs}", "src/libwolfssl.la"], cwd=new_build, log=blog, timeout_s=timeout_s)
     if res.exit_code != 0:
-        raise real_error("build", "compile-error", f"the changed source did not build (see {blog})",
+        raise real_error("build", "compile", f"the changed source did not build (see {blog})",
                          [str(blog)])
     return new_build
 

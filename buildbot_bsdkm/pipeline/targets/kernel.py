@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...config.bsdkm_yml import Config
+from ...contract import TARGET_UNAVAILABLE
 from ...model import LogResult
 from ...retry.classify import Patterns
 from ..runtime.errors import infra_error
@@ -27,7 +28,7 @@ def target(name: str, stage: str = "build") -> KernelTarget:
         return known[name]
     except KeyError:
         known = ", ".join(known)
-        raise infra_error(stage, "target-unavailable",
+        raise infra_error(stage, TARGET_UNAVAILABLE,
                           f"target not available: {name} (kernel targets: {known})") from None
 
 

@@ -81,7 +81,7 @@ def _panic_results() -> str:
     """A FreeBSD panic line of dashes: seconds of judging in the signature's patterns before they
     were made linear; whatever they take now, the reactor must not wait for it."""
     run = RunResult(variant="noasm", target="freebsd-kmod", failure=StageFailure(
-        stage="load", message="panic: " + "-" * 1500, category=FailureCategory.REAL, reason="kernel-panic"))
+        stage="load", message="panic: " + "-" * 1500, category=FailureCategory.REAL, reason="panic"))
     return to_json([run])
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from buildbot_bsdkm.model import LogFormat, LogResult
 from buildbot_bsdkm.parsers import ParseError, ParseSummary, iter_records, parse_file, parse_lines, parse_text
+from buildbot_bsdkm.parsers.formats import registrations
 
 SAMPLES = [
     "userspace/accel/bench_default.txt",
@@ -32,7 +33,7 @@ FREEBSD_LINES = sorted(
     }
 )
 ALL_LINES = FIXTURE_LINES + FREEBSD_LINES
-FORMATS = st.sampled_from([None, *[f for f in LogFormat]])
+FORMATS = st.sampled_from([None, *[e.format for e in registrations()]])  # every format with a parser
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -27,7 +27,8 @@ def panic_run(version: str = "5.9.2", fp: str = "fp1") -> RunResult:
     release = parse_file(LOGS / "release-kernel_aesni-fpecc_selftest-pass.log")
     release.source = "out/freebsd-kmod-qemu/intelasm/console-release.log"
     failure = StageFailure("load", "debug kernel: kernel panic: panic: malloc: called with spinlock or "
-                           "critical section held (in AES_set_decrypt_key_AESNI)", reason="panic")
+                           "critical section held (in AES_set_decrypt_key_AESNI)", reason="panic",
+                           part="debug kernel")
     return RunResult("intelasm", "freebsd-kmod-qemu", logs=[debug, release], failure=failure,
                      metadata={"wolfssl_version": version, "fingerprint": {"id": fp}})
 

@@ -75,3 +75,19 @@ def test_a_selftest_failure_is_the_kernel_whose_log_shows_it() -> None:
     outs = {o.kernel: o for o in outcomes_of([run], evaluate([run], load_policy(default_policy_path())))}
     assert "selftest: AES-GCM (-216)" in outs["release"].signatures
     assert "selftest: AES-GCM (-216)" not in outs["debug"].signatures
+
+
+def test_a_stage_failure_is_the_kernel_its_record_names() -> None:
+    """The kernel a stage failure is of comes from the record's ``part``, not from its message's
+    words: here the release kernel's load fails while the debug kernel's log holds the panic."""
+    from buildbot_bsdkm.model import StageFailure
+    from buildbot_bsdkm.triage.outcomes import check_kernels
+
+    run = panic_run()
+    run.failure = StageFailure("load", "the module's load never finished", reason="load-timeout",
+                               part="release kernel")
+    verdict = evaluate([run], load_policy(default_policy_path()))
+    stage = next(c for c in verdict.failures if c.name == "stage:load")
+    assert check_kernels(stage, run) == ["release"]
+    without_record = RunResult(run.variant, run.target, logs=run.logs)  # the check's own record then
+    assert check_kernels(stage, without_record) == ["release"]

@@ -18,14 +18,14 @@ from conftest import SHARED
 
 from buildbot_bsdkm.bisection.search import Commit, Outcome, Purpose, bisect
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource
-from buildbot_bsdkm.model import RunResult
+from buildbot_bsdkm.model import RunResult, StageFailure
 from buildbot_bsdkm.parsers import parse_text
 from buildbot_bsdkm.pipeline.jobs.bisect import FailureSpec, failure_outcome
 from buildbot_bsdkm.pipeline.runtime.source import cache_root, debian_tarball
 from buildbot_bsdkm.policy import evaluate, load_policy
 from buildbot_bsdkm.report.junit import junit_xml
 from buildbot_bsdkm.report.verdict import markdown_report
-from buildbot_bsdkm.retry.classify import _selftest_failure
+from buildbot_bsdkm.retry.classify import selftest_failure
 from buildbot_bsdkm.support.resources import default_policy_path
 from buildbot_bsdkm.triage.classify import TriageInputs
 from buildbot_bsdkm.triage.outcomes import BaseOutcome
@@ -75,8 +75,9 @@ def _shifted(tree: Path, dest: Path, text: str = ADDED) -> Path:
 
 def _run(console: str, source: object, sha: str = "c0ffee") -> RunResult:
     log = parse_text(console, "console-debug.log")
-    stale = _selftest_failure("load", [log], ["console-debug.log"])
+    stale = selftest_failure("load", [log], ["console-debug.log"])
     assert stale is not None
+    stale.part = "debug kernel"  # as the FreeBSD QEMU target says which kernel failed
     stale.message = f"debug kernel: {stale.message}"
     failure = name_failures([log], stale, source)  # type: ignore[arg-type]
     return RunResult("noasm", TARGET, [log], failure,
@@ -208,6 +209,23 @@ def test_pre_existing_through_a_pr_that_adds_lines_and_old_signatures_migrate(tr
     assert any("recorded before self-test failures were named" in n and
                "selftest: name unknown (test.c:5895, vector 1)" in n for n in verdict.notes), verdict.notes
     assert not verdict.triage["fixed"]
+
+
+def test_naming_reads_the_failures_fields_never_their_words(trees: dict[str, Path]) -> None:
+    """The return code and console line are the test's fields, the kernel the stage failure's part:
+    the words the parser and the target print around them may change."""
+    log = parse_text(PLANTED.read_text(errors="replace"), "console-debug.log")
+    (test,) = log.failed_tests
+    test.error = "wolfcrypt_test's failure, said in other words"
+    failure = StageFailure("load", "debug kernel: the module's self-test failed", reason="selftest",
+                           part="debug kernel")
+    named = name_failures([log], failure, trees["5.9.2"])
+    assert test.name == "SHA-256" and test.decoded is not None
+    assert (test.decoded["function"], test.decoded["line"]) == ("sha256_kat_test", 5895)
+    assert test.error.endswith("; console: error: wolfcrypt test failed: -1610718631")
+    assert named is not None and named.part == "debug kernel"
+    assert named.message.startswith("debug kernel: self-test failed: SHA-256 (")
+    assert name_failures([log], named, trees["5.9.2"]) is named  # named once
 
 
 def test_naming_twice_changes_nothing(trees: dict[str, Path]) -> None:

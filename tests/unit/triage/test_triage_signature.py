@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import SHARED
 
-from buildbot_bsdkm.model import RunResult, SelfTest, StageFailure
+from buildbot_bsdkm.model import LogResult, RunResult, SelfTest, StageFailure
 from buildbot_bsdkm.parsers import parse_text
 from buildbot_bsdkm.policy import Check, CheckKind, evaluate, load_policy
+from buildbot_bsdkm.retry.classify import classify
 from buildbot_bsdkm.support.resources import default_policy_path
 from buildbot_bsdkm.triage.signature import function_name, normalise, signature
 
@@ -81,9 +82,20 @@ def test_a_stage_failure_for_a_selftest_has_the_selftest_signature() -> None:
     assert len(both) == 2
     assert {signature(c, run) for c in both} == {"selftest: AES-GCM (-216)"}
     assert {signature(c.to_dict()) for c in both} == {"selftest: AES-GCM (-216)"}  # the JSON alone
-    unnamed = Check("intelasm", "freebsd-kmod-qemu", "stage:load", CheckKind.COMPLETE, False,
-                    "load failed (real, selftest): self-test failed: the program reported failure")
+    again = {signature(Check.from_dict({**c.to_dict(), "signature": None})) for c in both}
+    assert again == {"selftest: AES-GCM (-216)"}  # made again from the JSON's fields
+    unnamed = _stage_check(StageFailure("load", "self-test failed: the program reported failure",
+                                        reason="selftest"))
     assert signature(unnamed) == "selftest: failed without naming an algorithm"
+
+
+def _stage_check(failure: StageFailure, logs: tuple[LogResult, ...] = ()) -> Check:
+    """The stage check the policy makes of ``failure``, as a summary.json holds it, without the
+    signature triage gave it (so that the check alone makes it again)."""
+    run = RunResult("v", "t", logs=list(logs), failure=failure)
+    check = next(c for c in evaluate([run], load_policy(default_policy_path())).failures
+                 if c.name == f"stage:{failure.stage}")
+    return Check.from_dict({**check.to_dict(), "signature": None})
 
 
 LINUX_BUG = """\
@@ -134,16 +146,31 @@ def test_other_kinds() -> None:
 
     assert sig(CheckKind.REGRESSION, "AES-128-GCM-enc") == "regression: AES-128-GCM-enc"
     assert sig(CheckKind.REGRESSION, "geomean:*") == "regression: geomean:*"
-    assert sig(CheckKind.BENCHMARK, "RSA 2048 sign", "RSA 2048 sign: Benchmark RSA failed: -180") == \
+    bench = parse_text("Benchmark RSA 2048 sign failed: -180\n", "bench.log")
+    assert bench.benchmarks[0].code == -180  # the parser reads wolfCrypt's line once
+    bench_run = RunResult("v", "t", logs=[bench])
+    (failed,) = [c for c in evaluate([bench_run], load_policy(default_policy_path())).failures
+                 if c.kind == CheckKind.BENCHMARK]
+    assert signature(Check.from_dict({**failed.to_dict(), "signature": None})) == \
         "benchmark: RSA 2048 sign (-180)"
-    build = sig(CheckKind.COMPLETE, "stage:build", "build failed (real, compile): compile failed: /tmp/w/x/"
-                "wolfssl-5.9.2/wolfcrypt/src/aes.c:1234:5: error: use of undeclared identifier 'k'")
-    build2 = sig(CheckKind.COMPLETE, "stage:build", "build failed (real, compile): compile failed: /home/b/"
-                 "cache/wolfssl-5.9.2/wolfcrypt/src/aes.c:1301:9: error: use of undeclared identifier 'k'")
-    assert build == build2 == "build: src/aes.c: error: use of undeclared identifier 'k'"
-    load = sig(CheckKind.COMPLETE, "stage:load", "load failed (real, load-timeout): module load timed out "
-               "after 600 s")
-    assert load == "load: module load timed out after <n> s"
+    builds = [classify("build", exit_code=2, output=f"{where}/wolfcrypt/src/aes.c:{n}:5: error: use of "
+                       "undeclared identifier 'k'\nmake: *** [all] Error 1\n")
+              for where, n in (("/tmp/w/x/wolfssl-5.9.2", 1234), ("/home/b/cache/wolfssl-5.9.2", 1301))]
+    assert {signature(_stage_check(f)) for f in builds} == {
+        "build: src/aes.c: error: use of undeclared identifier 'k'"}
+    load = classify("load", exit_code=None, timed_out=True, timeout_s=600)
+    assert signature(_stage_check(load)) == "load: module load timed out after <n> s"
+
+
+def test_a_signature_is_made_of_fields_never_of_a_message_s_words() -> None:
+    """Signatures read what the project recorded in fields; its messages may say it in other words."""
+    test_log = parse_text("AES-GCM  test failed!\n error L=7420 code=-216\n", "test.log")
+    for failure, logs, expected in (
+            (classify("build", exit_code=2, output="x.c:1:2: error: y\n"), (), "build: x.c: error: y"),
+            (classify("load", exit_code=1, log_results=[test_log]), (test_log,), "selftest: AES-GCM (-216)")):
+        check = _stage_check(failure, logs)
+        reworded = Check.from_dict({**check.to_dict(), "message": "the stage went wrong, in other words"})
+        assert signature(reworded) == signature(check) == expected
 
 
 def test_normalise_and_function_name() -> None:

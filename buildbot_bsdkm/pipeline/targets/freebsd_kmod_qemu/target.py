@@ -190,7 +190,8 @@ def judge_boot(kind: str, outcome: ModuleLoadOutcome, log: LogResult, timeout_s:
     if failure is None:
         return None
     facts = read_console(console_lines(outcome.kernel_log))
-    failure.message = f"{kind} kernel: {failure.message}"
+    failure.part = f"{kind} kernel"
+    failure.message = f"{failure.part}: {failure.message}"
     if facts.panic:
         frames = module_frames(facts.backtrace, symbols)
         if frames:
@@ -202,7 +203,7 @@ def judge_boot(kind: str, outcome: ModuleLoadOutcome, log: LogResult, timeout_s:
 
 def not_covered_failure(notes: Sequence[str], evidence: Path) -> StageFailure:
     return StageFailure("load", "not covered: " + "; ".join(notes), FailureCategory.INFRASTRUCTURE,
-                        "target-unavailable", [str(evidence)])
+                        TARGET_UNAVAILABLE, [str(evidence)])
 
 
 def not_run_text(not_run: dict[str, str]) -> str:
