@@ -14,8 +14,9 @@ from typing import Any
 
 from ..model import RunResult, SelfTest
 from ..policy import CheckKind, Verdict, kernel_health
+from ..report.html_page import html_report
+from ..report.markdown import markdown_report
 from ..report.triage_summary import failed_checks, triage_property, triage_words
-from ..report.verdict import html_report, markdown_report
 
 MINUS = "\u2212"  # a real minus sign reads better than a hyphen next to a percentage
 MAX_NAMED = 3  # items named in a one-line summary before "and N more"

@@ -30,8 +30,8 @@ from ..contract import (
 )
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
 from ..policy import BaselineMismatch, Check, CheckKind, Policy, Verdict, evaluate
+from ..report.markdown import markdown_report
 from ..report.triage_summary import triage_words
-from ..report.verdict import markdown_report
 from ..triage.classify import TriageInputs
 from ..triage.known import KnownIssueError, KnownIssues
 from ..triage.outcomes import BaseOutcome

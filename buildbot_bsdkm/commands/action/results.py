@@ -30,7 +30,7 @@ from ...policy import (
 )
 from ...policy.pairing import baseline_for
 from ...report.junit import junit_xml
-from ...report.verdict import markdown_report
+from ...report.markdown import markdown_report
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
 from . import workflow as actions
 from .annotations import check_annotation, check_location

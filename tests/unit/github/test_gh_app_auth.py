@@ -355,5 +355,5 @@ def test_the_client_and_the_app_credentials_share_a_token_protocol_and_import_no
     from buildbot_bsdkm.github import app_auth, client, tokens
 
     assert "client" not in _imported(Path(app_auth.__file__))
-    assert "app_auth" not in _imported(Path(tokens.__file__)) and "client" not in _imported(Path(tokens.__file__))
+    assert not {"app_auth", "client"} & _imported(Path(tokens.__file__))
     assert {"tokens"} <= _imported(Path(app_auth.__file__)) & _imported(Path(client.__file__))

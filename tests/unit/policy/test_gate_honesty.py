@@ -24,7 +24,8 @@ from buildbot_bsdkm.github.aggregate import SUCCESS, BuildFacts, PrReport, commi
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_file, parse_text
 from buildbot_bsdkm.policy import BaselineMismatch, evaluate, load_policy, parse_policy
-from buildbot_bsdkm.report.verdict import html_report, markdown_report
+from buildbot_bsdkm.report.html_page import html_report
+from buildbot_bsdkm.report.markdown import markdown_report
 
 ROOT = Path(__file__).resolve().parents[3]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
