@@ -52,7 +52,7 @@ def _pr_report(config: Config) -> PrReport | None:
             else None
         )
     except (ValueError, OSError) as e:
-        log.msg(f"bsdkm github: PR comment disabled: {e}")
+        log.msg(f"bsdkm github: PR reports not judged (statuses say each build's result alone): {e}")
         return None
     return PrReport(policy, baseline, config.known_issues)
 
@@ -88,8 +88,9 @@ def github_services(
     reporter = GitHubPrReporter(
         publisher,
         builders,
-        _pr_report(config) if settings.comment else None,
+        _pr_report(config),
         statuses=settings.statuses,
+        comment=settings.comment,
         resend_interval_s=settings.resend_interval_s,
         secrets=settings.secrets,
     )
