@@ -26,7 +26,7 @@ from ..report.pull_request import PullRequestReport
 from ..report.sinks import PullRequestRef, ReportSink, deliver
 from .aggregate import BuildFacts, PrReport, plain_properties, progress_status
 from .auth_notice import BuilderNotice
-from .controller import PrBuilder
+from .buildsets import PrBuilder
 from .master_secrets import MasterSecrets
 from .publisher import Publisher
 from .render import Renderer, fallback_status

@@ -22,8 +22,9 @@ from ..model import from_json
 from ..policy import load_policy
 from .aggregate import PrReport
 from .bodylimit import install_for_buildbot
+from .buildsets import PrBuilder
 from .client import GitHubClient
-from .controller import PrBuilder, PullRequestBuilds
+from .controller import PullRequestBuilds
 from .hook import BsdkmGitHubEventHandler
 from .inbox import INBOX_FILE, Inbox
 from .master_secrets import SecretRef
