@@ -12,9 +12,9 @@ comments already acted on) is in the master's database (``store.py``), and an ev
 but not acted on is in the inbox (``inbox.py``), acted on after the restart.
 
 The service takes its configuration the way Buildbot's services do: ``checkConfig`` refuses a
-bad one when ``master.cfg`` is read, ``reconfigService`` applies a new ``github:`` section and
-builder list on a reconfig. The publisher, inbox and store it started with stay: they hold what
-is on its way to and from GitHub.
+bad one when ``master.cfg`` is read, ``reconfigService`` applies the new ``github:`` section's rules
+and builder list on a reconfig. The publisher (with its credentials), inbox and store it started
+with stay: they hold what is on its way to and from GitHub.
 """
 
 from __future__ import annotations
