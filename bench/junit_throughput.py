@@ -30,7 +30,7 @@ from buildbot_bsdkm.model import Benchmark, LogFormat, LogResult, RunResult, Sel
 from buildbot_bsdkm.parsers import iter_records  # noqa: E402
 from buildbot_bsdkm.policy import Verdict, evaluate, load_policy  # noqa: E402
 from buildbot_bsdkm.report.junit import junit_xml  # noqa: E402
-from buildbot_bsdkm.report.verdict import markdown_report  # noqa: E402
+from buildbot_bsdkm.report.markdown import markdown_report  # noqa: E402
 
 FIXTURES = Path(os.environ.get("BSDKM_SHARED", ROOT.parent / "shared")) / "fixtures"
 

@@ -187,13 +187,11 @@ class ReactorProbe(service.BuildbotService):
         if self.lock.locked:
             return  # the previous one is still rendering: one at a time, as the reporter does
         started = time.monotonic()
-        status = yield self.lock.run(threads.deferToThread, self.renderer.status, self.facts, self.report)
-        body = yield self.lock.run(threads.deferToThread, self.renderer.body, self.report, [self.facts])
+        got = yield self.lock.run(threads.deferToThread, self.renderer.report, self.report, [self.facts])
         self.stats["renders"] += 1
         self.stats["render_s"].append(time.monotonic() - started)
-        for got in (status, body):
-            if got.error:
-                self.stats["render_errors"].append(got.error)
+        if got.error:
+            self.stats["render_errors"].append(got.error)
 
     def _read(self) -> defer.Deferred[None]:
         from twisted.internet import reactor as default_reactor

@@ -22,7 +22,7 @@ from buildbot_bsdkm.github.aggregate import PrReport
 from buildbot_bsdkm.model import RunResult, SelfTest, StageFailure
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.policy import load_policy
-from buildbot_bsdkm.report.verdict import markdown_report
+from buildbot_bsdkm.report.markdown import markdown_report
 from buildbot_bsdkm.support.resources import default_config_path, default_policy_path
 from buildbot_bsdkm.triage.outcomes import BaseOutcome
 

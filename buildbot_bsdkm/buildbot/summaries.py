@@ -12,13 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import RunResult, SelfTest
-from ..policy import CheckKind, Verdict, kernel_health
+from ..model import RunResult
+from ..policy import Verdict, kernel_health
+from ..report.commit_status import MAX_NAMED, regression_labels, selftest_summary
+from ..report.html_page import html_report
+from ..report.markdown import markdown_report
 from ..report.triage_summary import failed_checks, triage_property, triage_words
-from ..report.verdict import html_report, markdown_report
-
-MINUS = "\u2212"  # a real minus sign reads better than a hyphen next to a percentage
-MAX_NAMED = 3  # items named in a one-line summary before "and N more"
 
 
 @dataclass(frozen=True)
@@ -28,28 +27,6 @@ class ResultRow:
     name: str
     value: str
     line: int | None = None
-
-
-def _failure_label(t: SelfTest) -> str:
-    return f"{t.name} failed {t.code}" if t.code is not None else f"{t.name} failed"
-
-
-def selftest_summary(run: RunResult) -> str | None:
-    """``self-test: 41/42 passed (ECC failed -216)``; None when the run printed no self-test."""
-    tests = run.tests
-    if tests:
-        failed = [t for t in tests if not t.passed]
-        text = f"self-test: {len(tests) - len(failed)}/{len(tests)} passed"
-        if failed:
-            named = ", ".join(_failure_label(t) for t in failed[:MAX_NAMED])
-            more = f" and {len(failed) - MAX_NAMED} more" if len(failed) > MAX_NAMED else ""
-            text += f" ({named}{more})"
-        return text
-    # Kernel builds without verbose debug print only the overall line.
-    overall = [log.selftest_summary for log in run.logs if log.selftest_summary is not None]
-    if overall:
-        return "self-test: passed" if all(overall) else "self-test: FAILED"
-    return None
 
 
 def benchmark_summary(run: RunResult) -> str | None:
@@ -91,23 +68,6 @@ def benchmark_rows_by_unit(run: RunResult) -> dict[str, list[ResultRow]]:
             continue  # a failed item's 0.000 is not a measurement
         out.setdefault(b.unit, []).append(ResultRow(b.name, f"{b.value:g}", b.line))
     return out
-
-
-def _pct(value: float) -> str:
-    sign = MINUS if value < 0 else "+"
-    return f"{sign}{abs(value):.0f} %"
-
-
-def regression_labels(verdict: Mapping[str, Any]) -> list[str]:
-    """``AES-128-GCM-enc −31 %`` for every failed regression check."""
-    labels = []
-    for c in verdict.get("checks", []) or []:
-        if not isinstance(c, Mapping) or c.get("passed", True) or c.get("kind") != CheckKind.REGRESSION:
-            continue
-        delta = c.get("delta_pct")
-        name = str(c.get("name", "?"))
-        labels.append(f"{name} {_pct(float(delta))}" if isinstance(delta, int | float) else name)
-    return labels
 
 
 def verdict_summary(verdict: Mapping[str, Any]) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 from ..model import RunResult, merge_runs
 from ..policy import Verdict, evaluate, fingerprint_problem
 from ..report import gab
-from ..report.verdict import delta_report
+from ..report.markdown import delta_report
 from . import triage_args
 from .errors import UsageError
 from .io import exit_status, history_files, read_all, read_policy, write_text

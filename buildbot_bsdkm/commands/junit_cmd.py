@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 
 from ..policy import Verdict, evaluate
+from ..report.html_page import html_report
 from ..report.junit import junit_tally, junit_xml
-from ..report.verdict import html_report, markdown_report
+from ..report.markdown import markdown_report
 from . import triage_args
 from .io import exit_status, load_runs, read_policy, read_results, write_text
 

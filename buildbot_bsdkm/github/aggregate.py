@@ -1,9 +1,10 @@
-"""One PR's builds → commit-status lines and the single PR comment.
+"""One PR's builds → the core's one PR report: its verdict, a commit status per build, the comment.
 
-Each (target, variant) builder reports on its own; the PR comment needs all of them at
-once (speedups compare an accelerated variant with the software one). We collect every
-finished build's results and call ``report.markdown_report`` once: the formatting is the
-core's, only the collecting is here.
+Each (target, variant) builder reports on its own, but the PR is judged once, over every finished
+build's runs together (speedups compare an accelerated variant with the software one), by the
+same function ``bsdkm-ci action`` calls (``report/pull_request.py``). Only the collecting is here:
+a build's runs, what Buildbot knows of it beyond them (building, retrying, cancelled, how it ended,
+its retries and link: ``pair_facts``) and the base outcomes the master gave its gate.
 """
 
 from __future__ import annotations
@@ -18,27 +19,20 @@ from ..contract import (
     BASE_OUTCOMES_PROPERTY,
     FAILURE_PROPERTY,
     HISTORY_PROPERTY,
-    INCONCLUSIVE_PROPERTY,
     REGRESSIONS_PROPERTY,
     RESULTS_PATH_PROPERTY,
     RESULTS_PROPERTY,
-    SELFTEST_PROPERTY,
-    TRIAGE_PROPERTY,
-    VERDICT_PROPERTY,
     failure_from_property,
     status_context,
 )
 from ..model import FailureCategory, ModelError, RunResult, StageFailure, from_json
-from ..policy import BaselineMismatch, Check, CheckKind, Policy, Verdict, evaluate
-from ..report.triage_summary import triage_words
-from ..report.verdict import markdown_report
-from ..triage.classify import TriageInputs
-from ..triage.known import KnownIssueError, KnownIssues
+from ..policy import Policy, Verdict
+from ..report.commit_status import PairFacts, retry_note, short_description
+from ..report.pull_request import COMMENT_LIMIT, Judging, PullRequestReport, judge, pull_request_report
+from ..triage.known import KnownIssues
 from ..triage.outcomes import BaseOutcome
-from .publisher import REPORT_MARKER
 
-GITHUB_COMMENT_LIMIT = 65536
-STATUS_DESCRIPTION_LIMIT = 140  # GitHub cuts a commit status description there
+GITHUB_COMMENT_LIMIT = COMMENT_LIMIT
 
 # Buildbot result codes (buildbot.process.results) without importing Buildbot here.
 SUCCESS, WARNINGS, FAILURE, SKIPPED, EXCEPTION, RETRY, CANCELLED = range(7)
@@ -127,80 +121,35 @@ def retries_of(build: BuildFacts) -> list[dict[str, Any]]:
     return rows
 
 
-def _retry_note(build: BuildFacts) -> str:
-    rows = retries_of(build)
-    if not rows:
-        return ""
-    reasons = ", ".join(sorted({str(r["reason"]) or "unknown" for r in rows}))
-    return f"retried {len(rows)}× ({reasons})"
-
-
-def _failed_selftests(runs: Sequence[RunResult]) -> list[str]:
-    return [t.name for run in runs for t in run.tests if not t.passed]
-
-
-def commit_status(build: BuildFacts) -> tuple[str, str]:
-    """(state, one-line reason) for the build's commit status."""
-    retry = _retry_note(build)
+def progress_status(build: BuildFacts) -> tuple[str, str] | None:
+    """What Buildbot says of a build that no verdict can: still building, retrying, cancelled."""
     if build.results is None:
-        return "pending", "building" + (f", {retry}" if retry else "")
+        retry = retry_note(retries_of(build))
+        return "pending", short_description("building" + (f", {retry}" if retry else ""))
     if build.results == RETRY:
         failure = _failure(build)
         why = failure.reason or failure.stage if failure else "infrastructure"
-        return "pending", f"retrying after an infrastructure failure ({why})"
+        return "pending", short_description(f"retrying after an infrastructure failure ({why})")
     if build.results == CANCELLED:
         return "error", "cancelled (superseded by a newer push or stopped by hand)"
-    runs = runs_of(build)
-    regressions = build.properties.get(REGRESSIONS_PROPERTY) or []
-    failed_tests = _failed_selftests(runs)
-    failure = _failure(build)
-    triaged = triage_words(build.properties.get(TRIAGE_PROPERTY))
-    if build.results in (SUCCESS, WARNINGS, SKIPPED):
-        text = "passed" if build.properties.get(VERDICT_PROPERTY) != "inconclusive" else _inconclusive(build)
-        selftest = build.properties.get(SELFTEST_PROPERTY)
-        if triaged:  # failures the triage policy lets pass: said, so nobody mistakes them for none
-            text += f" — {triaged}"
-        elif isinstance(selftest, str) and selftest:
-            text += f": {selftest}"
-        return "success", _with(text, retry)
-    if triaged:
-        return "failure", _with(f"failed — {triaged}{_new_named(build)}", retry)
-    if failed_tests:
-        return "failure", _with(f"self-test failed: {', '.join(failed_tests)}", retry)
-    if regressions:
-        n = len(regressions)
-        names = ", ".join(str(r) for r in regressions[:2])
-        return "failure", _with(f"{n} regression{'s' if n != 1 else ''}: {names}", retry)
-    if build.properties.get(VERDICT_PROPERTY) == "inconclusive":  # the policy's perf.inconclusive: fail
-        return "failure", _with(_inconclusive(build), retry)
-    if build.properties.get(VERDICT_PROPERTY) == "inconclusive":  # the policy's perf.inconclusive: fail
-        return "failure", _with(_inconclusive(build), retry)
-    if failure is not None and failure.category == FailureCategory.INFRASTRUCTURE:
-        return "error", _with(f"infrastructure: {failure.reason or failure.stage}: {failure.message}", retry)
-    if failure is not None:
-        return "failure" if build.results == FAILURE else "error", _with(
-            f"{failure.stage} failed: {failure.reason or failure.message}", retry
-        )
-    return ("failure" if build.results == FAILURE else "error"), _with(f"result {build.results}", retry)
+    return None
 
 
-def _inconclusive(build: BuildFacts) -> str:
-    """The gate's INCONCLUSIVE verdict (policy.Verdict.status) with its count: never "passed"."""
-    n = build.properties.get(INCONCLUSIVE_PROPERTY)
-    count = f"{n} gated item(s)" if isinstance(n, int) and n > 0 else "gated items"
-    return f"⚠️ inconclusive: {count} not judged (too few repeats or too noisy)"
+def pair_facts(build: BuildFacts) -> PairFacts:
+    """The build as the core's PR report reads it: running or not, how it ended, what its gate found
+    against the base measured beside it (its regressions), its retries and its link."""
+    running = build.results is None or build.results == RETRY
+    ended = None if running else _ENDED.get(build.results, "error")  # type: ignore[arg-type]
+    regressions = build.properties.get(REGRESSIONS_PROPERTY)
+    return PairFacts(
+        build.target, build.variant, running=running, said=progress_status(build), ended=ended,
+        regressions=tuple(str(r) for r in regressions) if isinstance(regressions, list) else (),
+        failure=failure_from_property(build.properties.get(FAILURE_PROPERTY)),
+        retries=tuple(retries_of(build)), link=build.url,
+    )
 
 
-def _with(text: str, retry: str) -> str:
-    text = f"{text}; {retry}" if retry else text
-    return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[:STATUS_DESCRIPTION_LIMIT - 1] + "…"
-
-
-def _new_named(build: BuildFacts) -> str:
-    """``: selftest: AES-GCM (-216)``: the first new failure's signature, when the triage named one."""
-    triage = build.properties.get(TRIAGE_PROPERTY)
-    new = triage.get("new") if isinstance(triage, Mapping) else None
-    return f": {new[0]}" if isinstance(new, list) and new and isinstance(new[0], str) else ""
+_ENDED = {SUCCESS: "success", WARNINGS: "success", SKIPPED: "success", FAILURE: "failure"}
 
 
 def base_outcomes_of(builds: Sequence[BuildFacts]) -> list[BaseOutcome]:
@@ -218,47 +167,27 @@ def base_outcomes_of(builds: Sequence[BuildFacts]) -> list[BaseOutcome]:
 
 @dataclass
 class PrReport:
+    """What the master judges a PR with; ``report`` calls the core's one PR report over its builds."""
+
     policy: Policy
     baseline: list[RunResult] | None = None
     known: KnownIssues = field(default_factory=KnownIssues)  # the config's known_issues
 
+    def judging(self, base: Sequence[BaseOutcome] = ()) -> Judging:
+        """A bad known issue or baseline is said in the comment, never a reason to write none."""
+        return Judging(self.policy, self.baseline, self.known, list(base), lenient=True)
+
     def verdict(self, runs: list[RunResult], base: Sequence[BaseOutcome] = ()) -> Verdict:
-        try:
-            return self._verdict(runs, TriageInputs(known=self.known, base=list(base)))
-        except KnownIssueError as e:  # expired for the version tested: the comment says so, never a PASS
-            verdict = self._verdict(runs, TriageInputs(base=list(base)))
-            verdict.checks.append(Check("*", "*", "known_issues", CheckKind.COMPLETE, False,
-                                        f"bad known issue: {e}", error=True))
-            return verdict
+        return judge(runs, self.judging(base))
 
-    def _verdict(self, runs: list[RunResult], triage: TriageInputs) -> Verdict:
-        try:
-            return evaluate(runs, self.policy, self.baseline, triage=triage)
-        except BaselineMismatch as e:  # a static baseline of other runs: said in the comment, never a PASS
-            verdict = evaluate(runs, self.policy, None, triage=triage)
-            verdict.checks.append(Check("*", "*", "baseline", CheckKind.REGRESSION, False,
-                                        f"bad baseline: {e}", error=True))
-            return verdict
-
-    def body(self, builds: Sequence[BuildFacts], links: Mapping[str, str] | None = None) -> str:
-        """The whole comment: marker + ``markdown_report`` over every finished build."""
+    def report(self, builds: Sequence[BuildFacts],
+               links: Mapping[str, str] | None = None) -> PullRequestReport:
+        """The PR's one verdict over every finished build, a status per build, and the comment."""
         finished = [b for b in builds if b.results is not None and b.results != RETRY]
         runs = [run for b in finished for run in runs_of(b)]
-        retries = [row for b in builds for row in retries_of(b)]
-        all_links: dict[str, str] = {}
-        for b in builds:
-            if b.url:
-                all_links[b.context] = b.url
-        all_links.update(links or {})
-        running = [b.context for b in builds if b.results is None or b.results == RETRY]
-        header = REPORT_MARKER + "\n"
-        if running:
-            header += f"_Still running: {', '.join(running)}; this comment is updated as builds finish._\n\n"
-        text = markdown_report(
-            runs,
-            self.verdict(runs, base_outcomes_of(finished)),
-            retries=retries or None,
-            links=all_links or None,
-            max_chars=GITHUB_COMMENT_LIMIT - len(header),
-        )
-        return header + text
+        return pull_request_report(runs, self.judging(base_outcomes_of(finished)),
+                                   [pair_facts(b) for b in builds], links=links)
+
+    def body(self, builds: Sequence[BuildFacts], links: Mapping[str, str] | None = None) -> str:
+        """The whole comment: the marker, then the report over every finished build."""
+        return self.report(builds, links).body

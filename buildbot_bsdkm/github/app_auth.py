@@ -12,15 +12,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from twisted.internet import defer
 
 from .auth_health import AuthHealth
 from .errors import CredentialsError, GitHubError
+from .tokens import ApiCaller, ApiResponse, SecretSource, TokenSource
 
-if TYPE_CHECKING:
-    from .client import ApiResponse, GitHubClient
+__all__ = ["AppKeyError", "AppTokens", "KeyFromSecret", "SecretSource", "SecretToken", "StaticToken",
+           "TokenSource", "app_jwt", "load_private_key"]
 
 # GitHub accepts an App JWT for at most 10 minutes; issued a minute in the past against clock drift.
 JWT_LIFETIME_S = 540
@@ -72,30 +73,6 @@ def _expiry(text: Any) -> float:
         return 0.0
 
 
-class TokenSource(Protocol):
-    """What the client asks for the Authorization header, and whom it is."""
-
-    refreshable: bool
-    health: AuthHealth  # whether GitHub takes these credentials (one notice per change)
-
-    async def authorization(self, client: GitHubClient) -> str:
-        """The Authorization header; ``errors.CredentialsError`` when it cannot be had."""
-        ...
-
-    def refused(self, authorization: str) -> None: ...
-
-    async def login(self, client: GitHubClient) -> str | None: ...
-
-    def secrets(self) -> tuple[str, ...]: ...
-
-
-class SecretSource(Protocol):
-    """Where a ``{secret: NAME}`` of ``bsdkm.yml`` is read at run time (the master's secretsProviders,
-    ``master_secrets.MasterSecrets``); ``errors.CredentialsError`` when none gives it."""
-
-    async def get(self, name: str) -> str: ...
-
-
 class SecretToken:
     """A personal token that one of the master's secrets providers gives (``token: {secret: NAME}``).
 
@@ -113,7 +90,7 @@ class SecretToken:
         self._login: str | None = None
         self.health = AuthHealth()
 
-    async def authorization(self, client: GitHubClient) -> str:
+    async def authorization(self, client: ApiCaller) -> str:
         if self._token is None:
             token = (await self._source.get(self.name)).strip()
             if not token:
@@ -126,7 +103,7 @@ class SecretToken:
         if self._token is not None and authorization == f"Bearer {self._token}":
             self._token = None
 
-    async def login(self, client: GitHubClient) -> str | None:
+    async def login(self, client: ApiCaller) -> str | None:
         if self._login is None:
             got = await client.request("GET", "/user")
             login = got.data.get("login") if isinstance(got.data, dict) else None
@@ -165,13 +142,13 @@ class StaticToken:
         self._login: str | None = None
         self.health = AuthHealth()
 
-    async def authorization(self, client: GitHubClient) -> str:
+    async def authorization(self, client: ApiCaller) -> str:
         return f"Bearer {self._token}"
 
     def refused(self, authorization: str) -> None:
         return None
 
-    async def login(self, client: GitHubClient) -> str | None:
+    async def login(self, client: ApiCaller) -> str | None:
         if self._login is None:
             got = await client.request("GET", "/user")
             login = got.data.get("login") if isinstance(got.data, dict) else None
@@ -242,7 +219,7 @@ class AppTokens:
             return cur.token
         return None
 
-    async def authorization(self, client: GitHubClient) -> str:
+    async def authorization(self, client: ApiCaller) -> str:
         token = self._fresh()
         if token is None:
             await self._lock.acquire()
@@ -252,7 +229,7 @@ class AppTokens:
                 self._lock.release()
         return f"Bearer {token}"
 
-    async def _token_unless_refused(self, client: GitHubClient) -> str:
+    async def _token_unless_refused(self, client: ApiCaller) -> str:
         if self._refusal is not None:
             until, why = self._refusal
             if self._monotonic() < until:
@@ -265,7 +242,7 @@ class AppTokens:
         self._refusal = None
         return token
 
-    async def _installation(self, client: GitHubClient) -> int:
+    async def _installation(self, client: ApiCaller) -> int:
         if self.installation_id is None:
             signed = await self._jwt()
             try:
@@ -280,7 +257,7 @@ class AppTokens:
             self.installation_id = found
         return self.installation_id
 
-    async def _new_token(self, client: GitHubClient) -> str:
+    async def _new_token(self, client: ApiCaller) -> str:
         got = await self._ask_token(client)
         if got is None:  # the App was reinstalled under a new installation id: look it up, once
             got = await self._ask_token(client)
@@ -298,7 +275,7 @@ class AppTokens:
         self.tokens_issued += 1
         return token
 
-    async def _ask_token(self, client: GitHubClient) -> ApiResponse | None:
+    async def _ask_token(self, client: ApiCaller) -> ApiResponse | None:
         """The token endpoint's answer; None after a 404, with the installation id forgotten."""
         installation = await self._installation(client)
         signed = await self._jwt()
@@ -321,7 +298,7 @@ class AppTokens:
         if self._current is not None and authorization == f"Bearer {self._current.token}":
             self._current = None
 
-    async def login(self, client: GitHubClient) -> str | None:
+    async def login(self, client: ApiCaller) -> str | None:
         if self._slug is None:
             got = await client.request("GET", "/app", authorization=f"Bearer {await self._jwt()}")
             slug = got.data.get("slug") if isinstance(got.data, dict) else None

@@ -14,7 +14,7 @@ from twisted.python import log
 
 
 class AuthHealth:
-    """Shared by every client of one set of credentials (``app_auth.TokenSource.health``)."""
+    """Shared by every client of one set of credentials (``tokens.TokenSource.health``)."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock

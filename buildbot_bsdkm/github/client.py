@@ -11,7 +11,6 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import treq
@@ -20,21 +19,17 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.python import log
 from twisted.web.client import HTTPConnectionPool
 
-from .app_auth import StaticToken, TokenSource
+from .app_auth import StaticToken
 from .auth_health import AuthHealth
 from .backoff import Advice, RetryPolicy, advise
 from .errors import CredentialsError, GitHubError, Superseded
 from .spacing import MUTATIVE_METHODS, WriteSpacing
+from .tokens import ApiResponse, TokenSource
+
+__all__ = ["ApiResponse", "GitHubClient", "GitHubError", "Superseded", "redact"]
 
 USER_AGENT = "bsdkm-ci"
 API_VERSION = "2022-11-28"
-
-
-@dataclass(frozen=True)
-class ApiResponse:
-    status: int
-    data: Any
-    headers: dict[str, str]
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:

@@ -20,8 +20,8 @@ from buildbot.www.hooks.github import GitHubEventHandler
 from twisted.internet import defer
 from twisted.python import log
 
-from .controller import QUEUED_EVENTS
 from .events import EventError, parse_body, parse_comment_event, parse_pull_request_event
+from .pr_queue import QUEUED_EVENTS
 from .signature import DEFAULT_MAX_BODY_BYTES, SIGNATURE_HEADER, SignatureError, check_size, verify_signature
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ class SecretRef:
 
 
 class MasterSecrets:
-    """The running master's secrets providers (``app_auth.SecretSource``); bound at service start."""
+    """The running master's secrets providers (``tokens.SecretSource``); bound at service start."""
 
     def __init__(self) -> None:
         self.master: Any = None

@@ -1,11 +1,11 @@
-"""The PR comment and the commit status, rendered in a child process with a time limit.
+"""The PR's report (its verdict, statuses and comment), made in a child process with a time limit.
 
-Rendering reads PR-controlled text (results, console lines, signatures) and runs the whole
-judging over it. On the master's reactor thread, one slow input would stop every webhook, worker
-and UI request for as long as it takes; in a thread of the master's process it would still hold
-the interpreter (a regular expression never lets go of it). So it runs in one child process of
-the master, which is killed past the limit and started again for the next report: the status
-then says the build's result without the details, and the comment says it was not rendered.
+Making it reads PR-controlled text (results, console lines, signatures) and runs the whole judging
+over it. On the master's reactor thread, one slow input would stop every webhook, worker and UI
+request for as long as it takes; in a thread of the master's process it would still hold the
+interpreter (a regular expression never lets go of it). So it runs in one child process of the
+master, which is killed past the limit and started again for the next report: the build's status
+then says its result without the details, and the comment says it was not rendered.
 """
 
 from __future__ import annotations
@@ -23,23 +23,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from ..contract import TRIAGE_PROPERTY
-from ..report.triage_summary import triage_property, triage_words
-from .aggregate import (
-    FAILURE,
-    STATUS_DESCRIPTION_LIMIT,
-    SUCCESS,
-    WARNINGS,
-    BuildFacts,
-    PrReport,
-    base_outcomes_of,
-    commit_status,
-    runs_of,
-)
-from .publisher import REPORT_MARKER
+from ..checks import Verdict
+from ..report.commit_status import CommitStatus
+from ..report.pull_request import REPORT_MARKER, PullRequestReport
+from .aggregate import FAILURE, SUCCESS, WARNINGS, BuildFacts, PrReport
 
 BODY_LIMIT_S = 60.0
-STATUS_LIMIT_S = 20.0
+STATUS_LIMIT_S = 20.0  # the start of a build: its status only, with nothing judged
 START_LIMIT_S = 60.0  # the child's start: Python and the core imported, on a busy master
 
 
@@ -67,11 +57,9 @@ def _serve(fd: int) -> None:
             return
         kind, args = request
         try:
-            if kind == "status":
-                answer: Any = judged_status(*args)
-            elif kind == "body":
+            if kind == "report":
                 report, builds, links = args
-                answer = report.body(builds, links)
+                answer: Any = report.report(builds, links)
             elif kind == "where":  # which code the child runs
                 answer = __file__
             elif kind == "sleep":  # the tests' slow report
@@ -154,18 +142,13 @@ class Renderer:
             self._child.kill()
             self._child = None
 
-    def status(self, facts: BuildFacts, report: PrReport | None = None) -> Rendered:
-        got = self._ask("status", (facts, report), self.status_limit_s)
+    def report(self, report: PrReport, builds: Sequence[BuildFacts],
+               links: Mapping[str, str] | None = None) -> Rendered:
+        """The PR's ``PullRequestReport``; past the limit, ``fallback_report``."""
+        got = self._ask("report", (report, list(builds), dict(links or {})), self.body_limit_s)
         if got.error is None:
             return got
-        return Rendered(fallback_status(facts, got.error), got.error, got.seconds)
-
-    def body(self, report: PrReport, builds: Sequence[BuildFacts],
-             links: Mapping[str, str] | None = None) -> Rendered:
-        got = self._ask("body", (report, list(builds), dict(links or {})), self.body_limit_s)
-        if got.error is None:
-            return got
-        return Rendered(fallback_body(builds, got.error), got.error, got.seconds)
+        return Rendered(fallback_report(builds, got.error), got.error, got.seconds)
 
     def where(self) -> Rendered:
         return self._ask("where", None, self.status_limit_s)
@@ -180,29 +163,6 @@ class Renderer:
     @property
     def child_pid(self) -> int | None:
         return self._child.process.pid if self._child is not None else None
-
-
-WAIVED = ("pre-existing", "flaky")  # the words by which a worker's triage lets a failure pass
-
-
-def judged_status(facts: BuildFacts, report: PrReport | None) -> tuple[str, str]:
-    """The commit status; a build its worker's triage let pass is judged again with the outcomes
-    the master read from its database: the worker also triaged against a base it built next to the
-    PR's code, which that code may have changed."""
-    state, text = commit_status(facts)
-    theirs = facts.properties.get(TRIAGE_PROPERTY)
-    counts = theirs.get("counts") if isinstance(theirs, Mapping) else None
-    if report is None or state != "success" or not isinstance(counts, Mapping):
-        return state, text
-    if not any(isinstance(counts.get(w), int) and counts[w] > 0 for w in WAIVED):
-        return state, text
-    mine = triage_property(report.verdict(runs_of(facts), base_outcomes_of([facts])).to_dict())
-    new, was_new = mine["counts"].get("new", 0), counts.get("new", 0)
-    if new <= (was_new if isinstance(was_new, int) else 0) or mine["blocking"] == 0:
-        return state, text
-    why = f"failed — {triage_words(mine)} (by the base outcomes the master recorded)"
-    limit = STATUS_DESCRIPTION_LIMIT
-    return "failure", why if len(why) <= limit else why[:limit - 1] + "…"
 
 
 def fallback_status(facts: BuildFacts, why: str) -> tuple[str, str]:
@@ -222,3 +182,11 @@ def fallback_body(builds: Sequence[BuildFacts], why: str) -> str:
         where = f" ({b.url})" if b.url else ""
         lines.append(f"- `{b.context}`: {state}{where}")
     return "\n".join(lines) + "\n"
+
+
+def fallback_report(builds: Sequence[BuildFacts], why: str) -> PullRequestReport:
+    """The report when it could not be made: each build's result alone, and a comment saying why."""
+    statuses = [CommitStatus(b.target, b.variant, *fallback_status(b, why), b.url) for b in builds]
+    running = [b.context for b in builds if b.results is None]
+    markdown = fallback_body(builds, why).removeprefix(REPORT_MARKER + "\n")
+    return PullRequestReport(Verdict(), statuses, markdown, running)

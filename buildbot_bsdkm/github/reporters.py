@@ -1,13 +1,17 @@
 """Buildbot reporter: a commit status per (target, variant) build, and the PR's one comment.
 
 Built on Buildbot's ``ReporterBase`` with its ``BuildStartEndStatusGenerator`` (build
-started / finished events with properties); delivery goes through our ``Publisher`` so
-rate limits and outages are retried and nothing is dropped. Statuses and the comment are
-rendered off the reactor, in ``render.Renderer``'s child process with a time limit.
+started / finished events with properties). A finished build makes the core's one PR report over
+every build of its buildset (``aggregate.PrReport``, off the reactor in ``render.Renderer``'s child
+process with a time limit), which sinks deliver (``sinks.py``: the statuses and the comment, through
+our ``Publisher``, so rate limits and outages are retried and nothing is dropped; ``extra_sinks``:
+anywhere else).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from buildbot.data import resultspec
@@ -18,12 +22,17 @@ from twisted.internet import defer, threads
 from twisted.python import log
 
 from ..contract import PR_HEAD_PROPERTY, PR_NUMBER_PROPERTY, PR_REPO_PROPERTY
-from .aggregate import BuildFacts, PrReport, commit_status, plain_properties
+from ..report.pull_request import PullRequestReport
+from ..report.sinks import PullRequestRef, ReportSink, deliver
+from .aggregate import BuildFacts, PrReport, plain_properties, progress_status
 from .auth_notice import BuilderNotice
-from .controller import PrBuilder
+from .buildsets import PrBuilder
 from .master_secrets import MasterSecrets
 from .publisher import Publisher
-from .render import Renderer
+from .render import Renderer, fallback_status
+from .sinks import CommitStatuses, PullRequestComment
+
+POSTED_KEPT = 4096  # statuses remembered as posted, so one that did not change is not posted again
 
 
 class GitHubPrReporter(ReporterBase):
@@ -38,8 +47,12 @@ class GitHubPrReporter(ReporterBase):
         resend_interval_s: float = 60.0,
         renderer: Renderer | None = None,
         secrets: MasterSecrets | None = None,
+        comment: bool = True,
+        extra_sinks: Sequence[ReportSink] = (),
         **kwargs: Any,
     ) -> None:
+        """``report``: what the PR is judged with (None: no usable policy, so statuses say the build's
+        result alone and there is no comment); ``comment``: whether the PR's comment is written."""
         self.publisher = publisher
         self.secrets = secrets  # {secret: NAME} credentials: read through this master's providers
         self.renderer = renderer or Renderer()
@@ -48,6 +61,9 @@ class GitHubPrReporter(ReporterBase):
         self.pr_builders = {b.name: b for b in builders}
         self.report = report
         self.statuses = statuses
+        self.comment = comment and report is not None
+        self.extra_sinks = list(extra_sinks)
+        self._posted: OrderedDict[tuple[str, str, str], tuple[str, str]] = OrderedDict()
         self.resend_interval_s = resend_interval_s
         self._resend_call: Any = None
         self.notice: BuilderNotice | None = None
@@ -83,7 +99,7 @@ class GitHubPrReporter(ReporterBase):
         if self.notice is None:  # the UI says when GitHub auth fails, on the builders whose reports wait
             self.notice = BuilderNotice(self.master, self.pr_builders)
             self.publisher.client.auth_health.subscribe(self.notice.changed)
-        if self.statuses or self.report is not None:
+        if self.report is not None:
             threads.deferToThread(self.renderer.start).addErrback(
                 log.err, "bsdkm github: the report renderer did not start (tried again per report)")
 
@@ -125,25 +141,55 @@ class GitHubPrReporter(ReporterBase):
         facts = self._facts(build)
         if facts is None or PR_NUMBER_PROPERTY not in facts.properties:
             return  # not a PR build (nightly, forced, branch push)
-        repo = str(facts.properties[PR_REPO_PROPERTY])
-        number = int(facts.properties[PR_NUMBER_PROPERTY])
-        head = str(facts.properties[PR_HEAD_PROPERTY])
-        if self.statuses:
+        props = facts.properties
+        where = PullRequestRef(str(props[PR_REPO_PROPERTY]), str(props[PR_HEAD_PROPERTY]),
+                               int(props[PR_NUMBER_PROPERTY]), facts.url)
+        if facts.results is None:
             # A started build's status reads nothing the PR wrote: no need to leave the reactor.
-            if facts.results is None:
-                state, text = commit_status(facts)
-            else:
-                status = await self._render(self.renderer.status, facts, self.report)
-                if status.error:
-                    log.msg(f"bsdkm github: {facts.context} status {status.error}")
-                state, text = status.value
-            await self.publisher.post_status(repo, head, facts.context, state, text, facts.url)
-        if self.report is not None and facts.results is not None:
-            builds = await self._builds_of_buildset(build)
-            body = await self._render(self.renderer.body, self.report, builds)
-            if body.error:
-                log.msg(f"bsdkm github: PR #{number} report {body.error}")
-            await self.publisher.upsert_report(repo, number, body.value)
+            if self.statuses:
+                state, text = progress_status(facts) or ("pending", "building")
+                await self._post(where, facts.context, state, text, facts.url)
+            return
+        if self.report is None:
+            if self.statuses:
+                state, text = fallback_status(facts, "not judged: the master has no usable policy")
+                await self._post(where, facts.context, state, text, facts.url)
+            return
+        builds = await self._builds_of_buildset(build)
+        if facts.context not in {b.context for b in builds}:
+            builds = sorted([*builds, facts], key=lambda b: b.context)
+        made = await self._render(self.renderer.report, self.report, builds)
+        if made.error:
+            log.msg(f"bsdkm github: PR #{where.number} report {made.error}")
+        report: PullRequestReport = made.value
+        # This build's status; and another finished build's that its runs changed (a speedup
+        # compares this variant with that one), unless the report could not be made.
+        changed = {facts.context} if made.error else self._changed(where, report, facts.context)
+        sinks: list[ReportSink] = [CommitStatuses(self.publisher, changed)] if self.statuses else []
+        if self.comment:
+            sinks.append(PullRequestComment(self.publisher))
+        await deliver(report, where, [*sinks, *self.extra_sinks])
+        for s in report.statuses:
+            if self.statuses and s.context in changed:
+                self._remember(where, s.context, s.state, s.description)
+
+    def _changed(self, where: PullRequestRef, report: PullRequestReport, context: str) -> set[str]:
+        running = set(report.running)
+        return {s.context for s in report.statuses if s.context == context or (
+            s.context not in running and self._posted.get((where.repo, where.head, s.context))
+            not in (None, (s.state, s.description)))}
+
+    async def _post(self, where: PullRequestRef, context: str, state: str, text: str,
+                    url: str | None) -> None:
+        await self.publisher.post_status(where.repo, where.head, context, state, text, url)
+        self._remember(where, context, state, text)
+
+    def _remember(self, where: PullRequestRef, context: str, state: str, text: str) -> None:
+        key = (where.repo, where.head, context)
+        self._posted[key] = (state, text)
+        self._posted.move_to_end(key)
+        while len(self._posted) > POSTED_KEPT:
+            self._posted.popitem(last=False)
 
     async def _builds_of_buildset(self, build: dict[str, Any]) -> list[BuildFacts]:
         """Every builder's latest build for this PR head (one buildset per head)."""

@@ -22,8 +22,9 @@ from ..model import from_json
 from ..policy import load_policy
 from .aggregate import PrReport
 from .bodylimit import install_for_buildbot
+from .buildsets import PrBuilder
 from .client import GitHubClient
-from .controller import PrBuilder, PullRequestBuilds
+from .controller import PullRequestBuilds
 from .hook import BsdkmGitHubEventHandler
 from .inbox import INBOX_FILE, Inbox
 from .master_secrets import SecretRef
@@ -52,7 +53,7 @@ def _pr_report(config: Config) -> PrReport | None:
             else None
         )
     except (ValueError, OSError) as e:
-        log.msg(f"bsdkm github: PR comment disabled: {e}")
+        log.msg(f"bsdkm github: PR reports not judged (statuses say each build's result alone): {e}")
         return None
     return PrReport(policy, baseline, config.known_issues)
 
@@ -88,8 +89,9 @@ def github_services(
     reporter = GitHubPrReporter(
         publisher,
         builders,
-        _pr_report(config) if settings.comment else None,
+        _pr_report(config),
         statuses=settings.statuses,
+        comment=settings.comment,
         resend_interval_s=settings.resend_interval_s,
         secrets=settings.secrets,
     )

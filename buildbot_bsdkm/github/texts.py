@@ -1,5 +1,5 @@
 """What both shells write to GitHub, without Twisted: the marker of the one report comment and a commit
-status description cut to GitHub's limit.
+status description cut to GitHub's limit, as the core's PR report (``report/pull_request.py``) makes them.
 
 Kept apart from the publisher so the Action's judging steps (``action outputs``, ``gate``) run on the
 base install, which has no GitHub client.
@@ -7,10 +7,7 @@ base install, which has no GitHub client.
 
 from __future__ import annotations
 
-REPORT_MARKER = "<!-- bsdkm-ci:pr-report -->"
-STATUS_DESCRIPTION_LIMIT = 140  # GitHub answers 422 above this
+from ..report.commit_status import STATUS_DESCRIPTION_LIMIT, short_description
+from ..report.pull_request import REPORT_MARKER
 
-
-def short_description(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= STATUS_DESCRIPTION_LIMIT else line[: STATUS_DESCRIPTION_LIMIT - 1] + "…"
+__all__ = ["REPORT_MARKER", "STATUS_DESCRIPTION_LIMIT", "short_description"]

@@ -14,8 +14,10 @@ from ..model import RunResult, from_json, run_to_dict
 from ..perf.confirm import Remeasure, settle, to_confirm
 from ..policy import Policy, Verdict, evaluate, load_policy
 from ..policy.pairing import baseline_for
+from ..report.charts import speedup_svg
+from ..report.html_page import html_report
 from ..report.junit import write_junit
-from ..report.verdict import html_report, markdown_report, speedup_svg
+from ..report.markdown import markdown_report
 from ..triage.classify import TriageInputs
 from ..triage.known import KnownIssues
 from ..triage.outcomes import BaseOutcome, outcomes_from_document, outcomes_of

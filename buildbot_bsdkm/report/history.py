@@ -4,7 +4,7 @@ report over the stored base-branch runs, a table of the items and the list of th
 One renderer for both shells: the Buildbot master's perf history page (``buildbot/www_perf.py``,
 from its database) and the static page the Action's nightly keeps next to its history
 (``bsdkm-ci history page``, from a history directory). Each chart is the report's own
-(``report.verdict.trend_svg``: the series, the drift marker from ``perf/drift.py``).
+(``report.charts.trend_svg``: the series, the drift marker from ``perf/drift.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..perf.store import trend
-from .verdict import trend_svg
+from .charts import trend_svg
 
 WINDOW = 30  # the window the perf gate learns from (buildbot/perf_history.provide, compare --history)
 

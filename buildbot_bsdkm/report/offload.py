@@ -38,7 +38,7 @@ from ..policy.paths import path_series
 from .blocks import Block, Row, Table
 
 KIND_OFFLOAD = CheckKind.OFFLOAD
-OFFLOAD_HEADING = "Offload vs software"  # report/verdict.py puts the charts after this heading (HTML)
+OFFLOAD_HEADING = "Offload vs software"  # report/html_page.py puts the charts after this heading
 PATH_LABELS = {"lkcapi": "AF_ALG → wolfCrypt driver", "kernel": "AF_ALG → kernel's own driver",
                "name": "AF_ALG by generic name", "user": "wolfCrypt in user space"}
 PATH_COLOURS = {"lkcapi": "#0969da", "kernel": "#cf222e", "user": "#2da44e", "name": "#8250df"}

@@ -1,22 +1,17 @@
-"""Human reports of a verdict: Markdown (PR comment, GitHub job summary) and standalone HTML.
+"""A verdict's human report as blocks (headings, paragraphs, tables): its content, once.
 
-Both are rendered from one list of blocks (headings, paragraphs, tables) so they always say
-the same thing. GitHub caps a comment / job summary at 65536 characters, so the Markdown
-renderer drops the least important table rows first (passing items with the smallest
-change), never a failure, and says how many rows it left out.
+The renderers turn these blocks into Markdown (``report/markdown.py``: the PR comment, the GitHub job
+summary) and standalone HTML (``report/html_page.py``, with the charts of ``report/charts.py``), so
+both always say the same thing. The blocks themselves are ``report/blocks.py``'s.
 """
 
 from __future__ import annotations
 
-import html
-import math
 import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
-from xml.sax.saxutils import escape as xml_escape
 
-from ..checks import STATUS_FAIL, STATUS_INCONCLUSIVE, STATUS_MARKS, STATUS_PASS
 from ..model import LogFormat, RunResult
 from ..policy import Check, CheckKind, Verdict, fmt_num, measure, policy_label
 from ..policy import kernel_health as kh
@@ -30,19 +25,10 @@ from .blocks import (
     Row,
     Table,
     code,
-    html_inline,
-    md_inline,
-    md_paragraph,
-    md_url,
-    plain,
-    unlinked,
 )
 from .instructions import instruction_blocks, instruction_summary
-from .offload import OFFLOAD_HEADING, offload_blocks, offload_svg
+from .offload import offload_blocks
 from .triage_sections import triage_blocks
-
-DEFAULT_MAX_CHARS = 65536
-
 
 # ---------------------------------------------------------------------------
 # Content
@@ -255,100 +241,6 @@ def _kernel_lines(runs: Sequence[RunResult]) -> list[str]:
     return [f"Kernels ({target}): " + "; ".join(lines) for target, lines in seen.items()]
 
 
-# ---------------------------------------------------------------------------
-# Markdown
-
-
-# Every block is escaped here, in the one place blocks become Markdown (report/blocks.py md_inline):
-# names come from PR-controlled logs and results, and whoever adds a block adds plain text.
-
-
-def _md_text(text: str) -> str:
-    """Untrusted text as literal inline Markdown on one line."""
-    return md_inline(text)
-
-
-def _md_cell(text: str) -> str:
-    return md_inline(text, in_table=True)
-
-
-def _md_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(_md_cell(c) for c in cells) + " |\n"
-
-
-def _md_block(block: Block) -> str:
-    if block.kind == "details":
-        # One line: a newline in a name must not end the HTML block and start Markdown (a link).
-        summary = unlinked(html.escape(" ".join(plain(block.text).split())))
-        return f"<details><summary>{summary}</summary>\n\n"
-    if block.kind == "details-end":
-        return "</details>\n\n"
-    if block.kind == "h2":
-        return f"## {_md_text(block.text)}\n\n"
-    if block.kind == "h3":
-        return f"### {_md_text(block.text)}\n\n"
-    if block.kind == "note":
-        return f"> **Note:** {md_inline(block.text)}\n\n"
-    if block.kind == "links" and block.table:
-        pairs = zip(block.table.header, block.table.rows[0].cells, strict=True)
-        return " · ".join(f"[{_md_cell(k)}]({md_url(v)})" for k, v in pairs) + "\n\n"
-    if block.kind == "table" and block.table is not None:
-        t = block.table
-        if not t.rows and t.omitted:
-            return f"_All {t.omitted} row(s) of this table omitted to fit the size limit._\n\n"
-        header, rows = t.shown()
-        text = _md_row(header) + _md_row(["---"] * len(header))
-        text += "".join(_md_row(cells) for cells in rows)
-        if t.omitted:
-            text += f"\n_{t.omitted} less important row(s) omitted to fit the size limit._\n"
-        return text + "\n"
-    return f"{md_paragraph(block.text)}\n\n"  # "p" and any other kind: plain text
-
-
-_TRIM_NOTE_ROOM = 400  # the closing note and the per-table "rows omitted" notes
-
-
-def _trim(blocks: list[Block], max_chars: int) -> int:
-    """Drop droppable rows, least important first, until the Markdown fits; returns how many."""
-    tables = [b.table for b in blocks if b.kind == "table" and b.table is not None]
-    candidates = [(row.priority, -row.weight, -i, table, row) for table in tables
-                  for i, row in enumerate(table.rows) if row.priority != KEEP]
-    candidates.sort(key=lambda c: c[:3], reverse=True)
-    budget = max_chars - _TRIM_NOTE_ROOM
-    dropped: set[int] = set()
-    size = sum(len(_md_block(b)) for b in blocks)
-    while size > budget and len(dropped) < len(candidates):
-        # estimate the rows to drop from the overflow, then measure again: emptied tables shrink more
-        overflow = size - budget
-        for _, _, _, table, row in candidates:
-            if overflow <= 0:
-                break
-            if id(row) in dropped:
-                continue
-            dropped.add(id(row))
-            table.omitted += 1
-            overflow -= len(_md_row(row.cells))
-        for table in tables:
-            table.rows = [r for r in table.rows if id(r) not in dropped]
-        size = sum(len(_md_block(b)) for b in blocks)
-    return len(dropped)
-
-
-def markdown_report(runs: Sequence[RunResult], verdict: Verdict, *,
-                    retries: Sequence[Mapping[str, Any]] | None = None,
-                    links: Mapping[str, str] | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """Markdown for a PR comment / job summary, at most ``max_chars`` characters."""
-    blocks = report_blocks(runs, verdict, retries=retries, links=links)
-    dropped = _trim(blocks, max_chars)
-    text = "".join(_md_block(b) for b in blocks)
-    if dropped:
-        text += f"_Report trimmed to {max_chars} characters: {dropped} passing row(s) left out; " \
-                "every failure is shown. The full data is in the JUnit and JSON artifacts._\n"
-    if len(text) > max_chars:  # failures alone exceed the limit: cut, and say so
-        tail = "\n\n_… report cut at the size limit; see the JUnit artifact for the rest._\n"
-        text = text[: max(0, max_chars - len(tail))] + tail
-    return text
-
 
 def _delta_table(verdict: Verdict) -> Table:
     table = Table(["run", "benchmark", "base", "head", "delta", "limit", "status"])
@@ -362,130 +254,11 @@ def _delta_table(verdict: Verdict) -> Table:
     return table
 
 
-def delta_report(verdict: Verdict, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """Markdown of a baseline comparison: verdict, failures, and every item's delta."""
-    blocks = [Block(VERDICT_BLOCK, _verdict_line(verdict)), *[Block("note", n) for n in verdict.notes],
-              *_failures_block(verdict), *perf_blocks(verdict), Block("h3", "Change versus the base"),
-              Block("table", table=_delta_table(verdict))]
-    dropped = _trim(blocks, max_chars)
-    text = "".join(_md_block(b) for b in blocks)
-    if dropped:
-        text += f"_Trimmed to {max_chars} characters: {dropped} passing row(s) left out._\n"
-    return text
-
-
-# ---------------------------------------------------------------------------
-# HTML and the speedup chart
-
-
-def speedup_svg(checks: Sequence[Check], *, width: int = 720, bar_height: int = 18) -> str:
-    """Horizontal bar chart of speedup checks (log scale, minimum marked), as standalone SVG."""
-    items = [c for c in checks if c.kind == CheckKind.SPEEDUP and c.value]
-    label_w, pad, top = 300, 8, 24
-    height = top + len(items) * (bar_height + pad) + pad
-    ratios = [c.value or 1.0 for c in items] + [c.threshold or 1.0 for c in items]
-    # log scale, so 1.5x and 30x fit on one chart; it starts below 1x when the accelerated side lost
-    lo, hi = min(ratios + [1.0]) / 1.25, max(ratios + [2.0])
-    plot_w = width - label_w - 70
-
-    def x_of(ratio: float) -> float:
-        return label_w + plot_w * (math.log(ratio / lo) / math.log(hi / lo))
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="speedup of accelerated over software">',
-             '<style>text{font:12px sans-serif}</style>',
-             f'<text x="{label_w}" y="14">speedup (log scale from {lo:.2g}x), | = required minimum</text>']
-    for i, c in enumerate(items):
-        y = top + i * (bar_height + pad)
-        colour = "#2da44e" if c.passed else "#cf222e"
-        label = xml_escape(f"{c.target}/{c.variant} {c.name}")
-        end = x_of(c.value or 1.0)
-        parts.append(f'<text x="{label_w - 6}" y="{y + bar_height - 5}" text-anchor="end">{label}</text>')
-        parts.append(f'<rect x="{label_w}" y="{y}" width="{max(end - label_w, 1):.1f}" height="{bar_height}" '
-                     f'fill="{colour}"><title>{xml_escape(c.message)}</title></rect>')
-        parts.append(f'<text x="{end + 4:.1f}" y="{y + bar_height - 5}">{c.value:.2f}x</text>')
-        if c.threshold:
-            tx = x_of(c.threshold)
-            parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{y - 2}" y2="{y + bar_height + 2}" '
-                         'stroke="#000" stroke-width="2"/>')
-    parts.append("</svg>")
-    return "\n".join(parts)
-
-
-def _html_block(block: Block) -> str:
-    e = html.escape
-    if block.kind == "details":
-        return f"<details open><summary>{e(plain(block.text))}</summary>"
-    if block.kind == "details-end":
-        return "</details>"
-    if block.kind in ("h2", "h3"):
-        return f"<{block.kind}>{html_inline(block.text)}</{block.kind}>"
-    if block.kind == "note":
-        return f'<p class="note"><strong>Note:</strong> {html_inline(block.text)}</p>'
-    if block.kind == VERDICT_BLOCK:
-        return _html_verdict(block.text)
-    if block.kind == "links" and block.table:
-        pairs = zip(block.table.header, block.table.rows[0].cells, strict=True)
-        return "<p>" + " · ".join(f'<a href="{e(plain(v))}">{e(plain(k))}</a>' for k, v in pairs) + "</p>"
-    if block.kind == "table" and block.table is not None:
-        header, rows = block.table.shown()
-        head = "".join(f"<th>{html_inline(h)}</th>" for h in header)
-        body = "".join("<tr" + (' class="fail"' if "FAIL" in cells else "") + ">"
-                       + "".join(f"<td>{html_inline(c)}</td>" for c in cells) + "</tr>" for cells in rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    return f"<p>{html_inline(block.text)}</p>"
-
-
-# The verdict's mark drawn, not written: an emoji (✅ ❌ ⚠️) needs an emoji font, which a fresh
-# machine's browser may not have (it showed an empty box); these need none.
-_MARK_COLOURS = {STATUS_PASS: "#1a7f37", STATUS_FAIL: "#cf222e", STATUS_INCONCLUSIVE: "#9a6700"}
-_MARK_PATHS = {
-    STATUS_PASS: '<path d="M4.5 8.5l2.5 2.5 5-6" fill="none" stroke="#fff" stroke-width="2"/>',
-    STATUS_FAIL: '<path d="M5 5l6 6M11 5l-6 6" stroke="#fff" stroke-width="2"/>',
-    STATUS_INCONCLUSIVE: '<path d="M8 4v5" stroke="#fff" stroke-width="2"/><circle cx="8" cy="11.8" r="1.2" '
-                         'fill="#fff"/>',
-}
-
-
-def verdict_mark_svg(status: str) -> str:
-    """The verdict's mark as inline SVG (a green tick, a red cross, an amber exclamation)."""
-    colour = _MARK_COLOURS.get(status, _MARK_COLOURS[STATUS_FAIL])
-    path = _MARK_PATHS.get(status, _MARK_PATHS[STATUS_FAIL])
-    return (f'<svg class="mark" xmlns="http://www.w3.org/2000/svg" width="16" height="16" '
-            f'viewBox="0 0 16 16" role="img" aria-label="{status}">'
-            f'<circle cx="8" cy="8" r="8" fill="{colour}"/>{path}</svg>')
-
-
-def _html_verdict(headline: str) -> str:
-    """The headline with its emoji mark replaced by the drawn one."""
-    for status, mark in STATUS_MARKS.items():
-        if headline.startswith(mark + " "):
-            text = headline.removeprefix(mark + " ")
-            return f'<p class="verdict">{verdict_mark_svg(status)} {html_inline(text)}</p>'
-    return f'<p class="verdict">{html_inline(headline)}</p>'
-
-
-_CSS = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}tr.fail td{background:#ffebe9}"
-        ".note{background:#fff8c5;padding:4px}.verdict{font-weight:bold}.mark{vertical-align:-2px}")
-
-
-def html_report(runs: Sequence[RunResult], verdict: Verdict, *,
-                retries: Sequence[Mapping[str, Any]] | None = None,
-                links: Mapping[str, str] | None = None) -> str:
-    """Standalone HTML page with the same content as the Markdown, plus the speedup chart."""
-    blocks = report_blocks(runs, verdict, retries=retries, links=links)
-    body = []
-    for b in blocks:
-        body.append(_html_block(b))
-        if b.kind == "h3" and b.text.startswith("Speedups"):
-            body.append(speedup_svg(verdict.of_kind(CheckKind.SPEEDUP)))
-        if b.kind == "h3" and b.text.startswith(OFFLOAD_HEADING):
-            body.append(offload_svg(runs, verdict))
-        if b.kind == "h3" and b.text.startswith(PERF_HEADING):
-            body.append(perf_trend_svg(verdict, b.text))
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bsdkm-ci results</title>"
-            f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+def delta_blocks(verdict: Verdict) -> list[Block]:
+    """A baseline comparison: verdict, notes, failures, the perf gate and every item's delta."""
+    return [Block(VERDICT_BLOCK, _verdict_line(verdict)), *[Block("note", n) for n in verdict.notes],
+            *_failures_block(verdict), *perf_blocks(verdict), Block("h3", "Change versus the base"),
+            Block("table", table=_delta_table(verdict))]
 
 
 
@@ -610,66 +383,3 @@ def _compared_with(base_from: Any) -> str:
 
 
 PERF_HEADING = "Performance: "
-_TREND_W, _TREND_H = 360, 90
-
-
-def _trend_panel(name: str, t: Mapping[str, Any], x0: int, y0: int) -> list[str]:
-    """One item: history (grey dots), this run (coloured by verdict), the drift's start (dashed line)."""
-    values = [v for _, v in t["points"]] + [t["head"]]
-    mid = sorted(values)[len(values) // 2]
-    rel = [v / mid - 1.0 for v in values]
-    span = max(0.02, max(abs(r) for r in rel))
-    n = len(values)
-    w, h, pad = _TREND_W - 20, _TREND_H - 34, 10
-
-    def xy(i: int, r: float) -> tuple[float, float]:
-        return x0 + pad + (w - pad) * i / max(1, n - 1), y0 + 22 + h / 2 - (h / 2) * r / span
-
-    colour = {"regression": "#c0392b", "improvement": "#2471a3", "inconclusive": "#b9770e"}.get(
-        t["verdict"], "#1e8449")
-    out = [f'<rect x="{x0}" y="{y0}" width="{_TREND_W - 6}" height="{_TREND_H - 6}" fill="#fafafa" '
-           'stroke="#ddd"/>',
-           f'<text x="{x0 + 6}" y="{y0 + 14}" font-size="11">{xml_escape(name)}'
-           f'{" (cycles)" if t.get("cycles") else ""}: {xml_escape(t["verdict"])}</text>']
-    zx, zy = xy(0, 0.0)
-    out.append(f'<line x1="{zx}" y1="{zy:.1f}" x2="{x0 + _TREND_W - 10}" y2="{zy:.1f}" stroke="#ccc"/>')
-    d = t.get("drift")
-    if d:
-        dx, _ = xy(int(d["index"]), 0.0)
-        out.append(f'<line class="drift" x1="{dx:.1f}" y1="{y0 + 18}" x2="{dx:.1f}" '
-                   f'y2="{y0 + _TREND_H - 10}" stroke="#c0392b" stroke-dasharray="3,2"/>')
-        out.append(f'<text x="{dx + 3:.1f}" y="{y0 + _TREND_H - 12}" font-size="9" fill="#c0392b">drift '
-                   f'{d["change"] * 100:+.1f}% from {xml_escape(str(d["commit"]))}</text>')
-    pts = " ".join(f"{xy(i, r)[0]:.1f},{xy(i, r)[1]:.1f}" for i, r in enumerate(rel[:-1]))
-    out.append(f'<polyline points="{pts}" fill="none" stroke="#999" stroke-width="1"/>')
-    for i, r in enumerate(rel[:-1]):
-        px, py = xy(i, r)
-        out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2" fill="#777"/>')
-    hx, hy = xy(n - 1, rel[-1])
-    out.append(f'<circle class="head" cx="{hx:.1f}" cy="{hy:.1f}" r="4" fill="{colour}"/>')
-    out.append(f'<text x="{x0 + _TREND_W - 12}" y="{y0 + 14}" font-size="9" text-anchor="end">'
-               f'{xml_escape(t.get("head_label", "this run"))} {rel[-1] * 100:+.1f}% vs median '
-               f'(±{span * 100:.0f}%)</text>')
-    return out
-
-
-def perf_trend_svg(verdict: Verdict, heading: str) -> str:
-    """Trend chart per item for the run a ``Performance:`` heading names: history, this run, drift."""
-    label = heading[len(PERF_HEADING):].split(" ", 1)[0]
-    run = next((r for r in verdict.perf if f"{r['target']}/{r['variant']}" == label), None)
-    return trend_svg((run or {}).get("trend") or {})
-
-
-def trend_svg(trend: Mapping[str, Mapping[str, Any]]) -> str:
-    """The trend panels of one (target, variant), three a row; also the master's perf history page's."""
-    if not trend:
-        return ""
-    cols = 3
-    rows = (len(trend) + cols - 1) // cols
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="trend" width="{cols * _TREND_W}" '
-             f'height="{rows * _TREND_H}" viewBox="0 0 {cols * _TREND_W} {rows * _TREND_H}" '
-             'font-family="sans-serif">']
-    for k, (name, t) in enumerate(trend.items()):
-        parts += _trend_panel(name, t, (k % cols) * _TREND_W, (k // cols) * _TREND_H)
-    parts.append("</svg>")
-    return "\n".join(parts)

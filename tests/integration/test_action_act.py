@@ -102,7 +102,7 @@ def assert_reported(world: ActWorld, sha: str, number: int, *, fork_run: bool = 
     assert word and word.group(1) == "INCONCLUSIVE", comment["body"][:400]
     assert statuses[CONTEXT]["state"] == "success", (statuses, comment["body"][:400])
     prefix = "fork run: " if fork_run else ""
-    assert statuses[CONTEXT]["description"].startswith(f"{prefix}INCONCLUSIVE"), statuses
+    assert statuses[CONTEXT]["description"].startswith(f"{prefix}⚠️ inconclusive:"), statuses
     assert ("fork's own `pull_request` run" in comment["body"]) == fork_run, comment["body"][:400]
     return comment
 

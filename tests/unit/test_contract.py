@@ -17,14 +17,14 @@ from conftest import ROOT
 from buildbot_bsdkm import contract
 from buildbot_bsdkm.buildbot import retrying_build, steps
 from buildbot_bsdkm.config.bsdkm_yml import Config, load_config
-from buildbot_bsdkm.github.aggregate import BuildFacts, commit_status, runs_of
+from buildbot_bsdkm.github.aggregate import BuildFacts, PrReport, runs_of
 from buildbot_bsdkm.github.controller import PrBuilder
 from buildbot_bsdkm.github.services import pr_builders
 from buildbot_bsdkm.github.triggers import Selector
 from buildbot_bsdkm.model import FailureCategory, StageFailure
 from buildbot_bsdkm.pipeline import stages
 from buildbot_bsdkm.pipeline.runtime.errors import StageError
-from buildbot_bsdkm.policy import Check, Verdict
+from buildbot_bsdkm.policy import Check, Verdict, load_policy
 
 SELFTEST = StageFailure("selftest", "self-test failed: ECC (error -216)", FailureCategory.REAL, "selftest",
                         ["bsdkm-out/userspace/noasm/test.log"])
@@ -52,7 +52,9 @@ def test_github_reports_the_failure_with_its_evidence():
     props = {contract.FAILURE_PROPERTY: contract.failure_property(SELFTEST)}
     facts = BuildFacts("userspace", "noasm", 2, None, props)
     assert runs_of(facts)[0].failure == SELFTEST
-    assert commit_status(facts) == ("failure", "selftest failed: selftest")
+    status = PrReport(load_policy()).report([facts]).status(facts.context)
+    assert status is not None and status.state == "failure"
+    assert status.description.startswith("failed — 1 new failure: selftest"), status
 
 
 def test_verdict_document_round_trip():

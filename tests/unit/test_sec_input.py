@@ -21,7 +21,7 @@ from buildbot_bsdkm.model import (
     to_json,
 )
 from buildbot_bsdkm.policy import evaluate, parse_policy
-from buildbot_bsdkm.report.verdict import markdown_report
+from buildbot_bsdkm.report.markdown import markdown_report
 
 CLI = [sys.executable, "-m", "buildbot_bsdkm.cli"]
 

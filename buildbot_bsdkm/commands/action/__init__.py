@@ -5,14 +5,15 @@ module per job, on top of the same core the Buildbot shell uses:
 
 * ``results.py``   ``outputs`` (results of ``bsdkm-ci run`` → ``$GITHUB_OUTPUT``,
   ``$GITHUB_STEP_SUMMARY`` and ``::error``/``::warning`` annotations, titles from
-  ``annotations.py``), ``gate`` (exit 1 when the verdict failed, the last step) and ``merge``
-  (several jobs' results into one document for the report job);
+  ``annotations.py``, delivered by ``sinks.py``) and ``gate`` (exit 1 when the verdict failed, the
+  last step), both through the core's one PR report (``report/pull_request.py``) as the Buildbot
+  reporter is; ``merge.py`` joins several jobs' results into one document for the report job;
 * ``attempts.py``  ``retry`` (run a command again only when ``classify`` says infrastructure)
   and ``vm-check`` (after a failed FreeBSD VM step: retry it or not);
 * ``comment.py``   keep the one marked PR comment up to date with the Markdown report
   (``comment-mode``; which earlier comment is ours, without being told the bot's login);
-* ``status.py``    a commit status per (target, variant) on the PR head (``states.py``: the
-  states, the check counts and what ``fail-on`` makes fail the job);
+* ``status.py``    a commit status per (target, variant) on the PR head, the PR report's
+  (``states.py``: the check counts and what ``fail-on`` makes fail the job);
 * ``run_pr.py``    in a ``workflow_run`` job, the fork PR whose run finished (checked through the API)
   and what of its judges it changes (``provenance.py``: such results' statuses are errors, and a
   fork's results say where they came from);

@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ...github.outbox import Outbox
+from ...policy import Verdict
 from ...report.history import history_link
+from ...report.pull_request import REPORT_MARKER, PullRequestReport
+from ...report.sinks import PullRequestRef
 from ..errors import EXIT_OK, UsageError
 from .github import ApiContext, pr_number_from_event, with_github
 from .io import read_text
@@ -97,8 +100,6 @@ def run_comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
 
 def is_ours(comment: Mapping[str, Any], logins: set[str]) -> bool:
     """A marked comment by one of ``logins`` or by a GitHub App's own bot user."""
-    from ...github.publisher import REPORT_MARKER  # Twisted's: see upsert_comment
-
     if not str(comment.get("body") or "").startswith(REPORT_MARKER):
         return False
     user = comment.get("user") if isinstance(comment.get("user"), Mapping) else {}
@@ -128,9 +129,11 @@ def upsert_comment(ctx: ApiContext, pr: int, body: str, *, mode: str = MODE_ALWA
     """Create the PR's report comment or edit it: the Buildbot reporter's publisher, marker and retries."""
     # Twisted's: imported when a comment is written, as in with_github (start-up of other commands).
     from ...github.client import GitHubError
-    from ...github.publisher import REPORT_MARKER, Publisher
+    from ...github.publisher import Publisher
+    from ...github.sinks import PullRequestComment
 
-    marked = body if body.startswith(REPORT_MARKER) else f"{REPORT_MARKER}\n{body}"
+    report = PullRequestReport(Verdict(), [], body.removeprefix(f"{REPORT_MARKER}\n"))
+    marked = report.body
 
     async def work(client: Any) -> tuple[bool, bool]:
         logins = {bot_login.lower()} if bot_login else set()
@@ -149,7 +152,8 @@ def upsert_comment(ctx: ApiContext, pr: int, body: str, *, mode: str = MODE_ALWA
         if existing is not None:
             outbox.set_comment_id(ctx.repo, pr, int(existing["id"]))
         login = str(existing["user"]["login"]) if existing is not None else (bot_login or DEFAULT_BOT_LOGIN)
-        return bool(await Publisher(client, outbox, login).upsert_report(ctx.repo, pr, marked)), True
+        sink = PullRequestComment(Publisher(client, outbox, login))
+        return await sink.deliver(report, PullRequestRef(ctx.repo, "", pr)), True
 
     publisher_ok, written = with_github(ctx, work)
     if not publisher_ok:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...config.bsdkm_yml import Config
 from ...report.blocks import md_code
-from .states import RunState
+from ...report.commit_status import CommitStatus, short_description
 
 # Paths whose change alters what runs or judges a PR, wherever the config points.
 JUDGE_DIRS = (".github/workflows/", ".github/actions/")
@@ -100,13 +100,13 @@ class Provenance:
     def headline(self) -> str:
         return f"ERROR: the PR changes what judges it ({self._named()}): {RETEST_HINT}"
 
-    def states(self, states: Iterable[RunState]) -> list[RunState]:
+    def states(self, states: Iterable[CommitStatus]) -> list[CommitStatus]:
         """The statuses as posted: ``error`` when the PR changes its judges; a fork's run says so."""
         if self.judged_by_pr:
             text = f"{FORK_RUN}: the PR changes what judges it ({self._named()}): {RETEST_HINT}"
-            return [replace(s, state="error", description=_cut(text)) for s in states]
+            return [replace(s, state="error", description=short_description(text)) for s in states]
         if self.fork:
-            return [replace(s, description=_cut(f"{FORK_RUN}: {s.description}")) for s in states]
+            return [replace(s, description=short_description(f"{FORK_RUN}: {s.description}")) for s in states]
         return list(states)
 
     def banner(self) -> str:
@@ -124,10 +124,3 @@ class Provenance:
                     "and policy judged them, but the workflow and the code that produced them were the PR's. "
                     "A maintainer's `retest this please <sha>` runs the base's workflow.\n\n")
         return ""
-
-
-def _cut(text: str) -> str:
-    # The publisher's cut to GitHub's limit; imported here, as it brings Twisted (not in the FreeBSD VM).
-    from ...github.publisher import short_description
-
-    return short_description(text)

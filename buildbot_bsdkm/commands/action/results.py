@@ -1,12 +1,16 @@
 """``action outputs`` and ``action gate``: the results of ``bsdkm-ci run``.
 
 ``outputs`` publishes them (step outputs, job summary, one annotation per failed check),
-``gate`` fails the job on their verdict. An explicit policy or baseline re-judges the runs here.
+``gate`` fails the job on their verdict. Both read them through the core's one PR report
+(``report/pull_request.py``), as the Buildbot reporter does: the verdict the run stored, or, with
+an explicit policy, baseline or base outcomes, the runs judged again here with what this shell
+knows (``Judging``: the base branch's artifacts, and only their instruction counts of the base).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -18,19 +22,13 @@ from pathlib import Path
 from ...config.bsdkm_yml import Config, ConfigError, default_config_path, load_config
 from ...contract import BASE_RUNS_JSON, UndeclaredResults, check_declared
 from ...model import ModelError, RunResult, from_json
-from ...policy import (
-    Check,
-    CheckKind,
-    Policy,
-    PolicyError,
-    Verdict,
-    evaluate,
-    kernel_health,
-    load_policy,
-)
+from ...policy import Check, CheckKind, Policy, PolicyError, Verdict, kernel_health, load_policy
 from ...policy.pairing import baseline_for
+from ...report.commit_status import CommitStatus
 from ...report.junit import junit_xml
-from ...report.verdict import markdown_report
+from ...report.pull_request import Judging, PullRequestReport, pull_request_report
+from ...report.sinks import PullRequestRef, deliver
+from ...triage.known import KnownIssueError
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
 from . import workflow as actions
 from .annotations import check_annotation, check_location
@@ -44,9 +42,10 @@ from .io import (
     write_text,
 )
 from .provenance import Provenance
-from .states import FAIL_ON_NEVER, RunState, fail_on_choice, job_fails, json_output, run_states
+from .sinks import Annotations, JobSummary
+from .states import FAIL_ON_NEVER, fail_on_choice, job_fails, json_output
 from .states import counts as check_counts
-from .triage_inputs import nightly_counts, triage_for
+from .triage_inputs import triage_for
 from .workflow import Annotation, Level
 
 REPORT_MD = "report.md"
@@ -182,6 +181,7 @@ class RunOutcome:
     unusable: str | None = None  # the run left nothing to judge: why
     out: Path | None = None  # the run's directory (annotations point at its logs)
     provenance: Provenance = field(default_factory=Provenance)  # a fork's run; what of its judges it changed
+    report: PullRequestReport | None = None  # the core's PR report (None: nothing to judge)
 
     @property
     def passed(self) -> bool:
@@ -210,9 +210,11 @@ class RunOutcome:
             return f"{self.provenance.headline()} (the fork's run said: {self.verdict.summary()})"
         return self.verdict.summary()
 
-    def states(self) -> list[RunState]:
+    def states(self) -> list[CommitStatus]:
         """The commit statuses, as the provenance of the results lets them be posted."""
-        return self.provenance.states(run_states(self.runs, self.verdict)) if self.unusable is None else []
+        if self.unusable is not None or self.report is None:
+            return []
+        return self.provenance.states(self.report.statuses)
 
     def outputs(self) -> dict[str, str]:
         usable = self.unusable is None
@@ -228,16 +230,18 @@ class RunOutcome:
             "summary": self.headline(),
         }
 
-    def annotations(self) -> list[Annotation]:
+    def annotations(self, verdict: Verdict | None = None) -> list[Annotation]:
+        """The annotations of ``verdict`` (the outcome's own by default), located in the run's logs."""
         if self.unusable is not None:
             return [Annotation(Level.ERROR, self.unusable, title="bsdkm-ci: no results")]
+        verdict = self.verdict if verdict is None else verdict
         found = [Annotation(Level.ERROR, self.provenance.headline(), title="bsdkm-ci: not judged")
                  ] if self.provenance.judged_by_pr else []
         found += [dataclass_replace(check_annotation(c), **check_location(c, self.runs, self.out))
-                 for c in self.verdict.failures]
-        found += [Annotation(Level.WARNING, note, title="bsdkm-ci note") for note in self.verdict.notes]
+                  for c in verdict.failures]
+        found += [Annotation(Level.WARNING, note, title="bsdkm-ci note") for note in verdict.notes]
         found += [Annotation(Level.WARNING, f"{c.run_label}: {c.message}", title=kernel_health.title(c))
-                  for c in self.verdict.checks if kernel_health.is_warning(c)]
+                  for c in verdict.checks if kernel_health.is_warning(c)]
         return found
 
 
@@ -256,13 +260,16 @@ def load_outcome(req: ResultsRequest) -> RunOutcome:
         raise UsageError(str(e)) from None
     req.check_declared(runs, path)
     stored = None if req.rejudge else stored_verdict(text, path)
-    verdict = stored or _judge(req, runs)
+    try:
+        report = pull_request_report(runs, _judging(req, runs, stored), preface=req.provenance.banner())
+    except KnownIssueError as e:  # expired for the version the runs tested
+        raise UsageError(f"bad known issue: {e}") from None
+    path = req.out / REPORT_MD
+    write_text(path, report.markdown)
     # Files the run wrote describe its stored verdict; one judged here gets files of its own.
-    reuse = stored is not None
-    report = _report_for(req, runs, verdict, reuse=reuse, banner=req.provenance.banner())
-    markdown = read_text(report, "report")
-    junit = _junit_for(req, runs, verdict, reuse=reuse)
-    return RunOutcome(runs, verdict, markdown, report, junit, out=req.out, provenance=req.provenance)
+    junit = _junit_for(req, runs, report.verdict, reuse=stored is not None)
+    return RunOutcome(runs, report.verdict, report.markdown, path, junit, out=req.out,
+                      provenance=req.provenance, report=report)
 
 
 def _unusable_outcome(req: ResultsRequest, why: str) -> RunOutcome:
@@ -300,17 +307,21 @@ def _policy_for(req: ResultsRequest) -> Policy:
         raise UsageError(str(e)) from None
 
 
-def _judge(req: ResultsRequest, runs: list[RunResult]) -> Verdict:
+def _judging(req: ResultsRequest, runs: list[RunResult], stored: Verdict | None) -> Judging:
+    """What the core judges the runs with in the Action: the verdict the run stored, or the policy
+    with the base branch's artifacts. A bad baseline or known issue stops the step (exit 2)."""
+    if stored is not None:
+        return Judging(stored=stored, lenient=False)
     policy = _policy_for(req)
     # Triage: the base branch's outcomes in the results store (the artifact) and a base built here.
     triage = triage_for(req.config, policy, runs, req.baseline_file, req.baseline_dir, req.base_outcomes_dir)
-    heads, bases, notes = nightly_counts(runs, _baseline_for(req), _artifact_baseline(req))
-    verdict = evaluate(heads, policy, bases, triage=triage)
-    verdict.notes += notes
+    notes = []
     if req.baseline_dir is not None and req.baseline is None and req.baseline_file is None:
-        verdict.notes.append(f"baseline artifact has no {SUMMARY_JSON} ({req.baseline_dir}): "
-                             "first run on this branch? regressions were not checked")
-    return verdict
+        notes.append(f"baseline artifact has no {SUMMARY_JSON} ({req.baseline_dir}): "
+                     "first run on this branch? regressions were not checked")
+    # The base's instruction counts: the base branch's artifact's only, never the test job's.
+    return Judging(policy, _baseline_for(req), triage.known, triage.base, notes, counts_beside_head=False,
+                   base_branch_runs=_artifact_baseline(req), lenient=False)
 
 
 def _baseline_for(req: ResultsRequest) -> list[RunResult] | None:
@@ -348,17 +359,6 @@ def _measured_base(req: ResultsRequest) -> list[RunResult]:
     return runs
 
 
-def _report_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool,
-                banner: str = "") -> Path:
-    """``report.md``: the run's own when its stored verdict is the one published, else written anew
-    (opening with ``banner``, where the results came from, when there is one)."""
-    report = req.out / REPORT_MD
-    if reuse and report.is_file() and not banner:
-        return report
-    write_text(report, banner + markdown_report(runs, verdict))
-    return report
-
-
 def _junit_for(req: ResultsRequest, runs: list[RunResult], verdict: Verdict, *, reuse: bool) -> list[Path]:
     """JUnit file(s) matching the published verdict (the run's own when they come from it)."""
     top = req.out / JUNIT_XML
@@ -376,9 +376,14 @@ def run_outputs(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
     env = os.environ if env is None else env
     outcome = load_outcome(ResultsRequest.from_args(args))
     outputs = outcome.outputs()
-    for line in actions.cap_annotations(outcome.annotations(), args.max_annotations).commands():
-        print(line)
-    write_runner_files(env, outputs, outcome.markdown)
+    sinks = [Annotations(outcome.annotations, args.max_annotations), JobSummary(env)]
+    if outcome.report is None:  # nothing judged: the error is the one annotation, the summary says why
+        report = PullRequestReport(outcome.verdict, [], outcome.markdown)
+    else:
+        report = outcome.report
+    where = PullRequestRef(env.get("GITHUB_REPOSITORY", ""), env.get("GITHUB_SHA", ""))
+    asyncio.run(deliver(report, where, sinks))
+    write_runner_files(env, outputs, "")
     actions.say(f"bsdkm-ci: verdict {outputs['verdict']}: {outcome.headline()}", err=True)
     return EXIT_OK
 

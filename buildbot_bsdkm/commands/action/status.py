@@ -1,8 +1,9 @@
 """``action status``: a commit status per (target, variant) on the PR head, named as Buildbot names
 them (``bsdkm/<target>/<variant>``), so either shell can be the required check of a branch.
 
-The states come from the judged results (``states.run_states``); the statuses go out through the
-Buildbot reporter's publisher (retries, description cut to GitHub's limit).
+The statuses are the core's PR report's (``report/pull_request.py``, as the Buildbot reporter's),
+labelled by where the results came from (``provenance.py``); they go out through the Buildbot
+reporter's sink and publisher (``github/sinks.py``: retries, description cut to GitHub's limit).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...github.outbox import Outbox
+from ...policy import Verdict
+from ...report.commit_status import CommitStatus
+from ...report.pull_request import PullRequestReport
+from ...report.sinks import PullRequestRef, deliver
 from ..errors import EXIT_OK, UsageError
 from . import workflow as actions
 from .github import ApiContext, read_event, with_github
 from .results import ResultsRequest, _results_args, load_outcome
-from .states import RunState
 
 
 def register(asub: argparse._SubParsersAction) -> None:
@@ -52,16 +56,16 @@ def run_url(env: Mapping[str, str]) -> str | None:
     return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
 
 
-def post_statuses(ctx: ApiContext, sha: str, states: list[RunState], target_url: str | None) -> bool:
+def post_statuses(ctx: ApiContext, sha: str, states: list[CommitStatus], target_url: str | None) -> bool:
+    # Twisted's, as in with_github: the judging steps run where the GitHub client is not installed.
     from ...github.publisher import Publisher
+    from ...github.sinks import CommitStatuses
+
+    report = PullRequestReport(Verdict(), states, "")
+    where = PullRequestRef(ctx.repo, sha, None, target_url)
 
     async def work(client: Any) -> bool:
-        publisher = Publisher(client, Outbox(None))
-        ok = True
-        for s in states:
-            sent = await publisher.post_status(ctx.repo, sha, s.context, s.state, s.description, target_url)
-            ok = sent and ok
-        return ok
+        return await deliver(report, where, [CommitStatuses(Publisher(client, Outbox(None)))])
 
     return bool(with_github(ctx, work))
 

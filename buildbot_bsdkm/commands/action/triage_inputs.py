@@ -8,17 +8,16 @@ from the config, as for ``junit``/``compare --config``.
 
 The base the test jobs built next to the head (``base-runs.json``) was built where the PR's code
 ran: it gives the timed rounds their interleaved base, never the base's outcomes or instruction
-counts, which come from the base branch's artifacts only (``nightly_counts``).
+counts, which come from the base branch's artifacts only (``results.py`` tells the core's judging
+so: ``Judging.counts_beside_head``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from ...model import RunResult
-from ...perf.instructions import BASE_METADATA_KEY, METADATA_KEY
 from ...perf.store import StoreError
 from ...policy import Policy, Verdict, evaluate
 from ...triage.classify import TriageInputs
@@ -58,34 +57,3 @@ def triage_for(config: Path | None, policy: Policy, runs: list[RunResult], basel
     if outcomes_dir is not None and (outcomes_dir / "summary.json").is_file():
         base += base_outcomes([str(outcomes_dir / "summary.json")], _judge(policy))
     return TriageInputs(known=known_issues(str(config) if config else None), base=base)
-
-
-NIGHTLY_COUNTS_NOTE = ("instruction counts of the base: the base branch's artifact's only (the test jobs "
-                       "counted theirs beside the PR's code)")
-
-
-def nightly_counts(heads: Sequence[RunResult], bases: Sequence[RunResult] | None,
-                   artifact: Sequence[RunResult] | None) -> tuple[list[RunResult], list[RunResult] | None,
-                                                                   list[str]]:
-    """Heads without the base counts they carry, and the bases the gate compares with holding the
-    artifact's counts of their pair (none when it has none), with a note when a count was dropped.
-
-    Both dropped counts were made in a test job, where the PR's code ran before the base's count."""
-    counted = {(r.target, r.variant): r.metadata[METADATA_KEY] for r in artifact or []
-               if r.metadata.get(METADATA_KEY)}
-    dropped = False
-
-    def without(run: RunResult, keys: tuple[str, ...], graft: bool) -> RunResult:
-        nonlocal dropped
-        if not any(k in run.metadata for k in keys) and not graft:
-            return run
-        meta = {k: v for k, v in run.metadata.items() if k not in keys}
-        if graft and (run.target, run.variant) in counted:
-            meta[METADATA_KEY] = counted[(run.target, run.variant)]
-        dropped = dropped or any(run.metadata.get(k) != meta.get(k) for k in keys)
-        return dataclasses.replace(run, metadata=meta)
-
-    out_heads = [without(r, (BASE_METADATA_KEY,), False) for r in heads]
-    both = (METADATA_KEY, BASE_METADATA_KEY)
-    out_bases = None if bases is None else [without(r, both, True) for r in bases]
-    return out_heads, out_bases, [NIGHTLY_COUNTS_NOTE] if dropped else []

@@ -16,8 +16,9 @@ from buildbot_bsdkm.parsers import detect_format, parse_file, parse_text
 from buildbot_bsdkm.parsers.afalg import split_name
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import afalg, afalg_console
 from buildbot_bsdkm.policy import KIND_CROSSOVER, PolicyError, evaluate, parse_policy
+from buildbot_bsdkm.report.html_page import html_report
+from buildbot_bsdkm.report.markdown import markdown_report
 from buildbot_bsdkm.report.offload import KIND_OFFLOAD, offload_blocks, offload_svg, path_series
-from buildbot_bsdkm.report.verdict import html_report, markdown_report
 
 SAVED = Path(__file__).parents[2] / "data" / "afalg" / "lkcapi-tcg.afalg.log"
 PATHS_POLICY = """

@@ -336,3 +336,24 @@ def test_token_and_webhook_secret_files_follow_the_same_rule(tmp_path: Path) -> 
     token.write_bytes(b"\xff\xfe")
     with pytest.raises(GitHubConfigError, match="github.token_file: .* not UTF-8"):
         parse_settings({"repo": REPO, "token_file": str(token), "webhook_secret_env": "HOOK"}, env=ENV)
+
+
+def _imported(module: Path) -> set[str]:
+    """Every module of ``github/`` that ``module`` imports, ``if TYPE_CHECKING:`` blocks included."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_the_client_and_the_app_credentials_share_a_token_protocol_and_import_not_each_other() -> None:
+    """Fails on the old code: ``app_auth`` imported ``client`` under ``TYPE_CHECKING`` for the
+    protocol's types, and ``client`` imported ``app_auth``."""
+    from buildbot_bsdkm.github import app_auth, client, tokens
+
+    assert "client" not in _imported(Path(app_auth.__file__))
+    assert not {"app_auth", "client"} & _imported(Path(tokens.__file__))
+    assert {"tokens"} <= _imported(Path(app_auth.__file__)) & _imported(Path(client.__file__))

@@ -20,16 +20,12 @@ from github_fake import payloads
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
-from buildbot_bsdkm.github.controller import (
-    PrBuilder,
-    PullRequestBuilds,
-    _newer_head_queued,
-    _store_key,
-    _unfinished_for,
-)
+from buildbot_bsdkm.github.buildsets import _unfinished_for
+from buildbot_bsdkm.github.controller import PrBuilder, PullRequestBuilds, _store_key
 from buildbot_bsdkm.github.events import parse_comment_event, parse_pull_request_event
 from buildbot_bsdkm.github.hook import BsdkmGitHubEventHandler
 from buildbot_bsdkm.github.inbox import Inbox, Queued, read_journal
+from buildbot_bsdkm.github.pr_queue import _newer_head_queued
 from buildbot_bsdkm.github.settings import parse_settings
 from buildbot_bsdkm.github.signature import sign
 from buildbot_bsdkm.github.store import MemoryStore
@@ -153,7 +149,7 @@ def test_a_retest_whose_head_has_its_push_queued_leaves_the_build_to_that_push()
     """Found under load: a retest acted on late read GitHub's head, newer than the pushes queued before
     it; building it let those older pushes cancel it, and its own push then found it stale, so the
     PR's newest head was never built."""
-    from buildbot_bsdkm.github.controller import _heads_of
+    from buildbot_bsdkm.github.pr_queue import _heads_of
 
     a, b = "a" * 40, "b" * 40
     assert _heads_of([_event(a), _event(b, draft=True)]) == frozenset({a})
@@ -250,8 +246,8 @@ def test_a_push_order_github_does_not_tell_is_arrival_order() -> None:
 def test_a_retest_does_not_wait_for_a_queued_push_that_is_older_than_the_built_head() -> None:
     """A retest left its build to a queued push; a push GitHub shows older builds nothing now, so
     the retest would have built nothing at all."""
-    from buildbot_bsdkm.github.controller import _heads_of
     from buildbot_bsdkm.github.head_order import HeadMark
+    from buildbot_bsdkm.github.pr_queue import _heads_of
 
     a, b = "a" * 40, "b" * 40
     older = _push(a, "2026-12-02T10:00:00Z")

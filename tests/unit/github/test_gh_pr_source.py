@@ -47,7 +47,7 @@ def pr_buildset(pull: PullRequest) -> dict[str, Any]:
     service = Service(settings, [PrBuilder("userspace", "accel", "userspace-accel")], publisher=None)
     updates = FakeUpdates()
     service.master = SimpleNamespace(data=SimpleNamespace(updates=updates))
-    asyncio.run(service._add_buildset(pull, PrRecord(), service.builders, "opened"))
+    asyncio.run(service.buildsets._add(pull, PrRecord(), service.builders, "opened"))
     (buildset,) = updates.buildsets
     return buildset
 

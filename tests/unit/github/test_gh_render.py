@@ -7,6 +7,7 @@ build's result and the comment says it was not rendered.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from buildbot_bsdkm.github.render import Renderer, fallback_status
 from buildbot_bsdkm.github.reporters import GitHubPrReporter
 from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure, to_json
 from buildbot_bsdkm.policy import load_policy
+from buildbot_bsdkm.report.pull_request import PullRequestReport
 from buildbot_bsdkm.support.resources import default_policy_path
 
 TESTS = Path(__file__).resolve().parents[2]
@@ -42,9 +44,9 @@ def _child_finds_this_module(monkeypatch: pytest.MonkeyPatch) -> None:
 class SlowReport(PrReport):
     seconds: float = 5.0
 
-    def body(self, builds: Any, links: Any = None) -> str:
+    def report(self, builds: Any, links: Any = None) -> PullRequestReport:
         time.sleep(self.seconds)
-        return REPORT_MARKER + "\nslow but rendered\n"
+        return dataclasses.replace(super().report(builds, links), markdown="slow but rendered\n")
 
 
 PR = {PR_NUMBER_PROPERTY: 7, PR_REPO_PROPERTY: "wolfSSL/wolfssl", PR_HEAD_PROPERTY: "a" * 40}

@@ -8,9 +8,9 @@ from typing import Any
 from github_fake import payloads
 from twisted.internet import defer
 
-from buildbot_bsdkm.github.controller import act_on
 from buildbot_bsdkm.github.hook import BsdkmGitHubEventHandler
 from buildbot_bsdkm.github.inbox import Queued
+from buildbot_bsdkm.github.pr_queue import act_on
 from buildbot_bsdkm.github.signature import sign
 from buildbot_bsdkm.github.store import MemoryStore
 

@@ -28,7 +28,7 @@ from buildbot_bsdkm.pipeline.runtime import instructions as pinstr
 from buildbot_bsdkm.policy import CheckKind, PolicyError, evaluate, load_policy, parse_policy
 from buildbot_bsdkm.report.instructions import instruction_blocks, summary_line
 from buildbot_bsdkm.report.junit import junit_xml
-from buildbot_bsdkm.report.verdict import markdown_report
+from buildbot_bsdkm.report.markdown import markdown_report
 
 DATA = Path(__file__).parents[2] / "data" / "instructions"
 

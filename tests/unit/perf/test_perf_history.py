@@ -96,7 +96,7 @@ def test_drift_names_the_commit_where_it_began() -> None:
 def test_html_report_has_a_trend_chart_per_item_with_the_drift_marked() -> None:
     from test_perf import sym
 
-    from buildbot_bsdkm.report.verdict import html_report
+    from buildbot_bsdkm.report.html_page import html_report
 
     history = []
     for i, lg in enumerate(repeats(24, 9, noise=0.004)):

@@ -18,7 +18,7 @@ from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.pipeline.jobs.matrix import as_not_run
 from buildbot_bsdkm.policy import Verdict, evaluate, load_policy
 from buildbot_bsdkm.report.junit import junit_xml
-from buildbot_bsdkm.report.verdict import markdown_report
+from buildbot_bsdkm.report.markdown import markdown_report
 
 REASON = "no FreeBSD release set reachable (freebsd.mirror)"
 CONFIG = """\

@@ -15,9 +15,8 @@ from typing import Any
 
 from buildbot_bsdkm.buildbot.steps import Gate
 from buildbot_bsdkm.contract import BASE_OUTCOMES_PROPERTY, TRIAGE_PROPERTY
-from buildbot_bsdkm.github.aggregate import WARNINGS, BuildFacts, PrReport, commit_status
-from buildbot_bsdkm.github.render import judged_status
-from buildbot_bsdkm.model import LogResult, RunResult, SelfTest, from_json, to_json
+from buildbot_bsdkm.github.aggregate import WARNINGS, BuildFacts, PrReport
+from buildbot_bsdkm.model import LogResult, RunResult, SelfTest, to_json
 from buildbot_bsdkm.policy import load_policy
 
 SIG = "selftest: AES-GCM (-216)"
@@ -60,22 +59,27 @@ def _pr_build(triage: dict[str, Any], outcomes: list[dict[str, Any]]) -> BuildFa
         "bsdkm_results": to_json([run]), TRIAGE_PROPERTY: triage, BASE_OUTCOMES_PROPERTY: outcomes})
 
 
+def commit_status(build: BuildFacts) -> tuple[str, str]:
+    """The status the reporter posts: the build's part of the PR's one report, judged on the master."""
+    status = PrReport(load_policy(None)).report([build]).status(build.context)
+    assert status is not None
+    return status.state, status.description
+
+
 def test_a_failure_only_a_base_built_beside_the_pr_had_is_red_in_the_status() -> None:
     """Fails on the old code: the status took the worker's word, green and 'pre-existing'."""
     worker_said = {"counts": {"pre-existing": 1}, "blocking": 0, "since": None, "new": []}
     build = _pr_build(worker_said, [RECORDED])  # the master's database: the base passed
-    assert commit_status(build)[0] == "success"  # what the worker's triage alone gives
-    state, text = judged_status(build, PrReport(load_policy(None)))
-    assert state == "failure" and "1 new failure" in text and "master recorded" in text, text
+    state, text = commit_status(build)
+    assert state == "failure" and "1 new failure" in text, text
     assert len(text) <= 140
 
 
 def test_a_failure_the_recorded_base_has_too_stays_pre_existing() -> None:
     worker_said = {"counts": {"pre-existing": 1}, "blocking": 0, "since": None, "new": []}
     recorded_fail = dict(BESIDE, fingerprint="fp")
-    build = _pr_build(worker_said, [recorded_fail])
-    assert judged_status(build, PrReport(load_policy(None))) == commit_status(build)
-    assert judged_status(build, None) == commit_status(build)
+    state, text = commit_status(_pr_build(worker_said, [recorded_fail]))
+    assert state == "success" and "1 pre-existing failure" in text, text
 
 
 def test_base_counts_carried_by_a_pr_head_are_marked_measured_beside_pr_code() -> None:
@@ -114,8 +118,8 @@ def test_the_actions_report_takes_no_outcome_or_count_from_the_base_the_test_job
     """Fails on the old code: the base-runs.json of the test job (where the PR's code ran) made the
     PR's failure pre-existing, and its counts (and those the head carried) were the ones compared."""
     from buildbot_bsdkm.commands.action import results as action_cmd
-    from buildbot_bsdkm.commands.action.triage_inputs import NIGHTLY_COUNTS_NOTE
     from buildbot_bsdkm.contract import BASE_RUNS_JSON
+    from buildbot_bsdkm.report.pull_request import BASE_COUNTS_NOTE as NIGHTLY_COUNTS_NOTE
 
     merged = tmp_path / "merged"
     merged.mkdir()
@@ -131,7 +135,7 @@ def test_the_actions_report_takes_no_outcome_or_count_from_the_base_the_test_job
     config.write_text(f"policy: {policy}\ntargets: {{userspace: null}}\n"
                       "variants:\n  noasm: {targets: [userspace]}\n")
     req = action_cmd.ResultsRequest(out=merged, baseline=nightly, config=config)
-    verdict = action_cmd._judge(req, from_json((merged / "summary.json").read_text()))
+    verdict = action_cmd.load_outcome(req).verdict
     selftest = next(c for c in verdict.checks if c.name == "AES-GCM")
     assert selftest.triage == "new" and selftest.blocking, selftest
     sha = next(c for c in verdict.checks if c.name == "instructions:SHA-256")

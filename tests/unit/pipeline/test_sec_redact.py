@@ -19,7 +19,7 @@ from test_sec_sources import commit_tree, git
 
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.policy import Verdict
-from buildbot_bsdkm.report.verdict import markdown_report
+from buildbot_bsdkm.report.markdown import markdown_report
 from buildbot_bsdkm.support.redact import redact_url
 
 ROOT = Path(__file__).resolve().parents[3]

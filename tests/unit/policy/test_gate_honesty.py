@@ -20,11 +20,12 @@ import pytest
 from conftest import FIXTURES
 from junit_readers import dorny_annotations, mikepenz_annotations, validate
 
-from buildbot_bsdkm.github.aggregate import SUCCESS, BuildFacts, PrReport, commit_status
-from buildbot_bsdkm.model import RunResult
+from buildbot_bsdkm.github.aggregate import SUCCESS, BuildFacts, PrReport
+from buildbot_bsdkm.model import RunResult, to_json
 from buildbot_bsdkm.parsers import parse_file, parse_text
 from buildbot_bsdkm.policy import BaselineMismatch, evaluate, load_policy, parse_policy
-from buildbot_bsdkm.report.verdict import html_report, markdown_report
+from buildbot_bsdkm.report.html_page import html_report
+from buildbot_bsdkm.report.markdown import markdown_report
 
 ROOT = Path(__file__).resolve().parents[3]
 BSDKM_CI = Path(sys.executable).parent / "bsdkm-ci"
@@ -97,9 +98,10 @@ def test_pr_comment_and_commit_status_say_inconclusive() -> None:
     report = PrReport(load_policy(), [base]).verdict([head])  # the comment is markdown_report of it
     assert report.status == "inconclusive"
     assert "⚠️ INCONCLUSIVE: 28 gated item(s)" in markdown_report([head], report)
-    build = BuildFacts("freebsd-kmod", "asm", SUCCESS, properties={
-        "bsdkm_verdict": "inconclusive", "bsdkm_inconclusive": 28})
-    state, text = commit_status(build)
+    build = BuildFacts("freebsd-kmod", "asm", SUCCESS, properties={"bsdkm_results": to_json([head])})
+    status = PrReport(load_policy(), [base]).report([build]).status(build.context)
+    assert status is not None
+    state, text = status.state, status.description
     assert state == "success" and text.startswith("⚠️ inconclusive: 28 gated item(s) not judged")
     assert "passed" not in text
 

@@ -18,8 +18,9 @@ from conftest import FIXTURES, SHARED
 from buildbot_bsdkm.model import KernelEvent, LogFormat, LogResult, RunResult, from_json, to_json
 from buildbot_bsdkm.parsers import parse_file, parse_text
 from buildbot_bsdkm.policy import Policy, evaluate, kernel_health, parse_policy
+from buildbot_bsdkm.report.html_page import html_report
 from buildbot_bsdkm.report.junit import junit_xml
-from buildbot_bsdkm.report.verdict import html_report, markdown_report
+from buildbot_bsdkm.report.markdown import markdown_report
 
 DATA = Path(__file__).parents[2] / "data" / "kernel"
 FREEBSD_LOGS = SHARED / "freebsd" / "logs"

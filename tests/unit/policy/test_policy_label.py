@@ -13,7 +13,7 @@ from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.pipeline.gating import GateInputs
 from buildbot_bsdkm.policy import DEFAULT_POLICY_PATH, evaluate, load_policy, policy_label
-from buildbot_bsdkm.report.verdict import markdown_report
+from buildbot_bsdkm.report.markdown import markdown_report
 
 
 def test_the_packaged_policy_is_named_not_located() -> None:

@@ -12,7 +12,9 @@ from conftest import FIXTURES
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.policy import DEFAULT_POLICY_PATH, evaluate, load_policy, parse_policy
-from buildbot_bsdkm.report.verdict import delta_report, html_report, markdown_report, speedup_svg
+from buildbot_bsdkm.report.charts import speedup_svg
+from buildbot_bsdkm.report.html_page import html_report
+from buildbot_bsdkm.report.markdown import delta_report, markdown_report
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -7,7 +7,8 @@ from conftest import FIXTURES
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.policy import evaluate, load_policy
-from buildbot_bsdkm.report.verdict import html_report, markdown_report
+from buildbot_bsdkm.report.html_page import html_report
+from buildbot_bsdkm.report.markdown import markdown_report
 
 
 def test_benchmark_tables_are_folded_per_variant_after_the_verdict() -> None:

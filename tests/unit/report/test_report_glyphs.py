@@ -12,7 +12,7 @@ from test_triage_classify import POLICY, panic_run
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.parsers import parse_file
 from buildbot_bsdkm.policy import evaluate, load_policy
-from buildbot_bsdkm.report.verdict import html_report
+from buildbot_bsdkm.report.html_page import html_report
 
 # Windows Glyph List 4 beyond Latin-1: the punctuation, arrows and signs every core font carries.
 WGL4_EXTRA = set("–—‘’‚“”„†‡•…‰‹›€™←↑→↓↔↕−√∞≈≠≤≥")

@@ -9,7 +9,8 @@ from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.policy import Verdict
 from buildbot_bsdkm.report.blocks import Block
 from buildbot_bsdkm.report.candidate import markdown_release
-from buildbot_bsdkm.report.verdict import delta_report, html_report, markdown_report
+from buildbot_bsdkm.report.html_page import html_report
+from buildbot_bsdkm.report.markdown import delta_report, markdown_report
 
 EVIL = "[click me](https://evil.example/) @wolfssl/security-team <img src=x onerror=alert(1)>"
 VARIANT = "[approve here](https://evil.example/) @wolfssl/security"
@@ -71,7 +72,7 @@ def test_code_spans_stay_literal_whatever_they_hold() -> None:
 
 
 def test_blocks_added_by_other_report_sections_are_escaped_too() -> None:
-    from buildbot_bsdkm.report.verdict import _md_block
+    from buildbot_bsdkm.report.markdown import _md_block
 
     for kind in ("p", "note", "h3", "anything-new"):
         assert unescaped(_md_block(Block(kind, EVIL))) == []

@@ -7,7 +7,8 @@ from test_triage_classify import AESNI_SIG, POLICY, base, clean_run, panic_run
 from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.model import SelfTest
 from buildbot_bsdkm.policy import evaluate
-from buildbot_bsdkm.report.verdict import html_report, markdown_report
+from buildbot_bsdkm.report.html_page import html_report
+from buildbot_bsdkm.report.markdown import markdown_report
 from buildbot_bsdkm.support.resources import default_config_path
 from buildbot_bsdkm.triage.classify import TriageInputs, failed_signatures
 

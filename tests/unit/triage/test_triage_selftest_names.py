@@ -24,7 +24,7 @@ from buildbot_bsdkm.pipeline.jobs.bisect import FailureSpec, failure_outcome
 from buildbot_bsdkm.pipeline.runtime.source import cache_root, debian_tarball
 from buildbot_bsdkm.policy import evaluate, load_policy
 from buildbot_bsdkm.report.junit import junit_xml
-from buildbot_bsdkm.report.verdict import markdown_report
+from buildbot_bsdkm.report.markdown import markdown_report
 from buildbot_bsdkm.retry.classify import selftest_failure
 from buildbot_bsdkm.support.resources import default_policy_path
 from buildbot_bsdkm.triage.classify import TriageInputs

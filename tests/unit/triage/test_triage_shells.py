@@ -16,8 +16,10 @@ from test_pipeline_freebsd_base import _config, _tree, worker  # noqa: F401 - th
 from buildbot_bsdkm.buildbot import summaries
 from buildbot_bsdkm.commands.action.annotations import check_annotation
 from buildbot_bsdkm.commands.action.workflow import Level
-from buildbot_bsdkm.github.aggregate import FAILURE, WARNINGS, BuildFacts, commit_status
-from buildbot_bsdkm.policy import Check
+from buildbot_bsdkm.github.aggregate import WARNINGS, BuildFacts
+from buildbot_bsdkm.model import LogResult, RunResult
+from buildbot_bsdkm.policy import Check, Verdict
+from buildbot_bsdkm.report.commit_status import pair_status
 from buildbot_bsdkm.report.triage_summary import triage_property, triage_words
 
 PANIC = "panic: malloc: called with spinlock or critical section held | AES_set_decrypt_key_AESNI"
@@ -51,12 +53,10 @@ def test_one_panic_two_checks_is_one_pre_existing_failure_since_the_version() ->
 
 
 def test_commit_status_is_green_for_a_pre_existing_failure_and_red_for_a_new_one() -> None:
-    green = BuildFacts("freebsd-kmod-qemu", "intelasm", WARNINGS,
-                       properties={"bsdkm_triage": triage_property(PRE_EXISTING)})
-    assert commit_status(green) == ("success", "passed — 1 pre-existing failure since 5.9.2")
-    red = BuildFacts("freebsd-kmod-qemu", "intelasm", FAILURE,
-                     properties={"bsdkm_triage": triage_property(NEW)})
-    state, text = commit_status(red)
+    run = [RunResult("intelasm", "freebsd-kmod-qemu", logs=[LogResult("console.log", complete=True)])]
+    green = Verdict.from_dict(PRE_EXISTING)
+    assert pair_status(green, run) == ("success", "passed — 1 pre-existing failure since 5.9.2")
+    state, text = pair_status(Verdict.from_dict(NEW), run)
     assert state == "failure" and text == "failed — 1 new failure: selftest: AES-GCM (-216)"
     assert len(text) <= 140
 

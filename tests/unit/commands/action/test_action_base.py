@@ -101,7 +101,6 @@ def test_report_job_judges_the_merged_heads_against_the_bases_measured_next_to_t
     req = action_cmd.ResultsRequest(out=merged, baseline=artifact, config=config)
     got = action_cmd._baseline_for(req)
     assert [(r.variant, len(r.logs)) for r in got] == [("accel", 3), ("noasm", 3), ("intelasm", 1)]
-    verdict = action_cmd._judge(action_cmd.ResultsRequest(out=merged, config=config),
-                                from_json((merged / "summary.json").read_text()))
+    verdict = action_cmd.load_outcome(action_cmd.ResultsRequest(out=merged, config=config)).verdict
     assert {p["base_from"] for p in verdict.perf} == {"baseline"}
     assert {(i["n_base"], i["n_head"]) for p in verdict.perf for i in p["items"]} == {(3, 3)}

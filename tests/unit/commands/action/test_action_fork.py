@@ -208,7 +208,7 @@ def test_a_fork_prs_statuses_say_they_come_from_its_own_run(github: ActionsGitHu
                   "--judges-changed", out["judges-changed"])
     assert proc.returncode == 0, proc.stderr
     (status,) = github.latest_statuses(HEAD).values()
-    assert status["state"] == "success" and status["description"].startswith("fork run: PASS"), status
+    assert status["state"] == "success" and status["description"].startswith("fork run: passed"), status
     # The report the comment is made from says so too.
     proc = action(env, "outputs", "--out", results, "--fork-run", "true")
     assert proc.returncode == 0, proc.stderr

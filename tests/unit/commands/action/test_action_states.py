@@ -9,10 +9,11 @@ import json
 import pytest
 
 from buildbot_bsdkm.commands.action.comment import comment_mode, is_ours, should_write
-from buildbot_bsdkm.commands.action.states import counts, fail_on_choice, job_fails, json_output, run_states
+from buildbot_bsdkm.commands.action.states import counts, fail_on_choice, job_fails, json_output
 from buildbot_bsdkm.github.publisher import REPORT_MARKER
 from buildbot_bsdkm.model import FailureCategory, RunResult, StageFailure
 from buildbot_bsdkm.policy import Check, CheckKind, Verdict
+from buildbot_bsdkm.report.pull_request import statuses as run_states
 
 REGRESSION_INCONCLUSIVE = {"verdict": "inconclusive"}
 
