@@ -18,7 +18,7 @@ from buildbot_bsdkm.parsers import detect_format, parse_text
 from buildbot_bsdkm.parsers.formats import register, unregister
 from buildbot_bsdkm.policy import CheckKind, evaluate, parse_policy
 from buildbot_bsdkm.report.junit import junit_xml
-from buildbot_bsdkm.report.verdict import markdown_report
+from buildbot_bsdkm.report.markdown import markdown_report
 
 LOG = """\
 [    0.100000] toy: begin

@@ -56,7 +56,8 @@ def test_commit_status_is_green_for_a_pre_existing_failure_and_red_for_a_new_one
     run = [RunResult("intelasm", "freebsd-kmod-qemu", logs=[LogResult("console.log", complete=True)])]
     green = Verdict.from_dict(PRE_EXISTING)
     assert pair_status(green, run) == ("success", "passed — 1 pre-existing failure since 5.9.2")
-    state, text = pair_status(Verdict.from_dict(NEW), run)
+    compared = {**NEW, "triage": {"base_outcomes": [{"target": "freebsd-kmod-qemu", "variant": "intelasm"}]}}
+    state, text = pair_status(Verdict.from_dict(compared), run)
     assert state == "failure" and text == "failed — 1 new failure: selftest: AES-GCM (-216)"
     assert len(text) <= 140
 
