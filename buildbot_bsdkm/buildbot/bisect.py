@@ -41,6 +41,8 @@ from ..contract import (
     TARGET_PROPERTY,
     VARIANT_PROPERTY,
 )
+from ..github.bisect_comment import checked_culprit, comment_body, post_commit_comment
+from ..github.client import GitHubClient, GitHubError
 from ..model import load_document
 from ..perf.store import best_series
 from ..report.bisect import html_page, result_from_json
@@ -147,9 +149,6 @@ class BsdkmBisectComment(buildstep.BuildStep):
         super().__init__(**kwargs)
 
     async def run(self) -> int:
-        from ..github.bisect_comment import checked_culprit, comment_body, post_commit_comment
-        from ..github.client import GitHubError
-
         doc = self.getProperty(BISECT_RESULT_PROPERTY)
         if not isinstance(doc, dict) or not doc.get("decided"):
             self.summary_text = "no culprit named: no comment"
@@ -288,8 +287,6 @@ def apply_bisect(c: dict[str, Any], config: Config, specs: list[WorkerSpec], con
         return
     comment = None
     if github is not None:
-        from ..github.client import GitHubClient
-
         comment = BsdkmBisectComment(client=lambda: GitHubClient(github.api_url, github.auth(),
                                                                  spacing=github.writes),
                                      repo=github.repo)

@@ -26,6 +26,7 @@ from ..contract import (
     builder_name,
 )
 from ..github.services import github_services
+from ..github.settings import parse_settings
 from ..retry.rules import RetrySettings
 from . import bisect as bisect_builder
 from . import candidate
@@ -292,8 +293,6 @@ def _github_settings(config: Config, settings: MasterSettings) -> Any:
     """The ``github:`` settings the bisect builder's commit comment uses (None: no comment)."""
     if not config.github:
         return None
-    from ..github.settings import parse_settings
-
     return parse_settings(config.github, env=dict(os.environ), variants=frozenset(config.variants),
                           targets=frozenset(config.targets))
 

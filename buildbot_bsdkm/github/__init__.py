@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 def github_services(config: Config, **kwargs: Any) -> dict[str, Any]:
     """What ``master.cfg`` adds for GitHub; see ``services.github_services``.
 
-    Imported lazily so the pure modules (used by the GitHub Action) don't pull in Buildbot.
     """
+    # Buildbot is an extra: the pure modules (the GitHub Action uses them) must import without it.
     from .services import github_services as build
 
     return build(config, **kwargs)
