@@ -39,7 +39,6 @@ from .workers import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, 
 from .www_perf import apply_perf_dashboard
 from .www_security import apply_www_security
 
-LOCAL_WORKER = "local"
 LOCAL_TAGS = ("linux-userspace", "linux-qemu")
 GATE_TIMEOUT_S = 300.0
 OUT_DIR = "bsdkm-out"

@@ -39,12 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def master_url(directory: Path) -> str:
-    """The web UI a master in ``directory`` serves, as its own files say."""
-    url, _ = _master(directory)
-    return url
-
-
 def _master(directory: Path) -> tuple[str, tuple[str, str] | None]:
     """The web UI's address, and the login the master's own htpasswd file holds for this user."""
     # Buildbot is the [buildbot] extra: imported once run() has found it installed.

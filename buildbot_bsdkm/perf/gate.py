@@ -46,7 +46,6 @@ REGRESSION = "regression"
 IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"
 INCONCLUSIVE = "inconclusive"
-VERDICTS = (REGRESSION, IMPROVEMENT, UNCHANGED, INCONCLUSIVE)
 
 GEOMEAN = "geomean"
 

@@ -61,7 +61,6 @@ VERDICT: StateKey[dict[str, Any]] = StateKey("verdict")
 GATE_FAILED: StateKey[str] = StateKey("gate_failed")
 
 # The names, for readers that hold the plain dict (the release driver, tests).
-REPEATS_KEY = REPEATS.name
 EXTENDED_KEY = EXTENDED.name
 
 

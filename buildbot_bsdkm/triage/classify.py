@@ -1,6 +1,6 @@
 """Every failed check of a verdict gets its signature and its triage word, and the policy's say.
 
-Words (``rules.WORDS``), first that applies:
+Words (``rules``' constants), first that applies:
 
 - ``known``: a known-issue entry covers the run and one of its patterns matches the signature;
 - ``flaky``: it did not reproduce on a re-run of the same build, or it comes and goes on the base

@@ -34,7 +34,6 @@ from .release_set import (
 
 TARGET_NAME = targets.FREEBSD_KMOD_QEMU.name
 DEFAULT_VERSION = "15.0"  # a kit whose sources do not say their version
-DEFAULT_KERNELS = ("debug", "release")
 
 NEWVERS_REVISION = re.compile(r'^REVISION="(?P<version>\d+\.\d+)"', re.M)
 
