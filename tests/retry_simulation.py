@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from buildbot_bsdkm.model import LogResult
-from buildbot_bsdkm.retry.classify import classify
-from buildbot_bsdkm.retry.rules import (
+from buildbot_bsdkm.retry.classify_failure import classify
+from buildbot_bsdkm.retry.decision import (
     Attempt,
     AttemptVerdict,
     RetryDecision,

@@ -27,15 +27,14 @@ from ..contract import (
 )
 from ..github.services import github_services
 from ..github.settings import parse_settings
-from ..retry.rules import RetrySettings
-from . import bisect as bisect_builder
-from . import candidate
+from ..retry.decision import RetrySettings
+from . import bisect_builder, candidate
 from . import steps as bsdkm_steps
 from .heap import FrozenStartupHeap
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
 from .trust_levels import warn_without_levels
 from .worker_config import WorkerCopy, send_config_first, worker_copy
-from .workers import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, resolve_env_password
+from .worker_passwords import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, resolve_env_password
 from .www_perf import apply_perf_dashboard
 from .www_security import apply_www_security
 

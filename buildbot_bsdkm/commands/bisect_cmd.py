@@ -17,9 +17,9 @@ from ..config.bsdkm_yml import ConfigError, GitSource, LocalSource, usable_git_r
 from ..pipeline.jobs.bisect import FailureSpec, HistoryError, RegressionSpec, bisect_range
 from ..pipeline.stages import StageError
 from ..policy import load_policy
-from ..report.bisect import headline, write_reports
+from ..report.bisection_report import headline, write_reports
 from ..targets import measures_base
-from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 from .io import config_path, read_config
 
 

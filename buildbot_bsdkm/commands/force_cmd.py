@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.bsdkm_yml import ConfigError, load_config
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError
 
 API_WAIT_S = 120.0  # a master just started by `buildbot start` answers within this on a busy machine
 

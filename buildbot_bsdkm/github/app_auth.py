@@ -17,7 +17,7 @@ from typing import Any
 from twisted.internet import defer
 
 from .auth_health import AuthHealth
-from .errors import CredentialsError, GitHubError
+from .request_errors import CredentialsError, GitHubError
 from .tokens import ApiCaller, ApiResponse, SecretSource, TokenSource
 
 __all__ = ["AppKeyError", "AppTokens", "KeyFromSecret", "SecretSource", "SecretToken", "StaticToken",

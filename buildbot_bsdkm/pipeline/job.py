@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar, overload
 from ..config.bsdkm_yml import Config
 from ..contract import Milestone, StageProgress
 from ..model import StageFailure
-from ..retry.classify import Patterns
+from ..retry.classify_failure import Patterns
 
 Progress = Callable[[str], None]
 

@@ -28,7 +28,7 @@ from ..policy import Verdict
 from . import targets as registry
 from .job import CONFIRM_ROUND_ORDER, EXTENDED_KEY, ROUND_ORDER, Job, Progress, StateKey
 from .phases import finish, measure_phase, record_failure
-from .runtime.errors import StageError
+from .runtime.stage_error import StageError
 from .stages import measure_again, repeat
 
 BASE_FIRST = ("base", "head")
@@ -151,7 +151,7 @@ def _measure_rounds(head: Job, base: Job, plan: list[tuple[str, str]], first: in
 
 
 def _extra_rounds(head: Job, base: Job, done: int, more: int, say: Progress) -> None:
-    """Rounds ``done+1``..``more`` of a pair (pipeline/extend.py), each round's order drawn like the first
+    """Rounds ``done+1``..``more`` of a pair (perf/extend.py), each round's order drawn like the first
     ones'; the plan and the growth (``EXTENDED_KEY``: first and last round count) go in the head's
     state.json."""
     plan = round_plan(more - done, head.config.benchmark.round_order)

@@ -30,9 +30,9 @@ from ...config.bsdkm_yml import Config, GitSource
 from ...model import FailureCategory, RunResult
 from ...perf import extend as perf_extend
 from ...perf import gate as perf_gate
-from ...perf.instructions import compare_counts, geomean_change
+from ...perf.instruction_counts import compare_counts, geomean_change
 from ...policy import CheckKind, Verdict, load_policy
-from ...retry.rules import RetrySettings
+from ...retry.decision import RetrySettings
 from ...triage.signature import signature
 from ..gating import GateInputs, gate_runs
 from ..job import (
@@ -48,10 +48,10 @@ from ..job import (
 )
 from ..phases import build_phase, measure_phase
 from ..rounds import extend_while_undecided, measure_pairs
-from ..runtime.errors import StageError
-from ..runtime.instructions import count_instructions
+from ..runtime.instruction_counting import count_instructions
 from ..runtime.locks import exclusive
 from ..runtime.source import cache_root
+from ..runtime.stage_error import StageError
 from ..stages import run_stage
 
 BUILD_STAGES = frozenset({"fetch", "configure", "build"})

@@ -18,7 +18,7 @@ from buildbot_bsdkm.contract import failure_from_property as failure_from_dict
 from buildbot_bsdkm.contract import failure_property as failure_to_dict
 from buildbot_bsdkm.model import FailureCategory, StageFailure
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.retry.rules import (
+from buildbot_bsdkm.retry.decision import (
     Attempt,
     AttemptVerdict,
     RetryConfigError,

@@ -3,7 +3,7 @@
 - ``BisectOnNewSignatures`` (a master service) looks at every finished base-branch build of a
   ``target/variant`` builder: the base outcomes its Gate step recorded (``base_outcomes``) say
   whether its newest build shows a failure signature the build before it did not
-  (``bisection.trigger.requests_for``), and the perf history of a perf target whether an
+  (``bisection.bisect_requests.requests_for``), and the perf history of a perf target whether an
   item's level dropped (the drift detector's change point, ``regression_requests``). Each is
   bisected once (the keys asked for are kept in the master's state table), through the ``bisect``
   Triggerable scheduler.
@@ -28,7 +28,7 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
-from ..bisection.trigger import BisectRequest, regression_requests, requests_for
+from ..bisection.bisect_requests import BisectRequest, regression_requests, requests_for
 from ..config import builders as plan
 from ..config.bsdkm_yml import Config, GitSource
 from ..contract import (
@@ -45,11 +45,11 @@ from ..github.bisect_comment import checked_culprit, comment_body, post_commit_c
 from ..github.client import GitHubClient, GitHubError
 from ..model import load_document
 from ..perf.store import best_series
-from ..report.bisect import html_page, result_from_json
+from ..report.bisection_report import html_page, result_from_json
 from ..targets import measures_base
 from . import base_outcomes, perf_history, worker_files
 from .retrying_build import can_start_build
-from .workers import WorkerSpec
+from .worker_passwords import WorkerSpec
 
 BUILDER = plan.BISECT_BUILDER
 SCHEDULER = "bisect"
