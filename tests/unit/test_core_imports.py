@@ -121,8 +121,9 @@ def test_every_function_local_import_of_the_package_says_why() -> None:
 
 
 def test_a_submodule_import_is_an_import_of_its_package() -> None:
-    """``triage.outcomes`` importing ``policy.checks`` inside a function hid the cycle
-    policy/__init__ -> evaluation -> triage.classify -> triage.outcomes: the graph has that edge."""
+    """``triage.outcomes`` importing a policy module inside a function once hid the cycle
+    policy/__init__ -> evaluation -> triage.classify_checks -> triage.outcomes: importing ``policy.x``
+    is an edge to ``policy`` too (``policy.checks`` below is any submodule, there or not)."""
     assert "buildbot_bsdkm.policy" in _graph()["buildbot_bsdkm.pipeline.gating"]  # it imports policy.pairing
     assert _packages_above("buildbot_bsdkm.policy.checks", "buildbot_bsdkm.triage.outcomes") == [
         "buildbot_bsdkm.policy"]
@@ -268,3 +269,18 @@ def test_no_module_is_over_600_lines() -> None:
     long = sorted((len(f.read_text(encoding="utf-8").splitlines()), str(f.relative_to(PACKAGE.parent)))
                   for f in _modules().values())
     assert [(path, n) for n, path in long if n > MAX_MODULE_LINES] == []
+
+
+# The modules each target package has by layout: its target object, its options, its worker's needs.
+TARGET_LAYOUT = frozenset({"target.py", "options.py", "worker.py"})
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """``perf/store.py`` and ``github/store.py`` read alike in a traceback, an editor's tab or a grep:
+    a module's name says what it holds, apart from the files every target package has by layout."""
+    seen: dict[str, list[str]] = {}
+    for f in PACKAGE.rglob("*.py"):
+        in_target = f.parent.parent.name == "targets" and f.parent.parent.parent.name == "pipeline"
+        if f.name != "__init__.py" and not (in_target and f.name in TARGET_LAYOUT):
+            seen.setdefault(f.name, []).append(str(f.relative_to(PACKAGE)))
+    assert {name: sorted(paths) for name, paths in seen.items() if len(paths) > 1} == {}
