@@ -8,7 +8,7 @@ Two parts:
 - the search alone (``bisection/search.py`` with a deterministic fake runner): every culprit
   position of histories of each size, with and without a commit that does not build in the
   middle; builds used (max, mean) against the limit;
-- real bisections (``bsdkm-ci bisect``'s core, ``pipeline/bisect_runner.bisect_range``) of
+- real bisections (``bsdkm-ci bisect``'s core, ``pipeline/jobs/bisect.bisect_range``) of
   histories made on the real wolfSSL 5.9.2 tree (tests/bisect_history.py) on userspace/noasm,
   the planted commit at a seeded random position and a commit that does not build in the middle:
   ``failure`` (a wrong SHA-256 expected value), ``instructions`` (~10 % extra work in Sha256Update,

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import kernel_counts as kc  # noqa: E402
 
-from buildbot_bsdkm.perf.instructions import (  # noqa: E402
+from buildbot_bsdkm.perf.instruction_counts import (  # noqa: E402
     FLAG_DROP_PCT,
     FLAG_FUNCTION_PCT,
     MEASURED,

@@ -6,9 +6,10 @@ On the pipeline's own userspace builds of the configured source (intelasm, noasm
 missing) with the default policy's workload (``instructions.items``):
 
 - determinism: one binary counted ``--runs`` times, per item: min, max, spread (max-min)/min;
-- detection: a planted few extra rounds of a loop in ``Sha256Update`` (``pipeline/instructions.
-  rebuilt_with``: the real source with the one file changed, rebuilt incrementally) against its base,
-  1 vs 1 with the default limit; and intelasm against noasm (the lost acceleration);
+- detection: a planted few extra rounds of a loop in ``Sha256Update`` (``pipeline/runtime/
+  instruction_counting.rebuilt_with``: the real source with the one file changed, rebuilt
+  incrementally) against its base, 1 vs 1 with the default limit; and intelasm against noasm (the
+  lost acceleration);
 - healthy rebuilds: the driver relinked from scratch ``--rebuilds`` times, and the library rebuilt
   from scratch without ccache ``--full-rebuilds`` times; every one compared 1 vs 1 with the first
   count (false alarms: items beyond the limit);
@@ -34,10 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.config.bsdkm_yml import load_config  # noqa: E402
-from buildbot_bsdkm.perf.instructions import InstructionCounts, compare_counts, fmt_change  # noqa: E402
-from buildbot_bsdkm.pipeline.runtime import instructions as pinstr  # noqa: E402
-from buildbot_bsdkm.pipeline.runtime.build import userspace_build  # noqa: E402
+from buildbot_bsdkm.perf.instruction_counts import InstructionCounts, compare_counts, fmt_change  # noqa: E402
+from buildbot_bsdkm.pipeline.runtime import instruction_counting as pinstr  # noqa: E402
 from buildbot_bsdkm.pipeline.runtime.source import cache_root, fetch_source  # noqa: E402
+from buildbot_bsdkm.pipeline.runtime.userspace_build import userspace_build  # noqa: E402
 from buildbot_bsdkm.policy import load_policy  # noqa: E402
 
 ANCHOR = "        /* add length for final */\n        AddLength(sha256, len);\n"

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, load_config  # noqa: E402
-from buildbot_bsdkm.perf.instructions import InstructionCounts, compare_counts, fmt_change  # noqa: E402
+from buildbot_bsdkm.perf.instruction_counts import InstructionCounts, compare_counts, fmt_change  # noqa: E402
 from buildbot_bsdkm.perf.kernel_counts import (  # noqa: E402
     CountPlan,
     module_counts,

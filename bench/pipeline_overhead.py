@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, load_config  # noqa: E402
 from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix  # noqa: E402
-from buildbot_bsdkm.pipeline.runtime.build import compiler_env, userspace_build  # noqa: E402
 from buildbot_bsdkm.pipeline.runtime.source import cache_root, fetch_source  # noqa: E402
+from buildbot_bsdkm.pipeline.runtime.userspace_build import compiler_env, userspace_build  # noqa: E402
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> float:

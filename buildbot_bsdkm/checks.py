@@ -26,7 +26,7 @@ class CheckKind(StrEnum):
     CROSSOVER = "crossover"
     OFFLOAD = "offload"  # the registered driver AF_ALG / the crypto framework used (policy/paths.py)
     KERNEL = "kernel"  # kernel-trouble records (kernel_health.py)
-    INSTRUCTIONS = "instructions"  # counted instructions of a fixed workload, 1 vs 1 (policy/instructions.py)
+    INSTRUCTIONS = "instructions"  # counted instructions of a fixed workload, 1 vs 1 (instruction_gates.py)
 
 
 # The older names, kept for the modules that import them.
@@ -126,7 +126,7 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     policy_source: str = "<default>"
     perf: list[dict[str, Any]] = field(default_factory=list)  # learned-limit gate, one entry per run
-    triage: dict[str, Any] = field(default_factory=dict)  # triage/classify.py: fixed, known issues
+    triage: dict[str, Any] = field(default_factory=dict)  # triage/classify_checks.py: fixed, known issues
     # The policy's ``perf.inconclusive: fail``: unjudged gated items make the verdict unacceptable.
     inconclusive_fails: bool = False
     # Rows whose implied clock (rate x cycles) disagrees with the rest of their log (perf/clock.py),

@@ -1,6 +1,6 @@
 """The ``bsdkm-ci`` command: a thin shell over the core.
 
-Exit codes (a contract other shells rely on; ``commands/errors.py``): 0 everything passed,
+Exit codes (a contract other shells rely on; ``commands/exit_codes.py``): 0 everything passed,
 1 a test or threshold failed, 2 unusable input or usage error (reason on stderr).
 """
 
@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from . import commands
-from .commands.errors import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, UsageError
+from .commands.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE, UsageError
 from .policy import BaselineMismatch
 from .targets import TargetPluginError
 
-# The exit statuses and UsageError are commands/errors.py's; named here too for callers of the CLI.
+# The exit statuses and UsageError are commands/exit_codes.py's; named here too for callers of the CLI.
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "UsageError", "build_parser", "main"]
 
 

@@ -222,7 +222,7 @@ CONFIG_PROPERTY = "bsdkm_config"  # bsdkm.yml as the worker sees it (a worker pr
 TAGS_PROPERTY = "bsdkm_tags"  # which targets a worker can run (a worker property)
 RUN_KIND_PROPERTY = "bsdkm_run"  # "release-candidate" for the nightly and release runs
 RELEASE_VERDICT_PROPERTY = "bsdkm_release_verdict"  # passed | failed | inconclusive | error
-# The bisect builder (buildbot/bisect.py): its request, its result, what the master bisected already.
+# The bisect builder (buildbot/bisect_builder.py): its request, its result, what the master bisected already.
 BISECT_REQUEST_PROPERTY = "bsdkm_bisect_request"  # BisectRequest.to_dict() of the build
 BISECT_RESULT_PROPERTY = "bsdkm_bisect"  # bisect.json without its steps
 BISECTED_STATE = "bsdkm_bisected"  # the keys already bisected, in the master's object state

@@ -106,7 +106,7 @@ LogFormat.WOLFCRYPT_TEST = LogFormat.define("wolfcrypt-test")
 LogFormat.LINUX_KERNEL_LOG = LogFormat.define("linux-kernel-log", kernel=True)
 LogFormat.FREEBSD_KERNEL_LOG = LogFormat.define("freebsd-kernel-log", kernel=True)
 LogFormat.OPENSSL_SPEED = LogFormat.define("openssl-speed")
-LogFormat.AFALG_BENCH = LogFormat.define("afalg-bench")  # kmod/linux/afalg_bench.c (parsers/afalg.py)
+LogFormat.AFALG_BENCH = LogFormat.define("afalg-bench")  # kmod/linux/afalg_bench.c (parsers/afalg_bench.py)
 LogFormat.UNKNOWN = LogFormat.define("unknown")
 
 

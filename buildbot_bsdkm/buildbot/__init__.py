@@ -1,4 +1,4 @@
 """Buildbot shell: steps (one per ``bsdkm-ci stage``), bounded retry and the master configuration.
 
-``retry`` and ``summaries`` are pure; the rest imports Buildbot.
+``classification`` and ``summaries`` are pure; the rest imports Buildbot.
 """

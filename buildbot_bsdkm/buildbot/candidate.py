@@ -36,11 +36,11 @@ from ..contract import (
     verdict_word,
 )
 from ..model import load_document
-from ..report.candidate import html_release
+from ..report.release_report import html_release
 from ..targets import os_release_tag
 from . import base_outcomes, worker_files
 from .retrying_build import can_start_build
-from .workers import WorkerSpec
+from .worker_passwords import WorkerSpec
 
 OUT_DIR = "bsdkm-release"
 LINUX_BUILDER = plan.LINUX_RELEASE_BUILDER

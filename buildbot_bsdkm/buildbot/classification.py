@@ -12,7 +12,7 @@ from typing import Any
 
 from ..model import FailureCategory, LogResult, StageFailure
 from ..parsers import parse_text
-from ..retry.classify import DEFAULT_PATTERNS, Patterns, classify
+from ..retry.classify_failure import DEFAULT_PATTERNS, Patterns, classify
 
 
 def _log_results(output: str, stage: str) -> list[LogResult]:
@@ -30,7 +30,7 @@ def _own_lines(output: str) -> str:
 
 
 def patterns_of(retry_config: Any) -> Patterns:
-    """``bsdkm.yml``'s retry patterns (a ``config.RetryConfig``) as classify's ``Patterns``."""
+    """``bsdkm.yml``'s retry patterns (a ``bsdkm_yml.RetryConfig``) as classify's ``Patterns``."""
     if retry_config is None:
         return DEFAULT_PATTERNS
     if isinstance(retry_config, Patterns):

@@ -26,19 +26,18 @@ from ..contract import (
     builder_name,
 )
 from ..github.services import github_services
-from ..retry.rules import RetrySettings
-from . import bisect as bisect_builder
-from . import candidate
+from ..github.settings import parse_settings
+from ..retry.decision import RetrySettings
+from . import bisect_builder, candidate
 from . import steps as bsdkm_steps
 from .heap import FrozenStartupHeap
 from .retrying_build import BsdkmBuildFactory, can_start_build, next_worker
 from .trust_levels import warn_without_levels
 from .worker_config import WorkerCopy, send_config_first, worker_copy
-from .workers import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, resolve_env_password
+from .worker_passwords import PasswordRef, WorkerConfigError, WorkerSpec, parse_workers, resolve_env_password
 from .www_perf import apply_perf_dashboard
 from .www_security import apply_www_security
 
-LOCAL_WORKER = "local"
 LOCAL_TAGS = ("linux-userspace", "linux-qemu")
 GATE_TIMEOUT_S = 300.0
 OUT_DIR = "bsdkm-out"
@@ -292,8 +291,6 @@ def _github_settings(config: Config, settings: MasterSettings) -> Any:
     """The ``github:`` settings the bisect builder's commit comment uses (None: no comment)."""
     if not config.github:
         return None
-    from ..github.settings import parse_settings
-
     return parse_settings(config.github, env=dict(os.environ), variants=frozenset(config.variants),
                           targets=frozenset(config.targets))
 

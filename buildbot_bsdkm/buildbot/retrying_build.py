@@ -1,9 +1,9 @@
-"""Buildbot glue for the bounded retry policy in ``buildbot_bsdkm.retry.rules``.
+"""Buildbot glue for the bounded retry policy in ``buildbot_bsdkm.retry.decision``.
 
 * ``BoundedRetryBuild`` replaces Buildbot's "RETRY means re-queue forever": when
   a build ends it turns what happened (a step's ``bsdkm_failure`` record, a lost
   worker, a CI exception) into an ``Attempt``, reads the earlier attempts of the
-  same build request back from the data API, and lets ``retry.decide`` say
+  same build request back from the data API, and lets ``decision.decide`` say
   whether to re-queue (RETRY) or stop with a final result.
 * ``RetryHolds`` keeps the backoff and the workers to avoid per build request;
   ``can_start_build`` and ``next_worker`` (builder hooks) apply them.
@@ -41,7 +41,7 @@ from ..contract import (
     failure_from_property,
 )
 from ..model import FailureCategory, StageFailure
-from ..retry.rules import (
+from ..retry.decision import (
     Attempt,
     AttemptVerdict,
     RetryDecision,
@@ -115,7 +115,7 @@ RESULT_OF_VERDICT = {
 
 
 class BoundedRetryBuild(Build):
-    """A Build whose RETRY is decided by ``retry.decide`` instead of meaning "forever"."""
+    """A Build whose RETRY is decided by ``decision.decide`` instead of meaning "forever"."""
 
     def retry_settings(self) -> RetrySettings:
         config = self.builder.config if self.builder else None

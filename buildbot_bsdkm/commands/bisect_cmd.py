@@ -17,8 +17,9 @@ from ..config.bsdkm_yml import ConfigError, GitSource, LocalSource, usable_git_r
 from ..pipeline.jobs.bisect import FailureSpec, HistoryError, RegressionSpec, bisect_range
 from ..pipeline.stages import StageError
 from ..policy import load_policy
+from ..report.bisection_report import headline, write_reports
 from ..targets import measures_base
-from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 from .io import config_path, read_config
 
 
@@ -121,8 +122,6 @@ def run(args: argparse.Namespace) -> int:
         except StageError as e:  # the good end of a perf bisection cannot be built or run
             print(f"bisect: the good end cannot be measured: {e.failure.stage}: {e.failure.message}")
             return EXIT_FAILED
-    from ..report.bisect import headline, write_reports
-
     paths = write_reports(done.result, done.about, out)
     print(f"Report:  {paths['md']} (HTML: {paths['html']}, JSON: {paths['json']})")
     print(headline(done.result))

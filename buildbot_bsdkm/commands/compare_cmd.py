@@ -26,10 +26,10 @@ from typing import Any
 
 from ..model import RunResult, merge_runs
 from ..policy import Verdict, evaluate, fingerprint_problem
-from ..report import gab
+from ..report import github_action_benchmark
 from ..report.markdown import delta_report
 from . import triage_args
-from .errors import UsageError
+from .exit_codes import UsageError
 from .io import exit_status, history_files, read_all, read_policy, write_text
 
 
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_text(args.json, json.dumps(verdict_json(verdict), indent=2) + "\n")
     if args.gab:
-        bigger, smaller = gab.entries(head)
+        bigger, smaller = github_action_benchmark.entries(head)
         write_text(args.gab, json.dumps(bigger, indent=2) + "\n")
         path = Path(args.gab)
         cycles_path = path.with_name(path.stem + ".cycles" + path.suffix)

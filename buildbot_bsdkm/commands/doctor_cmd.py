@@ -22,7 +22,7 @@ from ..pipeline.jobs.doctor import (
     master_of_worker,
     parse_master,
 )
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError
 from .io import config_path, read_config
 
 

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from ..config.bsdkm_yml import ConfigError, load_config
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError
 
 API_WAIT_S = 120.0  # a master just started by `buildbot start` answers within this on a busy machine
 
@@ -38,17 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def master_url(directory: Path) -> str:
-    """The web UI a master in ``directory`` serves, as its own files say."""
-    url, _ = _master(directory)
-    return url
-
-
 def _master(directory: Path) -> tuple[str, tuple[str, str] | None]:
     """The web UI's address, and the login the master's own htpasswd file holds for this user."""
     # Buildbot is the [buildbot] extra: imported once run() has found it installed.
     from ..buildbot.master_config import MasterSettingsError, listening, load_master_settings
-    from ..config.bsdkm_yml import ConfigError, load_config
 
     if not (directory / "buildbot.tac").is_file():
         raise UsageError(f"{directory}: no Buildbot master here (no buildbot.tac)")
@@ -110,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("buildbot") is None:  # the base install: the CLI and the Action only
         raise UsageError("Buildbot is not installed here: install the Buildbot extra "
                          "(pip install 'buildbot-bsdkm[buildbot]')")
+    # requests and the master's REST client come with the [buildbot] extra, found just above.
     import requests
 
     from ..buildbot.control import ControlError, Rest, verdict_lines
@@ -139,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
 
 def force(rest: Any, builders: list[str], reason: str) -> int:
     """The buildset id; a refusal for want of a login says which options log in."""
-    from ..buildbot.control import ControlError
+    from ..buildbot.control import ControlError  # the [buildbot] extra's, as in run()
 
     try:
         return int(rest.force(builders, reason))

@@ -34,7 +34,7 @@ from ..policy import PolicyError, Verdict, evaluate, load_policy
 from ..report.history import WINDOW, static_page
 from ..triage.outcome_store import OutcomeDirStore, OutcomeSqlStore, describe
 from ..triage.outcomes import outcomes_of
-from .errors import UsageError
+from .exit_codes import UsageError
 from .io import read_all, write_text
 
 

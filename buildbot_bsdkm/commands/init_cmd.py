@@ -39,7 +39,7 @@ from ..config.master import (
 from ..config.worker_kinds import DEFAULT_WORKERS, KINDS, WorkerKind
 from ..config.workers import NAME_RE
 from ..support import resources
-from .errors import EXIT_OK, UsageError
+from .exit_codes import EXIT_OK, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

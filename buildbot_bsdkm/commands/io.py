@@ -12,7 +12,7 @@ from ..config.bsdkm_yml import Config, ConfigError, default_config_path, load_co
 from ..model import ModelError, RunResult, from_json
 from ..parsers import ParseError, parse_file
 from ..policy import Policy, PolicyError, Verdict, load_policy
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError
 
 
 def read_results(path: str) -> list[RunResult]:

@@ -14,7 +14,7 @@ from ..config.bsdkm_yml import Config, GitSource, LocalSource, SourceSpec, usabl
 from ..model import RunResult
 from ..pipeline.jobs.matrix import MatrixResult, run_matrix
 from ..report.junit import junit_tally
-from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 
 NOT_RUN = "not-run"
 

@@ -15,7 +15,7 @@ from ..model import LogFormat, LogResult, RunResult, to_json
 from ..parsers import FAILURE_KINDS, ParseError, parse_file
 from ..parsers.api import DEFAULT_MAX_BYTES, DEFAULT_MAX_SECONDS
 from ..policy import kernel_health
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError
 
 _FORMATS = [f.value for f in LogFormat if f != LogFormat.UNKNOWN]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..config.bsdkm_yml import SourceSpec
 from ..pipeline.jobs.release import SourceSyntaxError, UnknownSourceError, parse_source, run_release
-from .errors import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError, run_input_errors
 from .io import config_path, read_config
 
 

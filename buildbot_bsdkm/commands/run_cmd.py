@@ -13,7 +13,7 @@ from ..config.bsdkm_yml import (
     SourceSpec,
 )
 from ..model import RunResult
-from .errors import UsageError
+from .exit_codes import UsageError
 from .io import config_path, history_files, read_all, read_config
 from .log_groups import StageLogGroups
 from .matrix_run import (

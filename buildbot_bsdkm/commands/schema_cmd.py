@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from ..support.resources import config_schema_path
-from .errors import EXIT_OK
+from .exit_codes import EXIT_OK
 from .io import write_text
 
 

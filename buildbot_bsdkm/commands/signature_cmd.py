@@ -17,10 +17,10 @@ from pathlib import Path
 
 from ..model import ModelError, RunResult, from_json, load_document
 from ..policy import Verdict, evaluate
-from ..triage.classify import TriageInputs
+from ..triage.classify_checks import TriageInputs
 from ..triage.signature import signature
 from . import triage_args
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError
 from .io import load_runs, read_policy
 
 

@@ -19,7 +19,7 @@ from ..pipeline.jobs.pair import gate_against_base, load_interleaved
 from ..pipeline.stages import STAGES, Job, StageSkipped, run_stage
 from ..policy import PolicyError
 from ..triage.known import KnownIssueError
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .exit_codes import EXIT_FAILED, EXIT_OK, UsageError
 from .io import config_path, read_config
 from .matrix_run import add_source_arguments, base_side, source_override, with_source
 

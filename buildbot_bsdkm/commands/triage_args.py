@@ -16,10 +16,10 @@ from pathlib import Path
 from ..config.bsdkm_yml import ConfigError, load_config
 from ..model import ModelError, RunResult, load_document
 from ..policy import Policy, Verdict, evaluate
-from ..triage.classify import TriageInputs
+from ..triage.classify_checks import TriageInputs
 from ..triage.known import KnownIssueError, KnownIssues
 from ..triage.outcomes import BaseOutcome, outcomes_from_document
-from .errors import UsageError
+from .exit_codes import UsageError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -94,7 +94,7 @@ class BenchmarkConfig:
     # Each round's order: a coin flip (shuffled) or always base first (alternate): pipeline/rounds.py.
     round_order: str = "shuffled"
     # Rounds a side at most when the gate finds the first ``repeats`` too noisy to decide (the
-    # policy's ``perf.resolve_pct``; pipeline/extend.py): as many again each time. ``repeats``: never.
+    # policy's ``perf.resolve_pct``; perf/extend.py): as many again each time. ``repeats``: never.
     max_repeats: int = 15
 
     def cflags(self) -> list[str]:

@@ -1,5 +1,5 @@
 """Which builders a Buildbot master has, from ``bsdkm.yml`` and its workers: the one rule the
-Buildbot shell builds them by (``buildbot/master_config``, ``candidate``, ``bisect``), and what
+Buildbot shell builds them by (``buildbot/master_config``, ``candidate``, ``bisect_builder``), and what
 ``init master`` and ``buildbot checkconfig`` say about them: the builders the workers allow, and
 which worker would add the rest.
 """

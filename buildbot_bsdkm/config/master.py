@@ -69,8 +69,6 @@ _PORT = integer(1, 65535, read=_port)
 _ADDRESS = string(_address, r"^[0-9A-Fa-f:.]+$")
 LISTEN = Section({"www": _ADDRESS, "workers": _ADDRESS})
 MASTER = Section({"www_port": _PORT, "workers_port": _PORT, "listen": LISTEN.kind(null=True)})
-MASTER_KEYS = MASTER.keys
-LISTEN_KEYS = LISTEN.keys
 
 
 def read_master(at: At) -> MasterListen:

@@ -14,7 +14,7 @@ workers:
 A worker runs ``userspace`` anywhere; ``freebsd-kmod`` needs a ``freebsd-*`` tag, the QEMU targets
 a ``linux-qemu`` tag (each target's ``worker_tag``, ``targets.py``), unless ``targets:`` lists them
 explicitly.
-Pure (the core): the Buildbot shell (``buildbot/workers.py``, ``master_config.py``) turns the specs
+Pure (the core): the Buildbot shell (``buildbot/worker_passwords.py``, ``master_config.py``) turns the specs
 into workers. Errors are ``file:line: workers.<name>...: problem`` when the block came from a file
 (``config.py`` keeps it as a ``LocatedDict``), ``workers.<name>...: problem`` for plain data.
 """

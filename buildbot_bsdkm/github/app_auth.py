@@ -17,7 +17,7 @@ from typing import Any
 from twisted.internet import defer
 
 from .auth_health import AuthHealth
-from .errors import CredentialsError, GitHubError
+from .request_errors import CredentialsError, GitHubError
 from .tokens import ApiCaller, ApiResponse, SecretSource, TokenSource
 
 __all__ = ["AppKeyError", "AppTokens", "KeyFromSecret", "SecretSource", "SecretToken", "StaticToken",
@@ -73,7 +73,20 @@ def _expiry(text: Any) -> float:
         return 0.0
 
 
-class SecretToken:
+class _UserToken:
+    """A token of a user: whose it is, ``GET /user`` says, asked once."""
+
+    _login: str | None = None
+
+    async def login(self, client: ApiCaller) -> str | None:
+        if self._login is None:
+            got = await client.request("GET", "/user")
+            login = got.data.get("login") if isinstance(got.data, dict) else None
+            self._login = str(login) if login else None
+        return self._login
+
+
+class SecretToken(_UserToken):
     """A personal token that one of the master's secrets providers gives (``token: {secret: NAME}``).
 
     Read when first needed and kept; read again after GitHub refuses it, so a rotated secret is
@@ -87,7 +100,6 @@ class SecretToken:
         self._source = source
         self._token: str | None = None
         self._seen: list[str] = []  # every value read, so none can reach a log line
-        self._login: str | None = None
         self.health = AuthHealth()
 
     async def authorization(self, client: ApiCaller) -> str:
@@ -102,13 +114,6 @@ class SecretToken:
     def refused(self, authorization: str) -> None:
         if self._token is not None and authorization == f"Bearer {self._token}":
             self._token = None
-
-    async def login(self, client: ApiCaller) -> str | None:
-        if self._login is None:
-            got = await client.request("GET", "/user")
-            login = got.data.get("login") if isinstance(got.data, dict) else None
-            self._login = str(login) if login else None
-        return self._login
 
     def secrets(self) -> tuple[str, ...]:
         return tuple(self._seen)
@@ -130,7 +135,7 @@ class KeyFromSecret:
             raise CredentialsError(str(e)) from None
 
 
-class StaticToken:
+class StaticToken(_UserToken):
     """A personal (or fine-grained) token: the same header every time."""
 
     refreshable = False
@@ -139,7 +144,6 @@ class StaticToken:
         if not token:
             raise ValueError("GitHub token is empty: set github.token_env or github.token_file")
         self._token = token
-        self._login: str | None = None
         self.health = AuthHealth()
 
     async def authorization(self, client: ApiCaller) -> str:
@@ -147,13 +151,6 @@ class StaticToken:
 
     def refused(self, authorization: str) -> None:
         return None
-
-    async def login(self, client: ApiCaller) -> str | None:
-        if self._login is None:
-            got = await client.request("GET", "/user")
-            login = got.data.get("login") if isinstance(got.data, dict) else None
-            self._login = str(login) if login else None
-        return self._login
 
     def secrets(self) -> tuple[str, ...]:
         return (self._token,)

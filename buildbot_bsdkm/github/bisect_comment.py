@@ -1,7 +1,7 @@
 """A bisection's result as a commit comment on the culprit (``POST /repos/{o}/{r}/commits/{sha}/comments``).
 
-The body is built from ``bisect.json`` (``report/bisect.py`` result_json): the culprit, the evidence,
-the verification, the builds it took and a link to the master's page. Everything in it that came
+The body is built from ``bisect.json`` (``report/bisection_report.py`` result_json): the culprit, the
+evidence, the verification, the builds it took and a link to the master's page. Everything in it that came
 from the repository or its logs is escaped (``report/blocks.py``), and it is cut to GitHub's limit.
 A "could not decide" result is not posted: there is no commit to put it on.
 """

@@ -145,7 +145,7 @@ class PrBuildsets:
             for builder in chosen:
                 self.owner.in_background(self.owner.publisher.post_status(
                     pull.repo, pull.head_sha, builder.context, "pending", "queued", self.url(bsid)))
-        return Outcome("build", decision.reason, bsid, latency)
+        return Outcome("build", decision.reason, bsid)
 
     async def _add(self, pull: PullRequest, record: PrRecord, chosen: list[PrBuilder], reason: str,
                    author_trusted: bool = False) -> int:

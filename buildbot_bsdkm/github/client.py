@@ -22,7 +22,7 @@ from twisted.web.client import HTTPConnectionPool
 from .app_auth import StaticToken
 from .auth_health import AuthHealth
 from .backoff import Advice, RetryPolicy, advise
-from .errors import CredentialsError, GitHubError, Superseded
+from .request_errors import CredentialsError, GitHubError, Superseded
 from .spacing import MUTATIVE_METHODS, WriteSpacing
 from .tokens import ApiResponse, TokenSource
 

@@ -8,7 +8,7 @@ buildset manager (``buildsets.py``: a head's buildset made, superseded by a newe
 again after a restart, forgotten once complete).
 
 What must survive a restart (approvals, the PR's unfinished buildsets, the deliveries and
-comments already acted on) is in the master's database (``store.py``), and an event answered
+comments already acted on) is in the master's database (``state_store.py``), and an event answered
 but not acted on is in the inbox (``inbox.py``), acted on after the restart.
 
 The service takes its configuration the way Buildbot's services do: ``checkConfig`` refuses a
@@ -32,7 +32,6 @@ from twisted.python import log
 from .bodylimit import install
 from .buildsets import PrBuilder, PrBuildsets
 from .client import GitHubError
-from .errors import CredentialsError
 from .events import (
     CommentEvent,
     EventError,
@@ -44,8 +43,9 @@ from .head_order import NO_HEAD, HeadMark, shown_later
 from .inbox import Inbox, Queued
 from .pr_queue import HEAD_ACTIONS, Outcome, PrEventQueue, act_on, parse_queued
 from .publisher import Publisher
+from .request_errors import CredentialsError
 from .settings import GitHubSettings
-from .store import BuildbotStateStore, StateStore
+from .state_store import BuildbotStateStore, StateStore
 from .triggers import Trigger, parse_comment
 from .trust import (
     Action,

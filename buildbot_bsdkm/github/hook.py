@@ -22,7 +22,13 @@ from twisted.python import log
 
 from .events import EventError, parse_body, parse_comment_event, parse_pull_request_event
 from .pr_queue import QUEUED_EVENTS
-from .signature import DEFAULT_MAX_BODY_BYTES, SIGNATURE_HEADER, SignatureError, check_size, verify_signature
+from .webhook_signature import (
+    DEFAULT_MAX_BODY_BYTES,
+    SIGNATURE_HEADER,
+    SignatureError,
+    check_size,
+    verify_signature,
+)
 
 if TYPE_CHECKING:
     from twisted.web.server import Request

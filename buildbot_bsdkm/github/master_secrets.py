@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import CredentialsError
+from .request_errors import CredentialsError
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,6 @@ class Outcome:
     action: str
     reason: str
     buildset: int | None = None
-    latency_ms: float | None = None
 
 
 # Acts on one event: (item, parsed, superseded, queued_heads).

@@ -19,8 +19,8 @@ from twisted.internet import defer, task
 from twisted.python import log
 
 from .client import GitHubClient, GitHubError, Superseded
-from .errors import CredentialsError
 from .outbox import Delivery, Outbox
+from .request_errors import CredentialsError
 from .texts import REPORT_MARKER, STATUS_DESCRIPTION_LIMIT, short_description
 
 __all__ = ["REPORT_MARKER", "STATUS_DESCRIPTION_LIMIT", "Publisher", "short_description"]

@@ -3,7 +3,7 @@
 Built on Buildbot's ``ReporterBase`` with its ``BuildStartEndStatusGenerator`` (build
 started / finished events with properties). A finished build makes the core's one PR report over
 every build of its buildset (``aggregate.PrReport``, off the reactor in ``render.Renderer``'s child
-process with a time limit), which sinks deliver (``sinks.py``: the statuses and the comment, through
+process with a time limit), which sinks deliver (``pr_sinks.py``: the statuses and the comment, through
 our ``Publisher``, so rate limits and outages are retried and nothing is dropped; ``extra_sinks``:
 anywhere else).
 """
@@ -28,9 +28,9 @@ from .aggregate import BuildFacts, PrReport, plain_properties, progress_status
 from .auth_notice import BuilderNotice
 from .buildsets import PrBuilder
 from .master_secrets import MasterSecrets
+from .pr_sinks import CommitStatuses, PullRequestComment
 from .publisher import Publisher
 from .render import Renderer, fallback_status
-from .sinks import CommitStatuses, PullRequestComment
 
 POSTED_KEPT = 4096  # statuses remembered as posted, so one that did not change is not posted again
 

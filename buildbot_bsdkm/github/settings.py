@@ -36,11 +36,11 @@ from .app_auth import (
     load_private_key,
 )
 from .master_secrets import MasterSecrets, SecretRef
-from .signature import DEFAULT_MAX_BODY_BYTES
 from .spacing import DEFAULT_WRITE_INTERVAL_S, WriteSpacing
 from .tokens import TokenSource
 from .triggers import DEFAULT_APPROVE_PHRASES, DEFAULT_RETEST_PHRASES, TriggerConfig
 from .trust import TRUSTED_ASSOCIATIONS, TrustPolicy
+from .webhook_signature import DEFAULT_MAX_BODY_BYTES
 
 KNOWN_KEYS = frozenset(
     {

@@ -95,7 +95,7 @@ MAX_APPROVED_PER_PR = 20  # approved commits remembered per PR (newest kept)
 
 @dataclass
 class PrRecord:
-    """What the master remembers about one PR across restarts (``store.py`` persists it)."""
+    """What the master remembers about one PR across restarts (``state_store.py`` persists it)."""
 
     head: str = ""
     head_seen_at: str = ""  # GitHub's time of the event that showed this head first

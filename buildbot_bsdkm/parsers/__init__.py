@@ -12,8 +12,8 @@ from __future__ import annotations
 from ..model import LogFormat
 from .api import iter_records, parse_file, parse_lines, parse_text
 from .detect import detect_format
-from .errors import ParseError
 from .lifecycle import FAILURE_KINDS
+from .parse_error import ParseError
 from .records import ParseSummary, Record
 
 __all__ = [

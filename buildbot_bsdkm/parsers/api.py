@@ -12,7 +12,7 @@ from pathlib import Path
 from ..model import Benchmark, KernelEvent, LifecycleEvent, LogFormat, LogResult, Problem, SelfTest
 from .detect import DETECT_LINES, detect_format
 from .engine import LogParser
-from .errors import ParseError
+from .parse_error import ParseError
 from .records import ParseSummary, Record
 from .text import MAX_LINE_CHARS, decode_line
 

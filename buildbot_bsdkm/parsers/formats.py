@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import partial
 
 from ..model import LogFormat
-from . import afalg
+from . import afalg_bench
 from .openssl import OpenSSLParser
 from .registry import (
     Ending,
@@ -72,7 +72,8 @@ def _wolfcrypt(fmt: LogFormat, **options: bool) -> partial[WolfCryptReader]:
     return partial(WolfCryptReader, fmt, **options)
 
 
-register(LogFormat.AFALG_BENCH, afalg.AfalgParser, shows=lambda line: line.startswith(afalg.STARTS), rank=10)
+register(LogFormat.AFALG_BENCH, afalg_bench.AfalgParser,
+         shows=lambda line: line.startswith(afalg_bench.STARTS), rank=10)
 register(LogFormat.OPENSSL_SPEED, OpenSSLParser, shows=_openssl, rank=20,
          yields_to=(LogFormat.WOLFCRYPT_BENCH, LogFormat.WOLFCRYPT_TEST))
 register(LogFormat.FREEBSD_KERNEL_LOG, _wolfcrypt(LogFormat.FREEBSD_KERNEL_LOG, whole_second_clock=True),

@@ -30,7 +30,6 @@ class ConsoleReport:
     """What the markers and loader lines on a Linux console say."""
 
     markers: list[Marker] = field(default_factory=list)
-    module_name: str | None = None
     load_rc: int | None = None
     unload_rc: int | None = None
     load_errno: int | None = None
@@ -41,7 +40,6 @@ class ConsoleReport:
     panic: str | None = None  # first "Kernel panic - not syncing: ..." line
     tainted: int | None = None
     imitations: list[int] = field(default_factory=list)  # lines that look like a marker but are not /init's
-    bytes_read: int = 0
 
     def seen(self, body: str) -> bool:
         return any(m.body == body for m in self.markers)
@@ -123,7 +121,6 @@ class _ConsoleReader:
         r.load_rc = load.rc if load is not None else None
         r.unload_rc = unload.rc if unload is not None else None
         r.guest_timeout_stage = found.timed_out
-        r.module_name = found.facts.get("module")
         tainted = found.facts.get("tainted")
         r.tainted = int(tainted) if tainted is not None else None
         r.imitations = list(found.imitation_lines)
@@ -135,6 +132,5 @@ def read_console_lines(lines: Iterable[str], table: MarkerTable, nonce: str | No
     reader = _ConsoleReader(table, nonce)
     for lineno, line in enumerate(lines, 1):
         reader.feed(lineno, line)
-        reader.report.bytes_read += len(line)
     return reader.finish()
 

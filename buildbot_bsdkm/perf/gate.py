@@ -46,7 +46,6 @@ REGRESSION = "regression"
 IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"
 INCONCLUSIVE = "inconclusive"
-VERDICTS = (REGRESSION, IMPROVEMENT, UNCHANGED, INCONCLUSIVE)
 
 GEOMEAN = "geomean"
 
@@ -79,9 +78,9 @@ class Settings:
     # the spread of a heavy-tailed item is underestimated instead (README, "Performance gate").
     center: str = "auto"
     # Re-measure a regressed (target, variant) base and head interleaved again and fail only when
-    # the re-run agrees (pipeline/confirm.py); needs a re-measure callback (``bsdkm-ci run``'s).
+    # the re-run agrees (perf/confirm.py); needs a re-measure callback (``bsdkm-ci run``'s).
     confirm: bool = False
-    # More rounds while the noise is too large to decide (pipeline/extend.py): a pair measured against a
+    # More rounds while the noise is too large to decide (perf/extend.py): a pair measured against a
     # built base with an item that can resolve no drop smaller than ``resolve_pct`` gets more rounds
     # (the config's ``benchmark.max_repeats`` at most). The verdict is the last look's, on every
     # round; items still unable to resolve ``detect_pct`` stay inconclusive.

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .instructions import (
+from .instruction_counts import (
     MISSING,
     UNMEASURABLE,
     InstructionCounts,

@@ -6,17 +6,9 @@ import math
 import statistics
 from collections.abc import Sequence
 
-# Standard error of a sample median relative to sigma/sqrt(n) under normal noise (sqrt(pi/2)).
-# For one or two values the median is the mean, whose factor is 1.
-MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
-
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
-
-
-def median_factor(n: int) -> float:
-    return 1.0 if n <= 2 else MEDIAN_EFFICIENCY
 
 
 def residuals(values: Sequence[float]) -> list[float]:
@@ -41,14 +33,6 @@ def spread(values: Sequence[float]) -> tuple[float, int]:
         return 0.0, 0
     dof = len(values) - 1
     return math.sqrt(sum(r * r for r in res) / dof), dof
-
-
-def pooled(groups: Sequence[tuple[float, int]]) -> tuple[float, int]:
-    """Pool (sigma, dof) estimates by their degrees of freedom."""
-    dof = sum(d for _, d in groups)
-    if dof == 0:
-        return 0.0, 0
-    return math.sqrt(sum(s * s * d for s, d in groups) / dof), dof
 
 
 def shrink(sigma: float, dof: int, prior: float, prior_dof: float) -> float:

@@ -18,7 +18,7 @@ from ..report.charts import speedup_svg
 from ..report.html_page import html_report
 from ..report.junit import write_junit
 from ..report.markdown import markdown_report
-from ..triage.classify import TriageInputs
+from ..triage.classify_checks import TriageInputs
 from ..triage.known import KnownIssues
 from ..triage.outcomes import BaseOutcome, outcomes_from_document, outcomes_of
 

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar, overload
 from ..config.bsdkm_yml import Config
 from ..contract import Milestone, StageProgress
 from ..model import StageFailure
-from ..retry.classify import Patterns
+from ..retry.classify_failure import Patterns
 
 Progress = Callable[[str], None]
 
@@ -61,7 +61,6 @@ VERDICT: StateKey[dict[str, Any]] = StateKey("verdict")
 GATE_FAILED: StateKey[str] = StateKey("gate_failed")
 
 # The names, for readers that hold the plain dict (the release driver, tests).
-REPEATS_KEY = REPEATS.name
 EXTENDED_KEY = EXTENDED.name
 
 

@@ -12,7 +12,7 @@ import time
 from ..config.bsdkm_yml import Config
 from ..model import FailureCategory, RunResult, StageFailure
 from .job import Job, Progress
-from .runtime.errors import StageError
+from .runtime.stage_error import StageError
 from .stages import collect, run_stage
 
 

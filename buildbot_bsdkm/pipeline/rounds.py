@@ -26,9 +26,9 @@ from ..perf.confirm import Remeasure
 from ..perf.gate import Settings
 from ..policy import Verdict
 from . import targets as registry
-from .job import EXTENDED_KEY, Job, Progress
+from .job import CONFIRM_ROUND_ORDER, EXTENDED_KEY, ROUND_ORDER, Job, Progress, StateKey
 from .phases import finish, measure_phase, record_failure
-from .runtime.errors import StageError
+from .runtime.stage_error import StageError
 from .stages import measure_again, repeat
 
 BASE_FIRST = ("base", "head")
@@ -77,7 +77,7 @@ def remeasurer(heads: list[Job], bases: dict[tuple[str, str], Job], runs: list[R
                 continue
             logs: dict[str, list[LogResult]] = {"base": [], "head": []}
             jobs = {"base": base, "head": head}
-            plan = plan_rounds(head, repeats, "confirm_round_order")
+            plan = plan_rounds(head, repeats, CONFIRM_ROUND_ORDER)
             for index, sides in enumerate(plan, start=1):
                 say(f"{head.label}: confirm round {index} of {repeats} ({', '.join(sides)})")
                 for side in sides:
@@ -119,10 +119,10 @@ def first_round(head: Job, base: Job, rounds: int) -> None:
     head.round = base.round = (1, rounds)
 
 
-def plan_rounds(head: Job, rounds: int, key: str = "round_order") -> list[tuple[str, str]]:
+def plan_rounds(head: Job, rounds: int, key: StateKey[str] = ROUND_ORDER) -> list[tuple[str, str]]:
     """This pair's round orders (``benchmark.round_order``), kept in the head's state.json."""
     plan = round_plan(rounds, head.config.benchmark.round_order)
-    head.state[key] = describe(plan)
+    head.put(key, describe(plan))
     head.save()
     return plan
 
@@ -151,7 +151,7 @@ def _measure_rounds(head: Job, base: Job, plan: list[tuple[str, str]], first: in
 
 
 def _extra_rounds(head: Job, base: Job, done: int, more: int, say: Progress) -> None:
-    """Rounds ``done+1``..``more`` of a pair (pipeline/extend.py), each round's order drawn like the first
+    """Rounds ``done+1``..``more`` of a pair (perf/extend.py), each round's order drawn like the first
     ones'; the plan and the growth (``EXTENDED_KEY``: first and last round count) go in the head's
     state.json."""
     plan = round_plan(more - done, head.config.benchmark.round_order)

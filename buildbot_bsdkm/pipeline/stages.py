@@ -26,7 +26,7 @@ from ..contract import (
 from ..model import FailureCategory, RunResult, StageFailure, from_json, to_json
 from ..perf.confirm import Remeasure
 from ..perf.fingerprint import machine_fingerprint
-from ..perf.instructions import BASE_METADATA_KEY, BESIDE_PR_KEY, METADATA_KEY
+from ..perf.instruction_counts import BASE_METADATA_KEY, BESIDE_PR_KEY, METADATA_KEY
 from ..triage.selftest_source import name_failures
 from . import targets as registry
 from .gating import (
@@ -50,8 +50,8 @@ from .job import (
     Job,
     StageSkipped,
 )
-from .runtime.errors import StageError, infra_error, real_error
 from .runtime.source import SourceTree, cache_root, fetch_source
+from .runtime.stage_error import StageError, infra_error, real_error
 from .targets.base import Target
 
 STAGES = ("fetch", "configure", "build", "load", "collect", "unload", "gate")
@@ -223,7 +223,7 @@ def _base_run(job: Job) -> tuple[RunResult | None, str | None]:
     more = (f" (the first {grown[0]}, then more while too noisy to decide)"
             if isinstance(grown, list) and len(grown) == 2 else "")
     # Its instruction counts were taken on the machine where the head's build ran first: they may
-    # fail the head's items, never clear them (policy/instructions.py).
+    # fail the head's items, never clear them (policy/instruction_gates.py).
     base.metadata[BESIDE_PR_KEY] = True
     return base, f"base measured next to the head, interleaved, {rounds} round(s){more}"
 
@@ -297,7 +297,7 @@ def _metadata(job: Job) -> dict[str, Any]:
 
 
 def _counted(job: Job) -> dict[str, Any]:
-    """The instruction counts of the load (``perf/instructions.py``), when it counted any."""
+    """The instruction counts of the load (``perf/instruction_counts.py``), when it counted any."""
     rec = job.state.get(METADATA_KEY)
     if job.base_out is not None:  # stage load --base-out: the base's counts go with the head's results
         base = _base_counts_record(job.base_out / job.target / job.variant / "state.json")

@@ -1,9 +1,10 @@
 """Threshold policy: YAML rules turned into pass/fail checks over run results.
 
-The package: ``rules`` (the loaded policy, ``parse_policy``/``load_policy``), ``checks`` (``Check``,
-``Verdict``, ``CheckKind``), ``measure`` (which number a gate reads; baselines), ``evaluation``
-(``evaluate``) over the gates: ``run_gates`` (one run), ``regressions`` (fixed limits), ``learned``
-(learned limits, ``perf/gate.py``), ``comparisons`` (two variants), ``paths`` (two paths of one run).
+The package: ``rules`` (the loaded policy, ``parse_policy``/``load_policy``), the package's top
+``checks.py`` (``Check``, ``Verdict``, ``CheckKind``), ``measure`` (which number a gate reads;
+baselines), ``evaluation`` (``evaluate``) over the gates: ``run_gates`` (one run), ``regressions``
+(fixed limits), ``learned`` (learned limits, ``perf/gate.py``), ``comparisons`` (two variants),
+``paths`` (two paths of one run).
 
 A policy file (see ``policies/default.yml`` for the documented default) holds:
 
@@ -28,9 +29,9 @@ A policy file (see ``policies/default.yml`` for the documented default) holds:
 ``perf``        settings of learned limits: ``alpha`` (false alarms per run, all items together),
                 ``tail``, ``min_repeats`` (per side; fewer is ``inconclusive``), ``min_history``,
                 ``window``, ``prior_dof``, ``power``, ``clock_tolerance`` (see ``policies/default.yml``),
-                ``confirm`` (re-measure a regression's base and head before failing, ``pipeline/confirm.py``),
+                ``confirm`` (re-measure a regression's base and head before failing, ``perf/confirm.py``),
                 ``resolve_pct`` (measure more rounds, up to the config's ``benchmark.max_repeats``,
-                while an item cannot resolve a drop this big, ``pipeline/extend.py``), ``reduce``, ``center``,
+                while an item cannot resolve a drop this big, ``perf/extend.py``), ``reduce``, ``center``,
                 ``gross_ratio`` (a change beyond this ratio fails at any repeat count, 1 vs 1 included:
                 the widest healthy ratio recorded, with a margin, ``bench/gross_bound.py``) and
                 ``inconclusive`` (``pass``: unjudged gated items make the verdict INCONCLUSIVE with

@@ -19,7 +19,7 @@ class Evaluation:
         self.baseline = baseline
         self.history = history or []
         # Before a non-perf target's baseline and history are dropped (evaluate): instruction counts
-        # measure code, not the emulator, so policy/instructions.py compares them for every target.
+        # measure code, not the emulator, so policy/instruction_gates.py compares them for every target.
         self.counted_baseline: list[RunResult] | None = baseline
         self.counted_history: list[RunResult] = self.history
         self.verdict = Verdict(policy_source=policy.label or policy_label(policy.source),

@@ -6,7 +6,7 @@ from ..checks import Check, CheckKind, Verdict
 from ..model import RunResult
 from ..targets import facts as target_rows
 from ..targets import perf_ungated
-from ..triage.classify import TriageInputs, classify
+from ..triage.classify_checks import TriageInputs, classify
 from .comparisons import crossover, speedup
 from .context import Evaluation
 from .pairing import pair_baseline

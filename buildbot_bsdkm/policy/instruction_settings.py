@@ -13,14 +13,14 @@
         AES-128-GCM-enc: 1048576
         RSA 2048 public: 64
 
-The gates are regression rules with ``metric: instructions`` (``policy/instructions.py``).
+The gates are regression rules with ``metric: instructions`` (``policy/instruction_gates.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..perf.instructions import FLAG_DROP_PCT, FLAG_FUNCTION_PCT
+from ..perf.instruction_counts import FLAG_DROP_PCT, FLAG_FUNCTION_PCT
 from ..support.yaml_reader import At
 
 INSTRUCTIONS = "instructions"  # a regression rule's metric: counted instructions, 1 vs 1

@@ -39,7 +39,7 @@ from ..parsers.kernel_shapes import LABELS
 from ..support.yaml_reader import At
 from ..targets import emulated_names
 
-# policy/checks.py's CheckKind.KERNEL; a plain string here because the policy package imports this
+# checks.py's CheckKind.KERNEL; a plain string here because the policy package imports this
 # module (the kernel: rules), so this one cannot import the policy package back.
 CHECK_KIND = "kernel"
 ACTIONS = ("fail", "warn", "ignore", "auto")

@@ -1,10 +1,10 @@
 """Offload vs software inside one run: the gate of a ``crossovers`` rule with ``paths: true``.
 
-An lkcapi run measures one algorithm along several *paths* in one boot (``parsers/afalg.py``:
+An lkcapi run measures one algorithm along several *paths* in one boot (``parsers/afalg_bench.py``:
 ``afalg:<path>:<ALG>@<bytes>``); FreeBSD's offload run ``openssl:<devcrypto|software>:...``.
 The rule compares two paths of the same run instead of two variants (``max_block``,
 ``max_slower_pct``), and every such rule adds one ``offload`` check per run and algorithm: the
-registered driver was the one used. The tables and charts of these paths are ``report/offload.py``'s.
+registered driver was the one used. The tables and charts of these paths are ``report/offload_paths.py``'s.
 """
 
 from __future__ import annotations
@@ -137,8 +137,9 @@ def _driver_checks(ev: Evaluation, run: RunResult, series: dict[str, dict[str, d
 
 
 def _crid_check(ev: Evaluation, run: RunResult, name: str, family: str) -> None:
-    """FreeBSD (``freebsd_offload.py``): the driver registered a crid with the crypto framework, and
-    /dev/crypto gave the engine wolfCrypt's driver (when offload.sh could tell which)."""
+    """FreeBSD (``pipeline/targets/freebsd_kmod/offload.py``): the driver registered a crid with the
+    crypto framework, and /dev/crypto gave the engine wolfCrypt's driver (when offload.sh could tell
+    which)."""
     facts = next((log.metadata for log in run.logs if "offload_crid" in log.metadata), None)
     if facts is None:
         return  # not an offload run: nothing to say about drivers

@@ -7,8 +7,8 @@ import math
 from ..checks import GEOMEAN_PREFIX, CheckKind
 from ..model import RunResult
 from .context import Evaluation
+from .instruction_gates import instruction_regressions, instruction_rules
 from .instruction_settings import INSTRUCTIONS
-from .instructions import instruction_regressions, instruction_rules
 from .learned import learned_regressions
 from .measure import (
     PER_SECOND,
@@ -29,7 +29,7 @@ from .rules import RegressionRule
 
 def regressions(ev: Evaluation) -> None:
     """The learned-limit rules (``learned.py``), the fixed ones against the baseline, then the counted
-    instructions (``metric: instructions``, ``instructions.py``: after the clock's, to compare)."""
+    instructions (``metric: instructions``, ``instruction_gates.py``: after the clock's, to compare)."""
     if any(r.limit == "learned" for r in ev.policy.regressions):
         learned_regressions(ev)
     _clock_regressions(ev)

@@ -18,8 +18,8 @@ from ..perf import clock as perf_clock
 from ..perf import gate as perf_gate
 from ..support.resources import default_policy_path
 from ..support.yaml_reader import At, LocatedError, compose, node_kind, read_text
-from ..triage.rules import TriageRules
-from ..triage.rules import read_rules as read_triage_rules
+from ..triage.policy_section import TriageRules
+from ..triage.policy_section import read_rules as read_triage_rules
 from . import kernel_health
 from .bisect_settings import BisectPolicy, read_bisect_settings
 from .instruction_settings import INSTRUCTIONS, InstructionSettings, read_instruction_settings
@@ -100,7 +100,7 @@ class CrossoverRule:
     targets: tuple[str, ...] = ()
     max_block: int | None = None
     metric: str = "auto"
-    paths: bool = False  # accelerated/software name paths inside one run (report/offload.py), not variants
+    paths: bool = False  # accelerated/software name paths in one run (report/offload_paths.py), not variants
     max_slower_pct: float | None = None  # paths: accelerated never slower than this at any block size
 
 
@@ -118,7 +118,8 @@ class Policy:
     speedups: list[SpeedupRule] = field(default_factory=list)
     crossovers: list[CrossoverRule] = field(default_factory=list)
     kernel: kernel_health.KernelRules = field(default_factory=kernel_health.KernelRules)
-    triage: TriageRules = field(default_factory=TriageRules)  # which triaged failures fail (triage/rules.py)
+    # Which triaged failures fail (triage/policy_section.py).
+    triage: TriageRules = field(default_factory=TriageRules)
     perf: perf_gate.Settings = field(default_factory=perf_gate.Settings)
     clock_tolerance: float = perf_clock.TOLERANCE
     instructions: InstructionSettings = field(default_factory=InstructionSettings)  # the counted workload

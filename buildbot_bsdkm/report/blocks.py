@@ -1,5 +1,5 @@
 """The pieces a report is built of (headings, paragraphs, tables), shared by ``report/verdict.py`` and the
-modules that add sections to it (``report/offload.py``), so neither imports the other for them.
+modules that add sections to it (``report/offload_paths.py``), so neither imports the other for them.
 
 A block's text is plain text: the renderers escape all of it (Markdown and HTML alike), since
 names in it come from PR-controlled logs and results. Inline code is the one markup a block

@@ -15,7 +15,7 @@ from ..model import RunResult
 from ..policy import CheckKind, Verdict
 from .blocks import Block, html_inline, plain
 from .charts import perf_trend_svg, speedup_svg
-from .offload import OFFLOAD_HEADING, offload_svg
+from .offload_paths import OFFLOAD_HEADING, offload_svg
 from .verdict import PERF_HEADING, VERDICT_BLOCK, report_blocks
 
 

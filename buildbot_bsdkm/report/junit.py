@@ -49,10 +49,10 @@ from pathlib import Path
 from junit_xml import TestCase, TestSuite
 
 from ..model import Benchmark, KernelEvent, LogFormat, LogResult, RunResult
-from ..perf.instructions import MEASURED, counts_of
+from ..perf.instruction_counts import MEASURED, counts_of
 from ..policy import COMPLETE_PREFIX, Check, CheckKind, Verdict, fmt_num, kernel_health
-from .instructions import GEOMEAN_NAME as INSTRUCTIONS_GEOMEAN
-from .instructions import flagged, instruction_facts
+from .instruction_report import GEOMEAN_NAME as INSTRUCTIONS_GEOMEAN
+from .instruction_report import flagged, instruction_facts
 
 _SELFTEST_KINDS = {CheckKind.SELFTEST, CheckKind.COMPLETE}
 
@@ -499,7 +499,7 @@ class _SkippedCase(JUnitCase):
 
 
 def _instruction_cases(run: RunResult, checks: list[Check]) -> list[JUnitCase]:
-    """The ``instructions`` suite: a testcase per counted item (report/instructions.py facts in
+    """The ``instructions`` suite: a testcase per counted item (report/instruction_report.py facts in
     system-out); an item that could not be counted is skipped with the reason."""
     counts = counts_of(run.metadata)
     if counts is None:

@@ -27,9 +27,9 @@ from typing import Any
 from ..checks import Check, CheckKind, Verdict
 from ..contract import status_context
 from ..model import RunResult
-from ..perf.instructions import BASE_METADATA_KEY, METADATA_KEY
+from ..perf.instruction_counts import BASE_METADATA_KEY, METADATA_KEY
 from ..policy import BaselineMismatch, Policy, evaluate
-from ..triage.classify import TriageInputs
+from ..triage.classify_checks import TriageInputs
 from ..triage.known import KnownIssueError, KnownIssues
 from ..triage.outcomes import BaseOutcome
 from .commit_status import PENDING, CommitStatus, PairFacts, pair_part, pair_status

@@ -1,8 +1,8 @@
 """Where a PR's report goes: a sink is one small class that delivers a ``PullRequestReport``.
 
 The report is rendered once (``report/pull_request.py``); a sink only delivers it: the commit
-statuses and the PR comment (``github/sinks.py``, through the publisher both shells share), the
-Action's job summary and annotations (``commands/action/sinks.py``). A new place to report to is
+statuses and the PR comment (``github/pr_sinks.py``, through the publisher both shells share), the
+Action's job summary and annotations (``commands/action/summary_sinks.py``). A new place to report to is
 one more class with ``deliver``; nothing else changes.
 """
 

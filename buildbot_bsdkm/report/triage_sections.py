@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..triage.rules import FLAKY, KNOWN, NEW, PRE_EXISTING
+from ..triage.policy_section import FLAKY, KNOWN, NEW, PRE_EXISTING
 from .blocks import KEEP, Block, Row, Table
 
 HEADINGS = {NEW: "Failures: New", PRE_EXISTING: "Failures: Pre-existing", KNOWN: "Known issues",

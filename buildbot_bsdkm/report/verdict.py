@@ -26,8 +26,8 @@ from .blocks import (
     Table,
     code,
 )
-from .instructions import instruction_blocks, instruction_summary
-from .offload import offload_blocks
+from .instruction_report import instruction_blocks, instruction_summary
+from .offload_paths import offload_blocks
 from .triage_sections import triage_blocks
 
 # ---------------------------------------------------------------------------
@@ -190,7 +190,7 @@ def report_blocks(runs: Sequence[RunResult], verdict: Verdict, *,
     if any(c.kind == CheckKind.SELFTEST for c in verdict.checks):
         blocks += _selftest_blocks(runs, verdict)
     blocks += _speedup_blocks(verdict) + _crossover_blocks(verdict)
-    blocks += offload_blocks(runs, verdict)  # AF_ALG / devcrypto paths by block size (report/offload.py)
+    blocks += offload_blocks(runs, verdict)  # AF_ALG / devcrypto paths by block size (offload_paths.py)
     blocks += perf_blocks(verdict)
     blocks += instruction_blocks(runs, verdict)  # counted instructions beside the clock's
     blocks += _benchmark_blocks(runs, verdict)

@@ -1,2 +1,2 @@
-"""Bounded retry: why a stage failed and whose fault it is (``classify``), and what to do after an
-attempt (``rules``): retry infrastructure, never a real failure."""
+"""Bounded retry: why a stage failed and whose fault it is (``classify_failure``), and what to do after
+an attempt (``decision``): retry infrastructure, never a real failure."""

@@ -102,7 +102,6 @@ class Section:
 
 STRING = Kind({"type": "string", "pattern": r"\S"}, At.string)  # not empty, not only spaces
 BOOLEAN = Kind({"type": "boolean"}, At.boolean)
-ANY = Kind({}, At.value)
 MEBIBYTES = Kind({"type": "number", "exclusiveMinimum": 0}, At.mebibytes)
 # A list of strings, or one string of whitespace-separated words (``flags: --a --b``).
 _WORD: Schema = {"type": "string", "pattern": r"\S"}

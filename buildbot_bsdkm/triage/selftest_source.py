@@ -26,7 +26,7 @@ from typing import Any
 
 from ..contract import FailureReason, StageFailure
 from ..model import LifecycleEvent, LogResult, SelfTest
-from ..retry.classify import selftest_failure
+from ..retry.classify_failure import selftest_failure
 
 TEST_C = Path("wolfcrypt") / "test" / "test.c"
 TEST_H = Path("wolfcrypt") / "test" / "test.h"
@@ -442,7 +442,7 @@ def unnamed_value(test: SelfTest) -> int | None:
 
 
 def first_failed_test(logs: Sequence[LogResult]) -> SelfTest | None:
-    """The failed self-test a self-test stage failure names (``retry.classify.selftest_failure``)."""
+    """The failed self-test a self-test stage failure names (``retry.classify_failure.selftest_failure``)."""
     return next((t for log in logs for t in log.tests if not t.passed), None)
 
 

@@ -13,7 +13,7 @@
  * bsdkm_measure(); the pipeline counts only inside it (callgrind --toggle-collect) and dumps
  * the counts after each call (--dump-after), one profile part per item, in argument order.
  *
- * Output, one line per item (parsed by buildbot_bsdkm/perf/instructions.py):
+ * Output, one line per item (parsed by buildbot_bsdkm/perf/instruction_counts.py):
  *   bsdkm-instr begin 1
  *   bsdkm-instr item <index> <name> kind=sym|asym amount=<n> block=<n> calls=<n> rc=<code>
  *   bsdkm-instr skip <index> <name> reason=<words>

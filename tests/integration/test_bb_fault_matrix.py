@@ -76,7 +76,7 @@ if stage == "fetch":
         print("{curl}", file=sys.stderr)
         sys.exit(2)
 elif stage == "load" and variant == "intelasm":
-    from buildbot_bsdkm.retry.classify import classify
+    from buildbot_bsdkm.retry.classify_failure import classify
     from buildbot_bsdkm.parsers import parse_text
 
     text = (data / "selftest-fail.txt").read_text()

@@ -222,7 +222,7 @@ def chromium(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[st
 def report_pixels(png: Path) -> tuple[int, tuple[int, int, int]]:
     """(table rule lines in the content area, the sidebar's colour) of a UI screenshot.
 
-    The report's tables are drawn with 1 px #ccc borders (report.py's CSS): long rows of that grey
+    The report's tables are drawn with 1 px #ccc borders (report/html_page.py's CSS): long rows of that grey
     right of the sidebar mean the report itself was rendered inside Buildbot's page.
     """
     from PIL import Image

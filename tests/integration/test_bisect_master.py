@@ -20,7 +20,7 @@ from bisect_history import LEAN_POLICY, base_repo, make_history
 from github_fake.master import SECRET_ENV, TOKEN_ENV, Master
 from github_fake.server import FakeGitHub
 
-from buildbot_bsdkm.buildbot.bisect import BUILDER
+from buildbot_bsdkm.buildbot.bisect_builder import BUILDER
 from buildbot_bsdkm.contract import BISECT_RESULT_PROPERTY
 from buildbot_bsdkm.pipeline.runtime.source import wolfssl_source
 from buildbot_bsdkm.triage.outcome_store import OutcomeSqlStore

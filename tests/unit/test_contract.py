@@ -23,7 +23,7 @@ from buildbot_bsdkm.github.services import pr_builders
 from buildbot_bsdkm.github.triggers import Selector
 from buildbot_bsdkm.model import FailureCategory, StageFailure
 from buildbot_bsdkm.pipeline import stages
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.policy import Check, Verdict, load_policy
 
 SELFTEST = StageFailure("selftest", "self-test failed: ECC (error -216)", FailureCategory.REAL, "selftest",

@@ -24,16 +24,18 @@ def _modules() -> dict[str, Path]:
 
 
 @functools.cache
-def _graph() -> dict[str, set[str]]:
+def _graph(typing_too: bool = False) -> dict[str, set[str]]:
+    """Who imports whom; ``typing_too`` adds the imports under ``if TYPE_CHECKING:``, which never run
+    but are what a type checker follows (a cycle there is one the code hides, not one it lacks)."""
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for m, f in mods.items():
         pkg = m if f.name == "__init__.py" else m.rpartition(".")[0]
         tree = ast.parse(f.read_text(encoding="utf-8"))
-        typing_only = _typing_only(tree)
+        typing_only = set() if typing_too else _typing_only(tree)
         for node in ast.walk(tree):
             if id(node) in typing_only:
-                continue  # ``if TYPE_CHECKING:`` never runs: no edge, no cycle
+                continue
             if isinstance(node, ast.ImportFrom):
                 base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else []))
@@ -71,18 +73,10 @@ def _packages_above(module: str, importer: str) -> list[str]:
     return [p for p in above if not (importer == p or importer.startswith(p + "."))]
 
 
-# Imports inside a function of the package's own modules, each with why it cannot be at the top.
-# Any other one hides what a module depends on (and, as with a cycle, may hide a cycle).
-LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
-# The shells' local imports are theirs to lift; the core has none.
-LOCAL_IMPORTS_CHECKED_OUTSIDE = SHELLS
-
-
-def _local_imports() -> list[tuple[str, str]]:
+def _local_imports() -> list[tuple[str, int, str]]:
+    """Every import of the package's own modules inside a function: (module, line, imported module)."""
     found = []
     for m, f in _modules().items():
-        if _group(m) in LOCAL_IMPORTS_CHECKED_OUTSIDE:
-            continue
         pkg = m if f.name == "__init__.py" else m.rpartition(".")[0]
         for fn in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -95,18 +89,41 @@ def _local_imports() -> list[tuple[str, str]]:
                     target = node.names[0].name
                 else:
                     continue
-                if target.split(".")[0] == "buildbot_bsdkm" and (m, target) not in LOCAL_IMPORTS_ALLOWED:
-                    found.append((m, target))
-    return sorted(found)
+                if target.split(".")[0] == "buildbot_bsdkm":
+                    found.append((m, node.lineno, target))
+    return sorted(set(found))
+
+
+def _says_why(lines: list[str], lineno: int) -> bool:
+    """A comment on the import's line, or on the line above the group of imports it stands in."""
+    if "#" in lines[lineno - 1]:
+        return True
+    i = lineno - 2
+    while i >= 0 and (not lines[i].strip() or lines[i].lstrip().startswith(("import ", "from "))):
+        i -= 1
+    return i >= 0 and lines[i].lstrip().startswith("#")
 
 
 def test_the_core_imports_its_own_modules_at_the_top() -> None:
-    assert _local_imports() == []
+    """The shells import some of the package inside functions (Buildbot and Twisted are extras); the
+    core, which never needs an extra, has no reason to."""
+    assert [(m, d) for m, _, d in _local_imports() if _group(m) not in SHELLS] == []
+
+
+def test_every_function_local_import_of_the_package_says_why() -> None:
+    """An import inside a function hides what a module depends on (and, as with a cycle, may hide a
+    cycle): one stays local only for a reason its comment gives (an optional extra such as Buildbot or
+    Twisted, a cycle that cannot be broken otherwise, a registry loaded on first use)."""
+    modules = _modules()
+    silent = [f"{modules[m].relative_to(PACKAGE.parent)}:{line}: {d}" for m, line, d in _local_imports()
+              if not _says_why(modules[m].read_text(encoding="utf-8").splitlines(), line)]
+    assert silent == []
 
 
 def test_a_submodule_import_is_an_import_of_its_package() -> None:
-    """``triage.outcomes`` importing ``policy.checks`` inside a function hid the cycle
-    policy/__init__ -> evaluation -> triage.classify -> triage.outcomes: the graph has that edge."""
+    """``triage.outcomes`` importing a policy module inside a function once hid the cycle
+    policy/__init__ -> evaluation -> triage.classify_checks -> triage.outcomes: importing ``policy.x``
+    is an edge to ``policy`` too (``policy.checks`` below is any submodule, there or not)."""
     assert "buildbot_bsdkm.policy" in _graph()["buildbot_bsdkm.pipeline.gating"]  # it imports policy.pairing
     assert _packages_above("buildbot_bsdkm.policy.checks", "buildbot_bsdkm.triage.outcomes") == [
         "buildbot_bsdkm.policy"]
@@ -162,6 +179,12 @@ def test_the_core_has_no_import_cycle() -> None:
 
 def test_the_package_has_no_import_cycle() -> None:
     assert _cycles(_graph()) == []
+
+
+def test_no_import_cycle_hides_behind_type_checking() -> None:
+    """``if TYPE_CHECKING:`` keeps a cycle from running, not from being one: the two modules still
+    depend on each other, and what they share belongs in a third."""
+    assert _cycles(_graph(typing_too=True)) == []
 
 
 def test_the_core_imports_no_shell() -> None:
@@ -236,3 +259,28 @@ def test_the_shells_import_only_the_drivers_and_the_stage_entry_point() -> None:
                    if _group(d) == "pipeline" and not d.startswith(SHELL_PIPELINE_ENTRY) and d not in above
                    and (m, d) not in SHELL_PIPELINE_ALLOWED)
     assert stray == []
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """A module past this holds more than one concern: split it by concern, not by line count."""
+    long = sorted((len(f.read_text(encoding="utf-8").splitlines()), str(f.relative_to(PACKAGE.parent)))
+                  for f in _modules().values())
+    assert [(path, n) for n, path in long if n > MAX_MODULE_LINES] == []
+
+
+# The modules each target package has by layout: its target object, its options, its worker's needs.
+TARGET_LAYOUT = frozenset({"target.py", "options.py", "worker.py"})
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """``perf/store.py`` and ``github/store.py`` read alike in a traceback, an editor's tab or a grep:
+    a module's name says what it holds, apart from the files every target package has by layout."""
+    seen: dict[str, list[str]] = {}
+    for f in PACKAGE.rglob("*.py"):
+        in_target = f.parent.parent.name == "targets" and f.parent.parent.parent.name == "pipeline"
+        if f.name != "__init__.py" and not (in_target and f.name in TARGET_LAYOUT):
+            seen.setdefault(f.name, []).append(str(f.relative_to(PACKAGE)))
+    assert {name: sorted(paths) for name, paths in seen.items() if len(paths) > 1} == {}

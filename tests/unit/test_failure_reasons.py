@@ -9,7 +9,7 @@ import pytest
 
 from buildbot_bsdkm.contract import TARGET_UNAVAILABLE, FailureReason
 from buildbot_bsdkm.model import FailureCategory, StageFailure
-from buildbot_bsdkm.retry.rules import Attempt
+from buildbot_bsdkm.retry.decision import Attempt
 
 PACKAGE = Path(__file__).resolve().parents[2] / "buildbot_bsdkm"
 # Calls that take a failure reason, and where: (positional index, keyword).

@@ -5,8 +5,8 @@ module per job, on top of the same core the Buildbot shell uses:
 
 * ``results.py``   ``outputs`` (results of ``bsdkm-ci run`` → ``$GITHUB_OUTPUT``,
   ``$GITHUB_STEP_SUMMARY`` and ``::error``/``::warning`` annotations, titles from
-  ``annotations.py``, delivered by ``sinks.py``) and ``gate`` (exit 1 when the verdict failed, the
-  last step), both through the core's one PR report (``report/pull_request.py``) as the Buildbot
+  ``annotations.py``, delivered by ``summary_sinks.py``) and ``gate`` (exit 1 when the verdict
+  failed, the last step), both through the core's one PR report (``report/pull_request.py``) as the Buildbot
   reporter is; ``merge.py`` joins several jobs' results into one document for the report job;
 * ``attempts.py``  ``retry`` (run a command again only when ``classify`` says infrastructure)
   and ``vm-check`` (after a failed FreeBSD VM step: retry it or not);
@@ -20,7 +20,7 @@ module per job, on top of the same core the Buildbot shell uses:
 * ``trigger.py``   ``issue_comment`` event → whether (and which variants) to retest, after
   checking the commenter's permission through the API (``github.py``: API context, client run);
 * ``config.py``    a ``bsdkm.yml`` that builds the workflow's own checkout, and the build cache's key;
-* ``io.py``        what they share: file names of a run, reading/writing files, runner files.
+* ``run_files.py`` what they share: file names of a run, reading/writing files, runner files.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import argparse
 import functools
 from collections.abc import Callable
 
-from ..errors import UsageError
+from ..exit_codes import UsageError
 from . import attempts, comment, config, merge, results, run_pr, status, trigger
 from .workflow import log_line
 

@@ -18,11 +18,11 @@ from typing import Any
 from ...config.bsdkm_yml import ConfigError, load_config
 from ...model import FailureCategory, StageFailure
 from ...pipeline.runtime.proc import run_streamed
-from ...retry.classify import Patterns, classify
-from ...retry.rules import Attempt, RetryConfigError, RetrySettings, decide, worker_lost_failure
-from ..errors import EXIT_OK, UsageError
+from ...retry.classify_failure import Patterns, classify
+from ...retry.decision import Attempt, RetryConfigError, RetrySettings, decide, worker_lost_failure
+from ..exit_codes import EXIT_OK, UsageError
 from . import workflow as actions
-from .io import RUN_EXIT_CODE, SUMMARY_JSON, write_runner_files
+from .run_files import RUN_EXIT_CODE, SUMMARY_JSON, write_runner_files
 from .workflow import Annotation, Level
 
 # The last lines of an attempt are what classification needs; older ones are already on screen.

@@ -21,9 +21,9 @@ from ...policy import Verdict
 from ...report.history import history_link
 from ...report.pull_request import REPORT_MARKER, PullRequestReport
 from ...report.sinks import PullRequestRef
-from ..errors import EXIT_OK, UsageError
+from ..exit_codes import EXIT_OK, UsageError
 from .github import ApiContext, pr_number_from_event, with_github
-from .io import read_text
+from .run_files import read_text
 
 DEFAULT_BOT_LOGIN = "github-actions[bot]"  # who GITHUB_TOKEN's comments are by
 
@@ -129,8 +129,8 @@ def upsert_comment(ctx: ApiContext, pr: int, body: str, *, mode: str = MODE_ALWA
     """Create the PR's report comment or edit it: the Buildbot reporter's publisher, marker and retries."""
     # Twisted's: imported when a comment is written, as in with_github (start-up of other commands).
     from ...github.client import GitHubError
+    from ...github.pr_sinks import PullRequestComment
     from ...github.publisher import Publisher
-    from ...github.sinks import PullRequestComment
 
     report = PullRequestReport(Verdict(), [], body.removeprefix(f"{REPORT_MARKER}\n"))
     marked = report.body

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ...config.bsdkm_yml import Config, ConfigError, default_config_path, load_config, parse_config
 from ...support.yaml_reader import dump, load_plain
-from ..errors import EXIT_OK, UsageError
-from .io import optional_path, read_text, write_runner_files, write_text
+from ..exit_codes import EXIT_OK, UsageError
+from .run_files import optional_path, read_text, write_runner_files, write_text
 
 # Top-level keys holding paths relative to the config file; the copy lives elsewhere. known_issues
 # is a path when it names a file (a list otherwise); freebsd's kit and a mirror that is a directory too.

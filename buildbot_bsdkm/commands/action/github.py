@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import UsageError
+from ..exit_codes import UsageError
 from . import workflow as actions
-from .io import read_text
+from .run_files import read_text
 
 DEFAULT_API_URL = "https://api.github.com"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ...contract import BASE_RUNS_JSON
 from ...model import ModelError, RunResult, from_json, merge_runs, to_json
-from ..errors import EXIT_OK, UsageError
+from ..exit_codes import EXIT_OK, UsageError
 from . import workflow as actions
-from .io import SUMMARY_JSON, read_text
+from .run_files import SUMMARY_JSON, read_text
 from .workflow import Annotation, Level
 
 

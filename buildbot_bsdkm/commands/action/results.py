@@ -29,10 +29,11 @@ from ...report.junit import junit_xml
 from ...report.pull_request import Judging, PullRequestReport, pull_request_report
 from ...report.sinks import PullRequestRef, deliver
 from ...triage.known import KnownIssueError
-from ..errors import EXIT_FAILED, EXIT_OK, UsageError
+from ..exit_codes import EXIT_FAILED, EXIT_OK, UsageError
 from . import workflow as actions
 from .annotations import check_annotation, check_location
-from .io import (
+from .provenance import Provenance
+from .run_files import (
     RUN_EXIT_CODE,
     SUMMARY_JSON,
     optional_int,
@@ -41,10 +42,9 @@ from .io import (
     write_runner_files,
     write_text,
 )
-from .provenance import Provenance
-from .sinks import Annotations, JobSummary
 from .states import FAIL_ON_NEVER, fail_on_choice, job_fails, json_output
 from .states import counts as check_counts
+from .summary_sinks import Annotations, JobSummary
 from .triage_inputs import triage_for
 from .workflow import Annotation, Level
 

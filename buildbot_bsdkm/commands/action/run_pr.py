@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from ...config.bsdkm_yml import Config, ConfigError, load_config
-from ..errors import EXIT_OK, UsageError
+from ..exit_codes import EXIT_OK, UsageError
 from . import workflow as actions
 from .github import ApiContext, read_event, with_github
-from .io import optional_path, write_runner_files
 from .provenance import JudgePaths, changed_judges
+from .run_files import optional_path, write_runner_files
 
 EVENT_FILE = "event.json"  # what the PR run uploads (its $GITHUB_EVENT_PATH)
 

@@ -3,7 +3,7 @@ them (``bsdkm/<target>/<variant>``), so either shell can be the required check o
 
 The statuses are the core's PR report's (``report/pull_request.py``, as the Buildbot reporter's),
 labelled by where the results came from (``provenance.py``); they go out through the Buildbot
-reporter's sink and publisher (``github/sinks.py``: retries, description cut to GitHub's limit).
+reporter's sink and publisher (``github/pr_sinks.py``: retries, description cut to GitHub's limit).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ...policy import Verdict
 from ...report.commit_status import CommitStatus
 from ...report.pull_request import PullRequestReport
 from ...report.sinks import PullRequestRef, deliver
-from ..errors import EXIT_OK, UsageError
+from ..exit_codes import EXIT_OK, UsageError
 from . import workflow as actions
 from .github import ApiContext, read_event, with_github
 from .results import ResultsRequest, _results_args, load_outcome
@@ -58,8 +58,8 @@ def run_url(env: Mapping[str, str]) -> str | None:
 
 def post_statuses(ctx: ApiContext, sha: str, states: list[CommitStatus], target_url: str | None) -> bool:
     # Twisted's, as in with_github: the judging steps run where the GitHub client is not installed.
+    from ...github.pr_sinks import CommitStatuses
     from ...github.publisher import Publisher
-    from ...github.sinks import CommitStatuses
 
     report = PullRequestReport(Verdict(), states, "")
     where = PullRequestRef(ctx.repo, sha, None, target_url)

@@ -20,10 +20,10 @@ from pathlib import Path
 from ...model import RunResult
 from ...perf.store import StoreError
 from ...policy import Policy, Verdict, evaluate
-from ...triage.classify import TriageInputs
+from ...triage.classify_checks import TriageInputs
 from ...triage.outcome_store import OutcomeDirStore
 from ...triage.outcomes import BaseOutcome
-from ..errors import UsageError
+from ..exit_codes import UsageError
 from ..triage_args import base_outcomes, known_issues
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from ...github.events import EventError, parse_comment_event, parse_time
 from ...github.triggers import TriggerKind, parse_comment
-from ..errors import EXIT_OK, UsageError
+from ..exit_codes import EXIT_OK, UsageError
 from . import workflow as actions
 from .github import ApiContext, read_event, with_github
-from .io import write_runner_files
+from .run_files import write_runner_files
 
 PERMISSION_RANK: dict[str, int] = {"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
 

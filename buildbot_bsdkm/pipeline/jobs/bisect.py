@@ -30,18 +30,28 @@ from ...config.bsdkm_yml import Config, GitSource
 from ...model import FailureCategory, RunResult
 from ...perf import extend as perf_extend
 from ...perf import gate as perf_gate
-from ...perf.instructions import compare_counts, geomean_change
+from ...perf.instruction_counts import compare_counts, geomean_change
 from ...policy import CheckKind, Verdict, load_policy
-from ...retry.rules import RetrySettings
+from ...retry.decision import RetrySettings
 from ...triage.signature import signature
 from ..gating import GateInputs, gate_runs
-from ..job import Job, Progress, stderr_progress
+from ..job import (
+    EXTENDED,
+    FAILURE,
+    OUTCOME,
+    PROGRAMS_RUN,
+    REPEATS,
+    ROUND_ORDER,
+    Job,
+    Progress,
+    stderr_progress,
+)
 from ..phases import build_phase, measure_phase
 from ..rounds import extend_while_undecided, measure_pairs
-from ..runtime.errors import StageError
-from ..runtime.instructions import count_instructions
+from ..runtime.instruction_counting import count_instructions
 from ..runtime.locks import exclusive
 from ..runtime.source import cache_root
+from ..runtime.stage_error import StageError
 from ..stages import run_stage
 
 BUILD_STAGES = frozenset({"fetch", "configure", "build"})
@@ -436,9 +446,9 @@ def _failed_building(job: Job) -> bool:
 def _reset_measurement(job: Job) -> None:
     """A run of an existing build starts clean: no failure or rounds of an earlier run of it."""
     if job.failure is not None and job.failure.stage not in BUILD_STAGES:
-        job.state.pop("failure", None)
-    for key in ("programs_run", "outcome", "repeats", "round_order", "extended_rounds"):
-        job.state.pop(key, None)
+        job.drop(FAILURE)
+    for key in (PROGRAMS_RUN, OUTCOME, REPEATS, ROUND_ORDER, EXTENDED):
+        job.drop(key)
     job.save()
 
 

@@ -26,8 +26,8 @@ from ..gating import GateInputs, base_outcomes_of, confirm, gate_runs, write_com
 from ..job import Job, Progress, stderr_progress
 from ..phases import build_phase, concurrency, measure_phase, record_failure, timed
 from ..rounds import extend_while_undecided, measure_pairs, measured_interleaved, remeasurer
-from ..runtime.errors import StageError
 from ..runtime.source import SourceTree, cache_root, fetch_source
+from ..runtime.stage_error import StageError
 from ..stages import stage_fetch
 
 

@@ -5,7 +5,7 @@ variants included) for both with the same flags in the same (fresh) build area o
 worker, then measures them interleaved -- candidate, previous, previous, candidate, ... for
 ``release.repeats`` rounds -- so drift of the machine falls on both sides alike. The candidate
 is then judged by ``judge_candidate`` (the one place a comparison rule is chosen) and the
-comparison in ``report/candidate.py`` is written next to the runs.
+comparison in ``report/release_report.py`` is written next to the runs.
 
 FreeBSD: one matrix item per declared OS release (``release.freebsd_releases``); a release
 runs here when this host is that release, is "covered elsewhere" when some worker carries its
@@ -42,7 +42,7 @@ from ...config.bsdkm_yml import (
 from ...contract import RELEASE_OUTCOMES_FILE
 from ...model import Benchmark, FailureCategory, RunResult, StageFailure, to_json
 from ...policy import Policy, Verdict, evaluate, load_policy
-from ...report.candidate import comparison, compiler_warnings, html_release, markdown_release, parse_size
+from ...report.release_report import comparison, compiler_warnings, html_release, markdown_release, parse_size
 from ...targets import get as target_row
 from ...targets import os_release_tag
 from ...triage.outcomes import outcomes_of
@@ -50,10 +50,10 @@ from .. import targets as registry
 from ..job import MEASURE_LOCK, OUTCOME, SOURCE, STAGE_TIMES, Job, Progress, stderr_progress
 from ..phases import build_phase, concurrency, measure_phase, record_failure, timed
 from ..runtime import fips as fipsmod
-from ..runtime.errors import StageError
 from ..runtime.loading import outcome_record
 from ..runtime.locks import write_atomic
 from ..runtime.source import SourceTree, cache_root, fetch_source
+from ..runtime.stage_error import StageError
 from ..stages import collect, stage_fetch, target_of
 from ..targets import kernel
 

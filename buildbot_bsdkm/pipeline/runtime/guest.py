@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, Config
-from ...perf.instructions import METADATA_KEY, InstructionCounts, counts_of
+from ...perf.instruction_counts import METADATA_KEY, InstructionCounts, counts_of
 from ...perf.kernel_counts import (
     ALGS,
     HARNESS_PREFIX,
@@ -38,8 +38,7 @@ from ...perf.kernel_counts import (
     parse_plugin_output,
 )
 from ...policy import load_policy
-from .console import console_lines
-from .errors import infra_error
+from .console_lines import console_lines
 from .proc import Watched, run_watched
 from .qemu_plugin import (
     COUNT_FILE,
@@ -53,6 +52,7 @@ from .qemu_plugin import (
     plugin_source,
 )
 from .source import cache_root
+from .stage_error import infra_error
 
 MIB = 1 << 20
 DEFAULT_CONSOLE_CAP_BYTES = int(DEFAULT_CONSOLE_CAP_MIB * MIB)

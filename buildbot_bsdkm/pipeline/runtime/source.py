@@ -30,8 +30,8 @@ from debian.debian_support import Version as DebianVersion
 
 from ...config.bsdkm_yml import Config, DebianSource, GitSource, LocalSource, SourceSpec, TarballSource
 from ...support.redact import redact_text, redact_url
-from .errors import infra_error, real_error
 from .locks import exclusive, private_part, write_atomic
+from .stage_error import infra_error, real_error
 
 Progress = Callable[[str], None]
 READY_STAMP = ".bsdkm-ready.json"  # written last: a tree without it is half-made and is redone

@@ -20,16 +20,16 @@ from ...config.target_options import NoOptions
 from ...contract import Milestone
 from ...model import FailureCategory, LogFormat, LogResult, Problem, StageFailure
 from ...parsers import ParseError, parse_file
-from ...perf.instructions import METADATA_KEY
-from ...retry.classify import DEFAULT_PATTERNS, Patterns, classify
+from ...perf.instruction_counts import METADATA_KEY
+from ...retry.classify_failure import DEFAULT_PATTERNS, Patterns, classify
 from ...targets import TargetFacts
 from ..job import CONFIGURE_ARGS, KO, MEASURE_LOCK, OUTCOME, REPEATS, SOURCE, Job
-from ..runtime.console import pattern_lines
-from ..runtime.errors import StageError, infra_error
+from ..runtime.console_lines import pattern_lines
 from ..runtime.fips import is_fips
-from ..runtime.instructions import proxy_counts
+from ..runtime.instruction_counting import proxy_counts
 from ..runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
 from ..runtime.source import cache_root
+from ..runtime.stage_error import StageError, infra_error
 
 
 def source_of(job: Job) -> tuple[Path, str]:

@@ -11,9 +11,9 @@ from pathlib import Path
 from ...config.bsdkm_yml import Config
 from ...contract import TARGET_UNAVAILABLE
 from ...model import LogResult
-from ...retry.classify import Patterns
-from ..runtime.errors import infra_error
+from ...retry.classify_failure import Patterns
 from ..runtime.loading import ModuleLoadOutcome, outcome_from_record, outcome_record
+from ..runtime.stage_error import infra_error
 from . import kernel_targets
 from .base import KernelTarget, judge_outcome, module_flags
 from .base import parse_kernel_log as parse_kernel_file

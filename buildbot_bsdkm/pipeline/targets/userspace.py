@@ -14,13 +14,13 @@ from ...config.bsdkm_yml import Config
 from ...contract import Milestone
 from ...model import LogFormat, LogResult, Problem, StageFailure
 from ...parsers import ParseError, parse_file
-from ...perf.instructions import BASE_METADATA_KEY, METADATA_KEY
-from ...retry.classify import Patterns, classify
+from ...perf.instruction_counts import BASE_METADATA_KEY, METADATA_KEY
+from ...retry.classify_failure import Patterns, classify
 from ..job import BUILD_DIR, CONFIGURE_ARGS, MEASURE_LOCK, PROGRAMS, PROGRAMS_RUN, Job
-from ..runtime.build import UserspaceBuild, userspace_build
-from ..runtime.instructions import counts_for
+from ..runtime.instruction_counting import counts_for
 from ..runtime.proc import CommandResult, run_logged
 from ..runtime.source import cache_root
+from ..runtime.userspace_build import UserspaceBuild, userspace_build
 from . import prerequisites as needs
 from .base import Prerequisite, Target, source_of
 

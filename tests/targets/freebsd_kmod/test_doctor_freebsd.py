@@ -16,7 +16,7 @@ import pytest
 
 from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.config.bsdkm_yml import load_config
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets import all_targets
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod import worker
 from buildbot_bsdkm.support.resources import default_config_path

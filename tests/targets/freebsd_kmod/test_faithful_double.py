@@ -73,7 +73,7 @@ class Worker:
     def load_cycle(self, work: str, *, offload: bool = True) -> dict:
         """The target's run_freebsd_module, as the worker user, from the worker's venv (the wheel)."""
         probe = ("import json, sys\n"
-                 "from buildbot_bsdkm.pipeline.runtime.errors import StageError\n"
+                 "from buildbot_bsdkm.pipeline.runtime.stage_error import StageError\n"
                  "from buildbot_bsdkm.pipeline.targets.freebsd_kmod import target\n"
                  "try:\n"
                  f"    o = target.run_freebsd_module({self.module()!r}, {work!r}, timeout_s=20,\n"

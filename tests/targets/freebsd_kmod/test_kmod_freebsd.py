@@ -22,8 +22,8 @@ from freebsd_double import BIN, SCENARIOS, FreeBSDDouble, load_scenario, make_sc
 
 from buildbot_bsdkm.model import LogFormat
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.loading import read_status
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets._freebsd import FREEBSD_BASE_FLAGS, KMOD_DIR, FreeBSDFlagError
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod.target import freebsd_configure_flags, run_freebsd_module
 

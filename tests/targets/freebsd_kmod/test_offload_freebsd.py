@@ -19,7 +19,7 @@ from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.pipeline.runtime.loading import read_status
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod.offload import offload_logs, registered_crid
 from buildbot_bsdkm.policy import KIND_CROSSOVER, evaluate, parse_policy
-from buildbot_bsdkm.report.offload import KIND_OFFLOAD
+from buildbot_bsdkm.report.offload_paths import KIND_OFFLOAD
 
 KMOD = Path(__file__).resolve().parents[3] / "kmod" / "freebsd"
 SH = shutil.which("dash") or "/bin/sh"

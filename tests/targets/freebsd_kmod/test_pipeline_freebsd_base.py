@@ -25,7 +25,7 @@ from buildbot_bsdkm.pipeline.job import Job
 from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix
 from buildbot_bsdkm.pipeline.jobs.pair import load_interleaved
 from buildbot_bsdkm.pipeline.rounds import measured_interleaved
-from buildbot_bsdkm.pipeline.runtime.errors import real_error
+from buildbot_bsdkm.pipeline.runtime.stage_error import real_error
 from buildbot_bsdkm.pipeline.stages import read_run, run_stage
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod import target as freebsd
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm

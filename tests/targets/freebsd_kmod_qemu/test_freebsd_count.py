@@ -21,7 +21,13 @@ from freebsd_sets import RELEASE, SNAPSHOT, real_sets
 
 from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.model import from_json
-from buildbot_bsdkm.perf.instructions import MEASURED, METADATA_KEY, MISSING, UNMEASURABLE, InstructionCounts
+from buildbot_bsdkm.perf.instruction_counts import (
+    MEASURED,
+    METADATA_KEY,
+    MISSING,
+    UNMEASURABLE,
+    InstructionCounts,
+)
 from buildbot_bsdkm.perf.kernel_counts import (
     FREEBSD_ALGS,
     FREEBSD_HARNESS_PREFIX,

@@ -214,7 +214,7 @@ def test_config_freebsd_kit(kit_dir: Path) -> None:
 def test_missing_kit_is_target_unavailable(tmp_path: Path) -> None:
     cfg = parse_config("targets: {freebsd-kmod-qemu: null}\nvariants: {p: {targets: [freebsd-kmod-qemu]}}\n"
                        f"freebsd: {{kit: {tmp_path}}}\n", "c.yml")
-    from buildbot_bsdkm.pipeline.runtime.errors import StageError
+    from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 
     with pytest.raises(StageError) as err:
         fkit.find_kit(cfg)
@@ -244,7 +244,7 @@ def test_build_commands_follow_the_kit_and_its_version(tmp_path: Path, kit_dir: 
 
 
 def test_a_linux_only_flag_is_a_configure_error_before_anything_runs(tmp_path: Path, kit_dir: Path) -> None:
-    from buildbot_bsdkm.pipeline.runtime.errors import StageError
+    from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 
     cfg = parse_config("targets: {freebsd-kmod-qemu: null}\nvariants: {p: {flags: [--enable-linuxkm-pie], "
                        f"targets: [freebsd-kmod-qemu]}}}}\nfreebsd: {{kit: {kit_dir}}}\n", "l.yml")

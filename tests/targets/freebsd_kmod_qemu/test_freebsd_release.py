@@ -32,7 +32,7 @@ from freebsd_sets import (
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.contract import TARGET_UNAVAILABLE
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import kit as fkit
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import target as fq

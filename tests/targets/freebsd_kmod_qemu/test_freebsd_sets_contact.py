@@ -38,8 +38,8 @@ from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.contract import TARGET_UNAVAILABLE
 from buildbot_bsdkm.model import FailureCategory, StageFailure
 from buildbot_bsdkm.pipeline.jobs.matrix import run_matrix
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets._freebsd import freebsd_kmod_dir
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import boot as fboot
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import console as fconsole
@@ -54,7 +54,7 @@ from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.release_set import (
     release_kit,
     resolve_snapshot,
 )
-from buildbot_bsdkm.retry.rules import Attempt, AttemptVerdict, RetrySettings, decide
+from buildbot_bsdkm.retry.decision import Attempt, AttemptVerdict, RetrySettings, decide
 
 REAL = Path(__file__).parents[2] / "freebsd_double" / "real"
 KLDLOAD_RUN = REAL / "kldload-release-crypto_aesni.console.log"

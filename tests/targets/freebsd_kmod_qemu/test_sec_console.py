@@ -16,7 +16,7 @@ from conftest import SHARED
 
 from buildbot_bsdkm.config.bsdkm_yml import DEFAULT_CONSOLE_CAP_MIB, ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.runtime.console import console_lines
+from buildbot_bsdkm.pipeline.runtime.console_lines import console_lines
 from buildbot_bsdkm.pipeline.runtime.proc import CONSOLE_FLOOD, READ_CHUNK, Watched, run_watched
 from buildbot_bsdkm.pipeline.targets import kernel
 from buildbot_bsdkm.pipeline.targets.base import judge_outcome, parse_kernel_log

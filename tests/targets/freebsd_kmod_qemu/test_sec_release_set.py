@@ -12,7 +12,7 @@ import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu import kit as fkit
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.options import freebsd_options
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod_qemu.release_set import ReleaseSpec, release_kit

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.perf.instructions import UNMEASURABLE
+from buildbot_bsdkm.perf.instruction_counts import UNMEASURABLE
 from buildbot_bsdkm.perf.kernel_counts import (
     CountPlan,
     PluginOutput,

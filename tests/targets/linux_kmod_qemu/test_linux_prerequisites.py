@@ -11,7 +11,7 @@ import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 

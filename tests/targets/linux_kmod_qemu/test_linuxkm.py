@@ -13,8 +13,8 @@ import pytest
 from conftest import FIXTURES
 
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.proc import Watched
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import target as linux_target
 

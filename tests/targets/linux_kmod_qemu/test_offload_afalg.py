@@ -13,12 +13,12 @@ import pytest
 
 from buildbot_bsdkm.model import LogFormat, RunResult
 from buildbot_bsdkm.parsers import detect_format, parse_file, parse_text
-from buildbot_bsdkm.parsers.afalg import split_name
+from buildbot_bsdkm.parsers.afalg_bench import split_name
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import afalg, afalg_console
 from buildbot_bsdkm.policy import KIND_CROSSOVER, PolicyError, evaluate, parse_policy
 from buildbot_bsdkm.report.html_page import html_report
 from buildbot_bsdkm.report.markdown import markdown_report
-from buildbot_bsdkm.report.offload import KIND_OFFLOAD, offload_blocks, offload_svg, path_series
+from buildbot_bsdkm.report.offload_paths import KIND_OFFLOAD, offload_blocks, offload_svg, path_series
 
 SAVED = Path(__file__).parents[2] / "data" / "afalg" / "lkcapi-tcg.afalg.log"
 PATHS_POLICY = """

@@ -112,7 +112,7 @@ def test_lkcapi_verdict_states_aes_gcm_crossover(run_out: tuple[subprocess.Compl
 
 
 def test_lkcapi_boot_counts_the_module_itself(run_out: tuple[subprocess.CompletedProcess[str], Path]) -> None:
-    from buildbot_bsdkm.perf.instructions import counts_of
+    from buildbot_bsdkm.perf.instruction_counts import counts_of
     from buildbot_bsdkm.perf.kernel_counts import SCOPE_MODULE
 
     _, out = run_out

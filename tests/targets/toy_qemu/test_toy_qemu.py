@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT
 
 from buildbot_bsdkm.model import from_json
-from buildbot_bsdkm.perf.instructions import MEASURED, METADATA_KEY, InstructionCounts
+from buildbot_bsdkm.perf.instruction_counts import MEASURED, METADATA_KEY, InstructionCounts
 from buildbot_bsdkm.perf.kernel_counts import SCOPE_MODULE
 
 pytestmark = pytest.mark.slow

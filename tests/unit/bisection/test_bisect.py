@@ -29,7 +29,7 @@ from buildbot_bsdkm.pipeline.jobs.bisect import (
     regression_outcome,
 )
 from buildbot_bsdkm.policy import Check, CheckKind, Verdict
-from buildbot_bsdkm.report.bisect import write_reports
+from buildbot_bsdkm.report.bisection_report import write_reports
 
 
 def history(n: int) -> list[Commit]:

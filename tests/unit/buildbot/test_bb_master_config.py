@@ -22,7 +22,7 @@ from buildbot_bsdkm.buildbot.master_config import (
 )
 from buildbot_bsdkm.buildbot.retrying_build import BoundedRetryBuild
 from buildbot_bsdkm.buildbot.worker_config import work_steps
-from buildbot_bsdkm.buildbot.workers import WorkerConfigError, parse_workers
+from buildbot_bsdkm.buildbot.worker_passwords import WorkerConfigError, parse_workers
 from buildbot_bsdkm.config.bsdkm_yml import load_config, parse_config
 
 LOCAL = MasterSettings(www_port=8010, pb_port=9989, local_workers={"local": "pw"}, config_path="/x/bsdkm.yml")
@@ -170,7 +170,7 @@ def test_master_cfg_with_broken_bsdkm_yml_names_the_problem(tmp_path: Path):
 def _github_services(c: dict) -> list:
     """The master's services but the bisect trigger (tests/unit/buildbot/test_bisect_buildbot.py) and
     the frozen startup heap."""
-    from buildbot_bsdkm.buildbot.bisect import BisectOnNewSignatures
+    from buildbot_bsdkm.buildbot.bisect_builder import BisectOnNewSignatures
     from buildbot_bsdkm.buildbot.heap import FrozenStartupHeap
 
     return [s for s in c["services"] if not isinstance(s, BisectOnNewSignatures | FrozenStartupHeap)]

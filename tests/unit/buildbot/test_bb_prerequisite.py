@@ -23,7 +23,7 @@ from twisted.trial import unittest
 
 from buildbot_bsdkm.buildbot import steps
 from buildbot_bsdkm.contract import failure_from_property
-from buildbot_bsdkm.retry.rules import Attempt, AttemptVerdict, RetrySettings, decide
+from buildbot_bsdkm.retry.decision import Attempt, AttemptVerdict, RetrySettings, decide
 
 LINE = "make: not found on PATH; fix: install make"
 OUT = "bsdkm-out"

@@ -8,17 +8,17 @@ import pytest
 from conftest import FIXTURES, fixture_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from retry_simulation import simulate
 
 from buildbot_bsdkm.buildbot import retrying_build
 from buildbot_bsdkm.buildbot.classification import classify_stage
 from buildbot_bsdkm.buildbot.retrying_build import RetryHolds
-from buildbot_bsdkm.buildbot.simulate import simulate
 from buildbot_bsdkm.config.bsdkm_yml import RetryConfig, parse_config
 from buildbot_bsdkm.contract import failure_from_property as failure_from_dict
 from buildbot_bsdkm.contract import failure_property as failure_to_dict
 from buildbot_bsdkm.model import FailureCategory, StageFailure
 from buildbot_bsdkm.parsers import parse_file
-from buildbot_bsdkm.retry.rules import (
+from buildbot_bsdkm.retry.decision import (
     Attempt,
     AttemptVerdict,
     RetryConfigError,

@@ -17,9 +17,9 @@ from conftest import ROOT
 from twisted.trial import unittest
 
 from buildbot_bsdkm import contract
+from buildbot_bsdkm.bisection.bisect_requests import BisectRequest
 from buildbot_bsdkm.bisection.search import BisectResult, Commit, Outcome, Probe, Purpose, Step
-from buildbot_bsdkm.bisection.trigger import BisectRequest
-from buildbot_bsdkm.buildbot import bisect as bb
+from buildbot_bsdkm.buildbot import bisect_builder as bb
 from buildbot_bsdkm.buildbot import candidate as release
 from buildbot_bsdkm.buildbot import steps, worker_files
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
@@ -27,7 +27,7 @@ from buildbot_bsdkm.buildbot.retrying_build import can_start_build
 from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.github.bisect_comment import checked_culprit, comment_body
 from buildbot_bsdkm.github.client import ApiResponse
-from buildbot_bsdkm.report.bisect import result_json
+from buildbot_bsdkm.report.bisection_report import result_json
 
 OUT = "bsdkm-out"
 RUN_DIR = f"{OUT}/userspace/accel"
@@ -131,7 +131,7 @@ def _result() -> BisectResult:
 
 
 def test_the_bisect_report_is_rendered_on_the_master_from_the_json() -> None:
-    from buildbot_bsdkm.report.bisect import html_page, result_from_json
+    from buildbot_bsdkm.report.bisection_report import html_page, result_from_json
 
     doc = result_json(_result(), {"target": "userspace", "variant": "noasm", "good": "a" * 40})
     html = html_page(*result_from_json(json.loads(json.dumps(doc))))

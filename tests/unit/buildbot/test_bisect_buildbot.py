@@ -15,8 +15,8 @@ from twisted.internet import defer
 from twisted.trial import unittest
 
 from buildbot_bsdkm import contract
-from buildbot_bsdkm.bisection.trigger import BisectRequest
-from buildbot_bsdkm.buildbot import bisect as bb
+from buildbot_bsdkm.bisection.bisect_requests import BisectRequest
+from buildbot_bsdkm.buildbot import bisect_builder as bb
 from buildbot_bsdkm.buildbot.master_config import MasterSettings, buildmaster_config
 from buildbot_bsdkm.buildbot.worker_config import work_steps
 from buildbot_bsdkm.buildbot.worker_files import limit_for

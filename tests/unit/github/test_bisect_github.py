@@ -10,11 +10,11 @@ import pytest
 from github_fake.reactor_thread import run
 from github_fake.server import FakeGitHub
 
+from buildbot_bsdkm.bisection.bisect_requests import BisectRequest, requests_for
 from buildbot_bsdkm.bisection.search import Commit, Outcome, Probe, Purpose, bisect
-from buildbot_bsdkm.bisection.trigger import BisectRequest, requests_for
 from buildbot_bsdkm.github.bisect_comment import MARKER, comment_body, post_commit_comment
 from buildbot_bsdkm.github.client import GitHubClient
-from buildbot_bsdkm.report.bisect import result_json
+from buildbot_bsdkm.report.bisection_report import result_json
 
 SIG = "selftest: SHA-256 (-1)"
 
@@ -107,7 +107,7 @@ def test_the_loopback_github_refuses_a_malformed_commit_comment(github: FakeGitH
 
 
 def test_a_confirmed_regression_asks_for_a_bisection_across_the_change_point() -> None:
-    from buildbot_bsdkm.bisection.trigger import regression_requests
+    from buildbot_bsdkm.bisection.bisect_requests import regression_requests
 
     commits = [f"{i:040x}" for i in range(14)]
     level = [100.0, 101.0, 99.5, 100.4, 99.8, 100.9, 100.2, 99.7, 88.1, 87.6, 88.4, 87.9, 88.2, 88.0]

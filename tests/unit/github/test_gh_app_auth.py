@@ -230,7 +230,7 @@ class Secrets:
         self.asked: list[str] = []
 
     async def get(self, name: str) -> str:
-        from buildbot_bsdkm.github.errors import CredentialsError
+        from buildbot_bsdkm.github.request_errors import CredentialsError
 
         self.asked.append(name)
         if name not in self.values:

@@ -13,7 +13,7 @@ from buildbot.util import ComparableMixin
 from buildbot_bsdkm.github.buildsets import PrBuilder
 from buildbot_bsdkm.github.controller import PullRequestBuilds
 from buildbot_bsdkm.github.settings import parse_settings
-from buildbot_bsdkm.github.store import MemoryStore
+from buildbot_bsdkm.github.state_store import MemoryStore
 
 ENV = {"GITHUB_TOKEN": "t0ken", "BSDKM_WEBHOOK_SECRET": "s3cret"}
 NOASM = PrBuilder("userspace", "noasm", "userspace/noasm")

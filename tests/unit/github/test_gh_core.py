@@ -13,7 +13,6 @@ from buildbot_bsdkm.github.events import (
     parse_pull_request_event,
     pull_request_from,
 )
-from buildbot_bsdkm.github.signature import SignatureError, sign, verify_signature
 from buildbot_bsdkm.github.triggers import (
     Selector,
     TriggerConfig,
@@ -29,6 +28,7 @@ from buildbot_bsdkm.github.trust import (
     decide_comment,
     decide_pull_request,
 )
+from buildbot_bsdkm.github.webhook_signature import SignatureError, sign, verify_signature
 
 SECRET = "It's a Secret to Everybody"
 NEW_HEAD = "f" * 40

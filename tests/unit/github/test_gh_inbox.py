@@ -27,9 +27,9 @@ from buildbot_bsdkm.github.hook import BsdkmGitHubEventHandler
 from buildbot_bsdkm.github.inbox import Inbox, Queued, read_journal
 from buildbot_bsdkm.github.pr_queue import _newer_head_queued
 from buildbot_bsdkm.github.settings import parse_settings
-from buildbot_bsdkm.github.signature import sign
-from buildbot_bsdkm.github.store import MemoryStore
+from buildbot_bsdkm.github.state_store import MemoryStore
 from buildbot_bsdkm.github.trust import PrRecord
+from buildbot_bsdkm.github.webhook_signature import sign
 
 SECRET = "s3cret"
 ENV = {"GITHUB_TOKEN": "t0ken", "BSDKM_WEBHOOK_SECRET": SECRET}

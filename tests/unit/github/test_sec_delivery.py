@@ -11,8 +11,8 @@ from twisted.internet import defer
 from buildbot_bsdkm.github.hook import BsdkmGitHubEventHandler
 from buildbot_bsdkm.github.inbox import Queued
 from buildbot_bsdkm.github.pr_queue import act_on
-from buildbot_bsdkm.github.signature import sign
-from buildbot_bsdkm.github.store import MemoryStore
+from buildbot_bsdkm.github.state_store import MemoryStore
+from buildbot_bsdkm.github.webhook_signature import sign
 
 SECRET = "It's a Secret to Everybody"
 

@@ -11,9 +11,9 @@ from buildbot.secrets.secret import SecretDetails
 from twisted.internet import defer
 from twisted.python import log
 
-from buildbot_bsdkm.github.errors import CredentialsError
 from buildbot_bsdkm.github.hook import BsdkmGitHubEventHandler, WebhookSecretUnavailable
 from buildbot_bsdkm.github.master_secrets import MasterSecrets, SecretRef
+from buildbot_bsdkm.github.request_errors import CredentialsError
 
 
 class Manager:

@@ -16,7 +16,7 @@ from twisted.internet.task import Clock
 from buildbot_bsdkm.github.controller import PrBuilder, PullRequestBuilds
 from buildbot_bsdkm.github.events import parse_comment_event, parse_pull_request_event
 from buildbot_bsdkm.github.settings import parse_settings
-from buildbot_bsdkm.github.store import MemoryStore
+from buildbot_bsdkm.github.state_store import MemoryStore
 from buildbot_bsdkm.github.trust import Action, ApprovalBook, TrustPolicy, decide_pull_request
 
 REPO = "Codertocat/Hello-World"

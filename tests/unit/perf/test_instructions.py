@@ -1,5 +1,6 @@
-"""Instruction counts of a fixed workload (perf/instructions.py, pipeline/instructions.py,
-policy/instructions.py, instructions_report.py, junit.py's instructions suite)."""
+"""Instruction counts of a fixed workload (perf/instruction_counts.py,
+pipeline/runtime/instruction_counting.py, policy/instruction_gates.py, report/instruction_report.py,
+report/junit.py's instructions suite)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, parse_config
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult
-from buildbot_bsdkm.perf.instructions import (
+from buildbot_bsdkm.perf.instruction_counts import (
     MEASURED,
     METADATA_KEY,
     MISSING,
@@ -24,9 +25,9 @@ from buildbot_bsdkm.perf.instructions import (
     parse_callgrind,
     parse_driver_output,
 )
-from buildbot_bsdkm.pipeline.runtime import instructions as pinstr
+from buildbot_bsdkm.pipeline.runtime import instruction_counting as pinstr
 from buildbot_bsdkm.policy import CheckKind, PolicyError, evaluate, load_policy, parse_policy
-from buildbot_bsdkm.report.instructions import instruction_blocks, summary_line
+from buildbot_bsdkm.report.instruction_report import instruction_blocks, summary_line
 from buildbot_bsdkm.report.junit import junit_xml
 from buildbot_bsdkm.report.markdown import markdown_report
 
@@ -280,8 +281,8 @@ def e2e_config(tmp_path: Path) -> Config:
 
 def cached_userspace_build(variant: str, config: Config) -> Path:
     """The pipeline's own userspace build of the configured source (made once, then cached)."""
-    from buildbot_bsdkm.pipeline.runtime.build import userspace_build
     from buildbot_bsdkm.pipeline.runtime.source import cache_root, fetch_source
+    from buildbot_bsdkm.pipeline.runtime.userspace_build import userspace_build
 
     tree = fetch_source(config.source, cache=cache_root(config), timeout_s=900)
     build = userspace_build(config, variant, tree.path, tree.sha256 or str(tree.path), cache_root(config), 2)
@@ -316,7 +317,7 @@ def test_planted_one_percent_fails_at_1v1_with_the_function_named_on_real_builds
 
 def test_release_judges_the_candidates_counts_once_and_lists_them_with_the_changes() -> None:
     from buildbot_bsdkm.pipeline.jobs.release import judge_candidate
-    from buildbot_bsdkm.report.candidate import comparison
+    from buildbot_bsdkm.report.release_report import comparison
 
     # with a learned timed rule the release judges every repeat: three runs of one binary
     policy = parse_policy(POLICY + '  - {pattern: "*", max_pct: 2, limit: learned}\n', "p.yml")
@@ -379,7 +380,7 @@ def test_history_gives_the_base_only_from_the_same_machine() -> None:
 
 
 def test_a_pr_heads_results_carry_the_bases_counts_for_later_readers() -> None:
-    from buildbot_bsdkm.perf.instructions import BASE_METADATA_KEY
+    from buildbot_bsdkm.perf.instruction_counts import BASE_METADATA_KEY
 
     policy = parse_policy(POLICY, "p.yml")
     plant = int(0.01 * 27.43 * (1 << 20))

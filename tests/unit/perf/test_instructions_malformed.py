@@ -14,9 +14,14 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
-from buildbot_bsdkm.perf.instructions import MISSING, InstructionsError, parse_callgrind, parse_driver_output
-from buildbot_bsdkm.pipeline.runtime import instructions as runtime_instructions
-from buildbot_bsdkm.pipeline.runtime.instructions import count_program
+from buildbot_bsdkm.perf.instruction_counts import (
+    MISSING,
+    InstructionsError,
+    parse_callgrind,
+    parse_driver_output,
+)
+from buildbot_bsdkm.pipeline.runtime import instruction_counting as runtime_counting
+from buildbot_bsdkm.pipeline.runtime.instruction_counting import count_program
 
 
 @pytest.mark.parametrize("summary", ["abc", "9" * 5000, "-x"])
@@ -61,8 +66,8 @@ def test_anything_else_that_goes_wrong_counting_leaves_the_stage_its_real_result
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("a profile the driver left behind")
 
-    monkeypatch.setattr(runtime_instructions, "count_instructions", broken)
+    monkeypatch.setattr(runtime_counting, "count_instructions", broken)
     cfg = parse_config("targets: {userspace: null}\nvariants: {a: {targets: [userspace]}}\n", "c.yml")
-    counts = runtime_instructions.counts_for(cfg, tmp_path, tmp_path / "instructions.log")
+    counts = runtime_counting.counts_for(cfg, tmp_path, tmp_path / "instructions.log")
     assert counts is not None and counts.items and not counts.measured
     assert all(i.status == MISSING and "KeyError" in (i.reason or "") for i in counts.items)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from buildbot_bsdkm.perf.instructions import MEASURED
-from buildbot_bsdkm.pipeline.runtime import instructions as pinstr
+from buildbot_bsdkm.perf.instruction_counts import MEASURED
+from buildbot_bsdkm.pipeline.runtime import instruction_counting as pinstr
 
 # The fake driver of tests/data/instructions/, whose measured function (the PR's code) prints
 # driver lines of its own: a hundredfold amount for the item it runs, a tiny one for the next one.
@@ -76,7 +76,7 @@ def test_lines_the_measured_code_prints_change_no_amount(tmp_path: Path) -> None
 
 
 def test_the_driver_rounds_a_per_byte_amount_to_whole_blocks_and_so_does_the_reader() -> None:
-    from buildbot_bsdkm.perf.instructions import DriverLine
+    from buildbot_bsdkm.perf.instruction_counts import DriverLine
 
     lines = [DriverLine(1, "AES-128-CBC-enc", True, "sym", 99),
              DriverLine(2, "RSA-2048-sign", True, "asym", 99),

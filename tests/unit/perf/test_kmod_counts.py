@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.model import RunResult
-from buildbot_bsdkm.perf.instructions import MEASURED, METADATA_KEY, MISSING, UNMEASURABLE, InstructionCounts
+from buildbot_bsdkm.perf.instruction_counts import (
+    MEASURED,
+    METADATA_KEY,
+    MISSING,
+    UNMEASURABLE,
+    InstructionCounts,
+)
 from buildbot_bsdkm.perf.kernel_counts import (
     SCOPE_MODULE,
     SCOPE_PROXY,
@@ -30,7 +36,7 @@ from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
 from buildbot_bsdkm.policy import Policy, Verdict, evaluate
 from buildbot_bsdkm.policy.instruction_settings import InstructionSettings
 from buildbot_bsdkm.policy.rules import RegressionRule, Scope
-from buildbot_bsdkm.report.instructions import instruction_blocks, summary_line
+from buildbot_bsdkm.report.instruction_report import instruction_blocks, summary_line
 
 PLAN = CountPlan(4096, (16, 1024))
 

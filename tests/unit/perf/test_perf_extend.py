@@ -3,7 +3,7 @@
 On the third own recording (``bench/data/noise-2026-12-01-third``, a noisy hour of the shared worker)
 five rounds a side caught a 12 % drop of one item in 0-2 % of pairs: the items ended ``inconclusive``.
 The decision (``perf/extend.py``) is pure; the rounds are measured by the pipeline
-(``pipeline/run.extend_while_undecided``) in ``run`` and in the Buildbot load stage.
+(``pipeline/rounds.extend_while_undecided``) in ``run`` and in the Buildbot load stage.
 """
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ from buildbot_bsdkm.config.bsdkm_yml import LocalSource, load_config, parse_conf
 from buildbot_bsdkm.model import FailureCategory, LogFormat
 from buildbot_bsdkm.parsers import parse_file, parse_text
 from buildbot_bsdkm.pipeline.job import Job
-from buildbot_bsdkm.pipeline.runtime.build import run_logged
 from buildbot_bsdkm.pipeline.runtime.source import wolfssl_source
+from buildbot_bsdkm.pipeline.runtime.userspace_build import run_logged
 from buildbot_bsdkm.pipeline.stages import run_stage
-from buildbot_bsdkm.retry.classify import Patterns, classify, first_compile_error
+from buildbot_bsdkm.retry.classify_failure import Patterns, classify, first_compile_error
 
 INFRA, REAL = FailureCategory.INFRASTRUCTURE, FailureCategory.REAL
 

@@ -12,7 +12,7 @@ import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, parse_config
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets import all_targets
 from buildbot_bsdkm.pipeline.targets import prerequisites as needs
 from buildbot_bsdkm.pipeline.targets.base import Prerequisite, Target, require

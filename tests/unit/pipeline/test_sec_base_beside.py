@@ -16,7 +16,12 @@ from typing import Any
 from buildbot_bsdkm.config.bsdkm_yml import load_config
 from buildbot_bsdkm.contract import BASE_OUTCOMES_FILE, BASE_OUTCOMES_USED_FILE
 from buildbot_bsdkm.model import Benchmark, LogResult, RunResult, SelfTest, to_json
-from buildbot_bsdkm.perf.instructions import BASE_METADATA_KEY, METADATA_KEY, InstructionCounts, ItemCount
+from buildbot_bsdkm.perf.instruction_counts import (
+    BASE_METADATA_KEY,
+    METADATA_KEY,
+    InstructionCounts,
+    ItemCount,
+)
 from buildbot_bsdkm.pipeline.stages import Job, run_stage
 from buildbot_bsdkm.policy import evaluate, parse_policy
 

@@ -84,7 +84,12 @@ def test_a_failure_the_recorded_base_has_too_stays_pre_existing() -> None:
 
 def test_base_counts_carried_by_a_pr_head_are_marked_measured_beside_pr_code() -> None:
     """Fails on the old code: the note said only 'counted next to it'."""
-    from buildbot_bsdkm.perf.instructions import BASE_METADATA_KEY, METADATA_KEY, InstructionCounts, ItemCount
+    from buildbot_bsdkm.perf.instruction_counts import (
+        BASE_METADATA_KEY,
+        METADATA_KEY,
+        InstructionCounts,
+        ItemCount,
+    )
     from buildbot_bsdkm.policy import evaluate, parse_policy
 
     def counts(n: int) -> dict[str, Any]:
@@ -100,7 +105,12 @@ def test_base_counts_carried_by_a_pr_head_are_marked_measured_beside_pr_code() -
 
 def _selftest_run(variant: str, ok: bool, counts: int | None = None,
                   carried: int | None = None) -> RunResult:
-    from buildbot_bsdkm.perf.instructions import BASE_METADATA_KEY, METADATA_KEY, InstructionCounts, ItemCount
+    from buildbot_bsdkm.perf.instruction_counts import (
+        BASE_METADATA_KEY,
+        METADATA_KEY,
+        InstructionCounts,
+        ItemCount,
+    )
 
     def rec(n: int) -> dict[str, Any]:
         return InstructionCounts([ItemCount("SHA-256", amount=1000, instructions=n)]).to_dict()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.commands.action.results import ResultsRequest, load_outcome
-from buildbot_bsdkm.commands.errors import UsageError
+from buildbot_bsdkm.commands.exit_codes import UsageError
 from buildbot_bsdkm.config.bsdkm_yml import parse_config
 from buildbot_bsdkm.github.aggregate import BuildFacts, PrReport, runs_of
 from buildbot_bsdkm.model import FailureCategory, RunResult, to_json

@@ -338,7 +338,7 @@ def test_every_shell_says_inconclusive() -> None:
     core's one word (Verdict.status) rather than deciding it themselves."""
     from buildbot_bsdkm.buildbot.summaries import verdict_summary
     from buildbot_bsdkm.commands.action.results import RunOutcome
-    from buildbot_bsdkm.report.candidate import _word
+    from buildbot_bsdkm.report.release_report import _word
 
     base, head = run_of(FIXTURES / "noise" / "accel_r01.txt"), run_of(FIXTURES / "noise" / "accel_r03.txt")
     v = evaluate([head], load_policy(), [base])

@@ -8,9 +8,9 @@ import re
 from buildbot_bsdkm.model import RunResult
 from buildbot_bsdkm.policy import Verdict
 from buildbot_bsdkm.report.blocks import Block
-from buildbot_bsdkm.report.candidate import markdown_release
 from buildbot_bsdkm.report.html_page import html_report
 from buildbot_bsdkm.report.markdown import delta_report, markdown_report
+from buildbot_bsdkm.report.release_report import markdown_release
 
 EVIL = "[click me](https://evil.example/) @wolfssl/security-team <img src=x onerror=alert(1)>"
 VARIANT = "[approve here](https://evil.example/) @wolfssl/security"

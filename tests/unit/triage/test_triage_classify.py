@@ -11,7 +11,7 @@ from buildbot_bsdkm.model import RunResult, SelfTest, StageFailure
 from buildbot_bsdkm.parsers import parse_file, parse_text
 from buildbot_bsdkm.policy import Verdict, evaluate, load_policy, parse_policy
 from buildbot_bsdkm.support.resources import default_config_path, default_policy_path
-from buildbot_bsdkm.triage.classify import TriageInputs, failed_signatures
+from buildbot_bsdkm.triage.classify_checks import TriageInputs, failed_signatures
 from buildbot_bsdkm.triage.known import KnownIssues
 from buildbot_bsdkm.triage.outcomes import BaseOutcome
 

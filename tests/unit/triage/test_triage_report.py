@@ -10,7 +10,7 @@ from buildbot_bsdkm.policy import evaluate
 from buildbot_bsdkm.report.html_page import html_report
 from buildbot_bsdkm.report.markdown import markdown_report
 from buildbot_bsdkm.support.resources import default_config_path
-from buildbot_bsdkm.triage.classify import TriageInputs, failed_signatures
+from buildbot_bsdkm.triage.classify_checks import TriageInputs, failed_signatures
 
 
 def test_known_and_new_sections_with_the_tracker_link() -> None:

@@ -25,9 +25,9 @@ from buildbot_bsdkm.pipeline.runtime.source import cache_root, debian_tarball
 from buildbot_bsdkm.policy import evaluate, load_policy
 from buildbot_bsdkm.report.junit import junit_xml
 from buildbot_bsdkm.report.markdown import markdown_report
-from buildbot_bsdkm.retry.classify import selftest_failure
+from buildbot_bsdkm.retry.classify_failure import selftest_failure
 from buildbot_bsdkm.support.resources import default_policy_path
-from buildbot_bsdkm.triage.classify import TriageInputs
+from buildbot_bsdkm.triage.classify_checks import TriageInputs
 from buildbot_bsdkm.triage.outcomes import BaseOutcome
 from buildbot_bsdkm.triage.selftest_source import (
     TestSource,

@@ -11,7 +11,7 @@ from conftest import SHARED
 from buildbot_bsdkm.model import LogResult, RunResult, SelfTest, StageFailure
 from buildbot_bsdkm.parsers import parse_text
 from buildbot_bsdkm.policy import Check, CheckKind, evaluate, load_policy
-from buildbot_bsdkm.retry.classify import classify
+from buildbot_bsdkm.retry.classify_failure import classify
 from buildbot_bsdkm.support.resources import default_policy_path
 from buildbot_bsdkm.triage.signature import function_name, normalise, signature
 

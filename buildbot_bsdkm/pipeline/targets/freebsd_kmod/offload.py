@@ -7,7 +7,7 @@ module) leaves ``offload.status`` (``crid``, ``driver`` /dev/crypto gave the eng
 ``openssl.devcrypto.txt`` (through /dev/crypto, i.e. the registered driver) and
 ``openssl.software.txt``. Their items are renamed to paths of one run,
 ``openssl:devcrypto:<alg>@<bytes>`` and ``openssl:software:<alg>@<bytes>``, so a
-``crossovers`` rule with ``paths: true`` (``report/offload.py``) states where offload wins.
+``crossovers`` rule with ``paths: true`` (``report/offload_paths.py``) states where offload wins.
 """
 
 from __future__ import annotations

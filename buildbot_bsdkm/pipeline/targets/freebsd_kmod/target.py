@@ -25,13 +25,13 @@ from .... import targets
 from ....config.bsdkm_yml import Config
 from ....contract import TARGET_UNAVAILABLE
 from ....model import LogFormat, LogResult
-from ....retry.classify import Patterns, classify
+from ....retry.classify_failure import Patterns, classify
 from ....support.yaml_reader import At
 from ....support.yaml_schema import STRING, option, string
-from ...runtime.errors import StageError, infra_error
 from ...runtime.loading import ModuleLoadOutcome, read_status
 from ...runtime.locks import exclusive
 from ...runtime.proc import run_captured, run_logged
+from ...runtime.stage_error import StageError, infra_error
 from .._freebsd import FREEBSD_BASE_FLAGS, FreeBSDFlagError, check_flag, freebsd_kmod_dir
 from ..base import KernelTarget, Prerequisite
 from .offload import offload_logs, registered_crid

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...runtime.console import console_lines
-from ...runtime.errors import infra_error
+from ...runtime.console_lines import console_lines
 from ...runtime.guest import PanicWait, StopRule
 from ...runtime.locks import exclusive
+from ...runtime.stage_error import infra_error
 from .counting import BootCount
 from .kit import Kit
 

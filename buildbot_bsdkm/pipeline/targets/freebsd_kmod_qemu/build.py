@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ....config.bsdkm_yml import Config
-from ....retry.classify import Patterns, classify
-from ...runtime.build import source_fingerprint
-from ...runtime.errors import StageError, infra_error
+from ....retry.classify_failure import Patterns, classify
 from ...runtime.locks import exclusive
 from ...runtime.proc import run_logged
+from ...runtime.stage_error import StageError, infra_error
+from ...runtime.userspace_build import source_fingerprint
 from .._freebsd import FREEBSD_BASE_FLAGS, check_flag, freebsd_kmod_dir
 from ..base import append_log
 from .kit import DEFAULT_VERSION, TARGET_NAME, Kit, check_kit, kernels_option, kits

@@ -12,10 +12,10 @@ from ....parsers.freebsd_console import ConsoleFacts
 from ....parsers.freebsd_console import read_console as read_freebsd_console
 from ....parsers.guest_markers import MarkerTable
 from ....parsers.kernel_trouble import freebsd_machinery
-from ...runtime.console import console_lines
-from ...runtime.errors import StageError
+from ...runtime.console_lines import console_lines
 from ...runtime.loading import ModuleLoadOutcome
 from ...runtime.proc import CONSOLE_FLOOD, Watched
+from ...runtime.stage_error import StageError
 from .boot import Boot
 from .worker import find_toolchain
 

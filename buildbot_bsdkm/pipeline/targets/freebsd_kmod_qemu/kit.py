@@ -16,8 +16,8 @@ from pathlib import Path
 from .... import targets
 from ....config.bsdkm_yml import Config
 from ....contract import TARGET_UNAVAILABLE
-from ...runtime.errors import StageError, infra_error
 from ...runtime.source import cache_root
+from ...runtime.stage_error import StageError, infra_error
 from .._freebsd import freebsd_kmod_dir
 from .options import freebsd_options
 from .release_set import (
@@ -34,7 +34,6 @@ from .release_set import (
 
 TARGET_NAME = targets.FREEBSD_KMOD_QEMU.name
 DEFAULT_VERSION = "15.0"  # a kit whose sources do not say their version
-DEFAULT_KERNELS = ("debug", "release")
 
 NEWVERS_REVISION = re.compile(r'^REVISION="(?P<version>\d+\.\d+)"', re.M)
 

@@ -43,8 +43,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ....contract import TARGET_UNAVAILABLE
-from ...runtime.errors import StageError, infra_error, real_error
 from ...runtime.locks import exclusive
+from ...runtime.stage_error import StageError, infra_error, real_error
 from .options import release_mirror_problem as mirror_problem
 
 DEFAULT_MIRROR = "https://download.freebsd.org"

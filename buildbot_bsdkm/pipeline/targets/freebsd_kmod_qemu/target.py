@@ -44,14 +44,14 @@ from .... import targets
 from ....config.bsdkm_yml import Config
 from ....contract import TARGET_UNAVAILABLE
 from ....model import FailureCategory, LogFormat, LogResult, StageFailure
-from ....retry.classify import Patterns
+from ....retry.classify_failure import Patterns
 from ...job import OUTCOME, Job
-from ...runtime.console import console_lines
-from ...runtime.errors import StageError, infra_error
+from ...runtime.console_lines import console_lines
 from ...runtime.guest import VmOptions, launch, merge_counts, new_nonce, read_counts
 from ...runtime.loading import ModuleLoadOutcome, outcome_from_record
 from ...runtime.qemu_plugin import COUNT_FILE
 from ...runtime.source import cache_root
+from ...runtime.stage_error import StageError, infra_error
 from ..base import KernelTarget, Prerequisite, judge_outcome, parse_kernel_log
 from .boot import (
     OVMF_VARS,

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ....config.bsdkm_yml import Config
-from ...runtime.errors import StageError, infra_error
 from ...runtime.source import cache_root
+from ...runtime.stage_error import StageError, infra_error
 from .. import prerequisites as needs
 from ..base import Prerequisite, require
 from .boot import OVMF_CODE, OVMF_VARS

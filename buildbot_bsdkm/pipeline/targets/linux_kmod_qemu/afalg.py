@@ -13,7 +13,7 @@ registers wolfCrypt with the Linux kernel crypto API. For such a variant this mo
   (``kmod/linux/afalg-run.sh``) and the kernel's own AF_ALG/crypto modules of the
   kernel the module was built for;
 - after the boot, copies the ``afalg-*`` lines of the console into ``afalg.log`` and
-  parses it (``parsers/afalg.py``).
+  parses it (``parsers/afalg_bench.py``).
 
 Everything is cached under ``<cache>/afalg/<key>/`` by source, flags and program source.
 """
@@ -27,9 +27,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from ...runtime.build import source_fingerprint
-from ...runtime.errors import real_error
 from ...runtime.locks import exclusive
+from ...runtime.stage_error import real_error
+from ...runtime.userspace_build import source_fingerprint
 from .harness import LINUXKM_INPUTS, default_kernel_version, linux_kmod_dir, module_vermagic_version
 
 LKCAPI_FLAG = "--enable-linuxkm-lkcapi-register"

@@ -22,16 +22,16 @@ from pathlib import Path
 from ....config.bsdkm_yml import Config
 from ....parsers.guest_markers import MarkerTable
 from ....parsers.linux_console import ConsoleReport, read_console_lines
-from ....retry.classify import KERNEL_BEFORE_MODULE, Patterns, classify, first_compile_error
+from ....retry.classify_failure import KERNEL_BEFORE_MODULE, Patterns, classify, first_compile_error
 from ....support.resources import kmod_dir
-from ...runtime.build import source_fingerprint
-from ...runtime.console import console_lines
-from ...runtime.errors import StageError, infra_error, real_error
+from ...runtime.console_lines import console_lines
 from ...runtime.guest import CountRequest, CountSpec, VmOptions, launch, new_nonce, request_count
 from ...runtime.loading import ModuleLoadOutcome, outcome_record
 from ...runtime.locks import exclusive
 from ...runtime.proc import CONSOLE_FLOOD, Watched, run_logged
 from ...runtime.qemu_plugin import COUNT_FILE, module_layout
+from ...runtime.stage_error import StageError, infra_error, real_error
+from ...runtime.userspace_build import source_fingerprint
 from ..base import Prerequisite
 
 BOOT_DIR = Path("/boot")

@@ -13,7 +13,7 @@ from typing import Any
 from .... import targets
 from ....config.bsdkm_yml import Config
 from ....model import LogFormat, LogResult
-from ....retry.classify import Patterns
+from ....retry.classify_failure import Patterns
 from ...job import KO, Job, StateKey
 from ...runtime.guest import VmOptions, merge_counts, read_counts
 from ...runtime.loading import ModuleLoadOutcome

@@ -16,8 +16,7 @@ from buildbot_bsdkm.config.bsdkm_yml import Config
 from buildbot_bsdkm.model import LogFormat, LogResult
 from buildbot_bsdkm.parsers.guest_markers import MarkerTable, read_markers
 from buildbot_bsdkm.perf.kernel_counts import TextLayout, text_layout
-from buildbot_bsdkm.pipeline.runtime.console import console_lines
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
+from buildbot_bsdkm.pipeline.runtime.console_lines import console_lines
 from buildbot_bsdkm.pipeline.runtime.guest import (
     CountSpec,
     VmOptions,
@@ -30,9 +29,10 @@ from buildbot_bsdkm.pipeline.runtime.guest import (
 from buildbot_bsdkm.pipeline.runtime.loading import ModuleLoadOutcome
 from buildbot_bsdkm.pipeline.runtime.proc import CONSOLE_FLOOD, Watched
 from buildbot_bsdkm.pipeline.runtime.qemu_plugin import COUNT_FILE, readelf_tables
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets import prerequisites as needs
 from buildbot_bsdkm.pipeline.targets.base import KernelTarget, Prerequisite
-from buildbot_bsdkm.retry.classify import Patterns, classify
+from buildbot_bsdkm.retry.classify_failure import Patterns, classify
 
 from . import FACTS
 

@@ -60,7 +60,7 @@ def test_long_phases_are_folded() -> None:
         assert text.count("::group::") <= text.count("::endgroup::") <= 2 * text.count("::group::"), text
     names = {s.get("name") for s in STEPS if "::group::" in str(s.get("run", ""))}
     assert {"Install bsdkm-ci", "Install build packages", "Stage bsdkm-ci for the FreeBSD VM"} <= names
-    # `bsdkm-ci run` folds each of its stages itself (commands/action/groups.py)
+    # `bsdkm-ci run` folds each of its stages itself (commands/log_groups.py)
     assert "bsdkm-ci run --log-groups" in (ROOT / "action" / "run-bsdkm-ci.sh").read_text()
 
 

@@ -29,7 +29,7 @@ from buildbot_bsdkm.pipeline.runtime import fips
 from buildbot_bsdkm.pipeline.targets import kernel
 from buildbot_bsdkm.pipeline.targets.freebsd_kmod.target import FreeBSDWorkerTarget, run_freebsd_module
 from buildbot_bsdkm.policy import parse_policy
-from buildbot_bsdkm.report.candidate import compiler_warnings, parse_size
+from buildbot_bsdkm.report.release_report import compiler_warnings, parse_size
 
 # --------------------------------------------------------------------------- SOURCE
 
@@ -322,7 +322,7 @@ def test_unknown_git_tag_exits_2_naming_it_before_anything_is_built(
 
 def test_previous_release_that_fails_to_build_is_reported_and_the_candidate_judged_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from buildbot_bsdkm.pipeline.runtime.errors import real_error
+    from buildbot_bsdkm.pipeline.runtime.stage_error import real_error
 
     cand = _tree(tmp_path / "cand", "5.9.2", bsdkm=True)
     prev = _tree(tmp_path / "prev", "5.8.4", bsdkm=True)

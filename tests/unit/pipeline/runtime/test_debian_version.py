@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.source import ArchiveFile, SourcePackage, parse_sources, pick_package
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 
 
 def entry(version: str) -> SourcePackage:

@@ -16,7 +16,6 @@ import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource, GitSource, LocalSource, TarballSource
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.source import (
     cache_root,
     download,
@@ -26,6 +25,7 @@ from buildbot_bsdkm.pipeline.runtime.source import (
     sources_index,
     wolfssl_source,
 )
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 
 ORIG_SHA256 = "2f4ef3d4fd387a9b3191d36a6316d69116c46ff69bb9583b6c82b36d7b8ca114"
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.proc import run_captured, run_logged, run_watched
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
 from buildbot_bsdkm.pipeline.targets.linux_kmod_qemu import harness as linuxkm
-from buildbot_bsdkm.retry.classify import Patterns
+from buildbot_bsdkm.retry.classify_failure import Patterns
 
 
 def _tree(tmp_path: Path, configure: str) -> Path:

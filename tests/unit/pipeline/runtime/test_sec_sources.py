@@ -12,9 +12,9 @@ import pytest
 
 from buildbot_bsdkm.config.bsdkm_yml import GitSource, TarballSource
 from buildbot_bsdkm.model import FailureCategory
-from buildbot_bsdkm.pipeline.runtime.errors import StageError
 from buildbot_bsdkm.pipeline.runtime.source import fetch_source, git_tree
-from buildbot_bsdkm.retry.classify import classify
+from buildbot_bsdkm.pipeline.runtime.stage_error import StageError
+from buildbot_bsdkm.retry.classify_failure import classify
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -1,7 +1,7 @@
 """``metric: instructions``: regression gates on counted instructions, one run a side.
 
 A run counted with the fixed-work driver carries ``metadata["instructions"]``
-(``perf/instructions.py``). Its base is the baseline's run of the same (target, variant) (the
+(``perf/instruction_counts.py``). Its base is the baseline's run of the same (target, variant) (the
 base build measured next to it, or a baseline file); without one, the newest history run that
 has counts. A count does not scatter (the same binary counts the same instructions every run),
 so a fixed limit judges it at 1 vs 1: no repeats, no learned noise.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ..checks import GEOMEAN_PREFIX, STATUS_INCONCLUSIVE, CheckKind, Verdict
 from ..model import RunResult
-from ..perf.instructions import (
+from ..perf.instruction_counts import (
     BASE_METADATA_KEY,
     BESIDE_PR_KEY,
     InstructionCounts,

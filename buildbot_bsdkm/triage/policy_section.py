@@ -19,7 +19,6 @@ ACTIONS = ("fail", "warn")
 KEYS = ("pre_existing", "known", "flaky")
 # The triage words (the JSON and the reports say these).
 NEW, PRE_EXISTING, KNOWN, FLAKY, FIXED = "new", "pre-existing", "known", "flaky", "fixed"
-WORDS = (NEW, PRE_EXISTING, KNOWN, FLAKY, FIXED)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Instruction counts of a build: the fixed-work driver built against it, run under Callgrind.
 
 ``count_instructions(build, items, settings)`` is the one entry: ``build`` is a userspace build
-directory (``pipeline/runtime/build.py``'s, or any configured-and-made wolfSSL tree) or a static
+directory (``pipeline/runtime/userspace_build.py``'s, or any configured-and-made wolfSSL tree) or a static
 ``libwolfssl.a`` inside one. The driver (``kmod/workload/instr_driver.c``) is compiled with the
 build's ``wolfssl/options.h`` and linked statically against an archive of the build's own
 objects, so it runs exactly the code the variant's benchmark runs (a shared-only build still
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ... import targets
 from ...config.bsdkm_yml import Config
-from ...perf.instructions import (
+from ...perf.instruction_counts import (
     MEASURED,
     MISSING,
     UNMEASURABLE,
@@ -46,11 +46,11 @@ from ...perf.instructions import (
 )
 from ...policy import load_policy
 from ...support.resources import data_path
-from .build import UserspaceBuild, build_key, compiler_env
-from .errors import StageError, real_error
 from .locks import exclusive
 from .proc import run_logged
 from .source import cache_root
+from .stage_error import StageError, real_error
+from .userspace_build import UserspaceBuild, build_key, compiler_env
 
 PROGRAM = "bsdkm-instr"
 MEASURED_FUNCTION = "bsdkm_measure"
@@ -464,7 +464,7 @@ def proxy_flags(flags: list[str] | tuple[str, ...]) -> tuple[list[str], list[str
 def proxy_build(config: Config, target: str, variant: str, source: Path, cache: Path, jobs: int,
                 log: Path) -> tuple[Path, list[str], list[str]]:
     """A user-space static library built with a kernel variant's crypto flags: (build dir, carried,
-    dropped). Cached by source and flags like the userspace builds (``pipeline/runtime/build.py``)."""
+    dropped). Cached by source and flags like the userspace builds (``userspace_build.py``)."""
 
     carried, dropped = proxy_flags(config.configure_flags(target, variant))
     args = [*PROXY_BASE_FLAGS, *carried]

@@ -1,6 +1,6 @@
 """Every failed check of a verdict gets its signature and its triage word, and the policy's say.
 
-Words (``rules.WORDS``), first that applies:
+Words (``policy_section``'s constants), first that applies:
 
 - ``known``: a known-issue entry covers the run and one of its patterns matches the signature;
 - ``flaky``: it did not reproduce on a re-run of the same build, or it comes and goes on the base
@@ -30,7 +30,7 @@ from ..parsers.kernel_shapes import SIGNATURE_HEADS
 from ..perf.fingerprint import of_run
 from .known import KnownIssue, KnownIssues
 from .outcomes import BaseOutcome, check_kernels, kernel_of_source, run_kernels
-from .rules import FIXED, FLAKY, KNOWN, NEW, PRE_EXISTING, TriageRules
+from .policy_section import FIXED, FLAKY, KNOWN, NEW, PRE_EXISTING, TriageRules
 from .selftest_source import migrated_signature, unnamed_form
 from .signature import signature
 

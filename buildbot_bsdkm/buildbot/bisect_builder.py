@@ -3,7 +3,7 @@
 - ``BisectOnNewSignatures`` (a master service) looks at every finished base-branch build of a
   ``target/variant`` builder: the base outcomes its Gate step recorded (``base_outcomes``) say
   whether its newest build shows a failure signature the build before it did not
-  (``bisection.trigger.requests_for``), and the perf history of a perf target whether an
+  (``bisection.bisect_requests.requests_for``), and the perf history of a perf target whether an
   item's level dropped (the drift detector's change point, ``regression_requests``). Each is
   bisected once (the keys asked for are kept in the master's state table), through the ``bisect``
   Triggerable scheduler.
@@ -28,7 +28,7 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
-from ..bisection.trigger import BisectRequest, regression_requests, requests_for
+from ..bisection.bisect_requests import BisectRequest, regression_requests, requests_for
 from ..config import builders as plan
 from ..config.bsdkm_yml import Config, GitSource
 from ..contract import (
@@ -41,13 +41,15 @@ from ..contract import (
     TARGET_PROPERTY,
     VARIANT_PROPERTY,
 )
+from ..github.bisect_comment import checked_culprit, comment_body, post_commit_comment
+from ..github.client import GitHubClient, GitHubError
 from ..model import load_document
 from ..perf.store import best_series
-from ..report.bisect import html_page, result_from_json
+from ..report.bisection_report import html_page, result_from_json
 from ..targets import measures_base
 from . import base_outcomes, perf_history, worker_files
 from .retrying_build import can_start_build
-from .workers import WorkerSpec
+from .worker_passwords import WorkerSpec
 
 BUILDER = plan.BISECT_BUILDER
 SCHEDULER = "bisect"
@@ -147,9 +149,6 @@ class BsdkmBisectComment(buildstep.BuildStep):
         super().__init__(**kwargs)
 
     async def run(self) -> int:
-        from ..github.bisect_comment import checked_culprit, comment_body, post_commit_comment
-        from ..github.client import GitHubError
-
         doc = self.getProperty(BISECT_RESULT_PROPERTY)
         if not isinstance(doc, dict) or not doc.get("decided"):
             self.summary_text = "no culprit named: no comment"
@@ -288,8 +287,6 @@ def apply_bisect(c: dict[str, Any], config: Config, specs: list[WorkerSpec], con
         return
     comment = None
     if github is not None:
-        from ..github.client import GitHubClient
-
         comment = BsdkmBisectComment(client=lambda: GitHubClient(github.api_url, github.auth(),
                                                                  spacing=github.writes),
                                      repo=github.repo)

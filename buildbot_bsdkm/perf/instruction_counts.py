@@ -12,7 +12,7 @@ only and writes one profile part per item (``--dump-after``). This module is the
 
 The same binary counts the same instructions every run (bench/instructions.py measured it), so
 a change of the count is a change of the code's work: no repeats, no history, one run a side.
-Running anything (the build, Valgrind) is ``pipeline/runtime/instructions.py``'s job.
+Running anything (the build, Valgrind) is ``pipeline/runtime/instruction_counting.py``'s job.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import UsageError
+from ..exit_codes import UsageError
 from . import workflow as actions
 
 SUMMARY_JSON = "summary.json"

@@ -33,7 +33,6 @@ from .registry import Ending
 # Kernel algorithm names and the names wolfCrypt/OpenSSL readers know them by.
 ALG_NAMES = {"gcm(aes)": "AES-128-GCM", "cbc(aes)": "AES-128-CBC", "sha256": "SHA-256",
              "hmac(sha256)": "HMAC-SHA256"}
-PATHS = ("lkcapi", "kernel", "name", "user")
 # Only at a word's start: from inside a long word every start would scan it again (quadratic).
 _FIELD = re.compile(r"(?<!\w)(\w+)=(\S+)")
 _MAX_FACTS = 512

@@ -1,6 +1,6 @@
 """Offload vs software inside one run: the paths of the AF_ALG benchmark.
 
-An lkcapi run measures one algorithm along several *paths* in one boot (``parsers/afalg.py``:
+An lkcapi run measures one algorithm along several *paths* in one boot (``parsers/afalg_bench.py``:
 ``afalg:<path>:<ALG>@<bytes>``). A ``crossovers`` rule with ``paths: true`` compares two
 paths of the same run instead of two variants::
 

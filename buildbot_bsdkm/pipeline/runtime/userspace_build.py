@@ -20,10 +20,10 @@ from pathlib import Path
 
 from ... import targets
 from ...config.bsdkm_yml import Config
-from ...retry.classify import Patterns, classify
-from .errors import StageError
+from ...retry.classify_failure import Patterns, classify
 from .locks import exclusive
 from .proc import CommandResult, run_logged
+from .stage_error import StageError
 
 Progress = Callable[[str], None]
 __all__ = [

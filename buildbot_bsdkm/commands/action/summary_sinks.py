@@ -1,6 +1,6 @@
 """The Action's own sinks for the core's PR report (``report/sinks.py``): the job summary and the
 workflow annotations. Its commit statuses and comment go through the GitHub sinks the Buildbot
-reporter uses (``github/sinks.py``), in ``status.py`` and ``comment.py``.
+reporter uses (``github/pr_sinks.py``), in ``status.py`` and ``comment.py``.
 """
 
 from __future__ import annotations

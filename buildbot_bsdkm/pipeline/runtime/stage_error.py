@@ -14,24 +14,14 @@ class StageError(Exception):
 
 
 def infra_error(stage: str, reason: str, message: str, evidence: list[str] | None = None) -> StageError:
-    return StageError(
-        StageFailure(
-            stage=stage,
-            message=message,
-            category=FailureCategory.INFRASTRUCTURE,
-            reason=reason,
-            evidence=list(evidence or []),
-        )
-    )
+    return _error(FailureCategory.INFRASTRUCTURE, stage, reason, message, evidence)
 
 
 def real_error(stage: str, reason: str, message: str, evidence: list[str] | None = None) -> StageError:
-    return StageError(
-        StageFailure(
-            stage=stage,
-            message=message,
-            category=FailureCategory.REAL,
-            reason=reason,
-            evidence=list(evidence or []),
-        )
-    )
+    return _error(FailureCategory.REAL, stage, reason, message, evidence)
+
+
+def _error(category: FailureCategory, stage: str, reason: str, message: str,
+           evidence: list[str] | None) -> StageError:
+    return StageError(StageFailure(stage=stage, message=message, category=category, reason=reason,
+                                   evidence=list(evidence or [])))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..checks import STATUS_MARKS
 from ..model import RunResult
-from ..policy import GEOMEAN_PREFIX, PER_SECOND, CheckKind, Verdict, display_unit, measure, shown
+from ..policy import GEOMEAN_PREFIX, PER_SECOND, CheckKind, Verdict, display_unit, measure
 from .blocks import md_inline
 
 # gcc/clang: "path/file.c:123:45: warning: text [-Wflag]", and the driver's "cc1: warning: text"
@@ -422,11 +422,3 @@ def html_release(doc: Mapping[str, Any]) -> str:
     parts.append("</body></html>")
     return "\n".join(parts)
 
-
-def shown_value(run: RunResult, name: str) -> float | None:
-    """A benchmark's throughput in its display unit (for tests and the summary)."""
-    for b in run.benchmarks:
-        if b.name == name:
-            v = measure(b, PER_SECOND)
-            return None if v is None else shown(b, PER_SECOND, v)
-    return None

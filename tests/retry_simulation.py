@@ -1,10 +1,11 @@
-"""Fault simulation: many builds through the real retry policy with injected infrastructure failures.
+"""Fault simulation, a test helper: many builds through the real retry policy with injected
+infrastructure failures.
 
 Each simulated attempt fails its fetch with probability ``network_failure_rate`` using
 real network-error output, classified by the real ``classify``; a build whose code is
 broken fails its self-test for real (a real wolfCrypt failure log) on every attempt
 that gets past fetch. ``decide`` drives the loop exactly as ``BoundedRetryBuild`` does,
-with no manual retry. Used by the fault tests and to produce the README numbers.
+with no manual retry. Used by the retry tests and to produce ``buildbot/README.md``'s numbers.
 """
 
 from __future__ import annotations
@@ -13,9 +14,16 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..model import LogResult
-from ..retry.classify import classify
-from ..retry.rules import Attempt, AttemptVerdict, RetryDecision, RetrySettings, decide, worker_lost_failure
+from buildbot_bsdkm.model import LogResult
+from buildbot_bsdkm.retry.classify_failure import classify
+from buildbot_bsdkm.retry.decision import (
+    Attempt,
+    AttemptVerdict,
+    RetryDecision,
+    RetrySettings,
+    decide,
+    worker_lost_failure,
+)
 
 NETWORK_ERRORS = (
     "curl: (6) Could not resolve host: deb.debian.org",

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...retry.classify import Patterns
+from ...retry.classify_failure import Patterns
 
 CHUNK_CHARS = 1 << 20
 MAX_LINE_CHARS = 64 * 1024  # a longer line comes in pieces of this size

@@ -69,7 +69,7 @@ class RetrySettings:
 
     @classmethod
     def from_config(cls, retry: Any) -> RetrySettings:
-        """From ``config.RetryConfig`` (``bsdkm.yml``'s ``retry:`` block)."""
+        """From ``bsdkm_yml.RetryConfig`` (``bsdkm.yml``'s ``retry:`` block)."""
         return cls(max_infra_retries=retry.max_infra_retries, backoff_s=tuple(retry.backoff_s))
 
     def backoff(self, retry_number: int) -> float:

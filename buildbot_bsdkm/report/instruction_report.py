@@ -1,4 +1,4 @@
-"""Instruction counts in the report, the PR comment and JUnit (``perf/instructions.py``'s records).
+"""Instruction counts in the report, the PR comment and JUnit (``perf/instruction_counts.py``'s records).
 
 - ``instruction_summary``: the one-line summary the PR comment opens with
   (``instructions: userspace/intelasm +1.03 % (SHA-256), −0.00 % (AES-128-GCM-enc) …``);
@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import RunResult
-from ..perf.instructions import MEASURED, InstructionCounts, ItemCount, counts_of, fmt_change
+from ..perf.instruction_counts import MEASURED, InstructionCounts, ItemCount, counts_of, fmt_change
 from ..perf.kernel_counts import SCOPE_TAGS, scope_words
 from ..policy import Check, CheckKind, Verdict
-from ..policy.instructions import clock_changes
+from ..policy.instruction_gates import clock_changes
 from .blocks import BENCHMARK_ROW, KEEP, Block, Row, Table
 
 HEADING = "Instruction counts: "
