@@ -28,7 +28,7 @@ from typing import Any
 
 from ..model import BenchKind, Benchmark, Problem
 from .records import Record
-from .registry import Ending
+from .registry import Ending, ReadsEachLine
 
 # Kernel algorithm names and the names wolfCrypt/OpenSSL readers know them by.
 ALG_NAMES = {"gcm(aes)": "AES-128-GCM", "cbc(aes)": "AES-128-CBC", "sha256": "SHA-256",
@@ -55,7 +55,7 @@ def _fields(text: str) -> dict[str, str]:
 
 
 @dataclass
-class AfalgParser:
+class AfalgParser(ReadsEachLine):
     """``registry.LineParser`` for the AF_ALG benchmark's lines."""
 
     begun: bool = False
@@ -63,12 +63,6 @@ class AfalgParser:
     metadata: dict[str, Any] = field(default_factory=dict)
     last_line: int = 0
     recognised: int = 0
-
-    def feed(self, line: str, n: int, out: list[Record]) -> None:
-        records, meaningful = self.read(line, n)
-        if meaningful:
-            self.recognised += 1
-        out.extend(records)
 
     def read(self, line: str, lineno: int) -> tuple[list[Benchmark | Problem], bool]:
         """Records from one line and whether the line meant anything."""

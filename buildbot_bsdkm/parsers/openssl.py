@@ -14,7 +14,7 @@ from typing import Any
 
 from ..model import BenchKind, Benchmark, Problem
 from .records import Record
-from .registry import Ending
+from .registry import Ending, ReadsEachLine
 
 DEFAULT_SIZES = (16, 64, 256, 1024, 8192, 16384)
 _MAX_PROGRESS = 10000
@@ -86,7 +86,7 @@ def pkey_item(alg: str, bits: str, op: str, rate: float, lineno: int) -> Benchma
 
 
 @dataclass
-class OpenSSLParser:
+class OpenSSLParser(ReadsEachLine):
     """``registry.LineParser`` for ``openssl speed`` output."""
 
     sizes: tuple[int, ...] = DEFAULT_SIZES
@@ -96,12 +96,6 @@ class OpenSSLParser:
     metadata: dict[str, Any] = field(default_factory=dict)
     last_size: int | None = None  # block size announced by the last "+DT:" line
     recognised: int = 0
-
-    def feed(self, line: str, n: int, out: list[Record]) -> None:
-        records, meaningful = self.read(line, n)
-        if meaningful:
-            self.recognised += 1
-        out.extend(records)
 
     def read(self, line: str, lineno: int) -> tuple[list[Benchmark | Problem], bool]:
         """Records from one line and whether the line meant anything."""

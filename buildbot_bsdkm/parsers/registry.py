@@ -45,6 +45,21 @@ class LineParser(Protocol):
     def finish(self, out: list[Record], lines: int) -> Ending: ...
 
 
+class ReadsEachLine:
+    """``feed`` for a parser whose ``read(line, n)`` gives a line's records and whether it meant anything."""
+
+    recognised: int
+
+    def read(self, line: str, lineno: int) -> tuple[list[Any], bool]:
+        raise NotImplementedError
+
+    def feed(self, line: str, n: int, out: list[Record]) -> None:
+        records, meaningful = self.read(line, n)
+        if meaningful:
+            self.recognised += 1
+        out.extend(records)
+
+
 @dataclass(frozen=True)
 class Registration:
     """One format's parser and how to recognise the format."""

@@ -17,6 +17,8 @@ import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -547,3 +549,15 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@contextmanager
+def served(fake: FakeGitHub | None = None) -> Iterator[FakeGitHub]:
+    """A started fake; once it stops, every request and answer must have kept to GitHub's description."""
+    fake = (fake or FakeGitHub()).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+    assert fake.invalid == [], "a request did not follow GitHub's OpenAPI description"
+    assert fake.invalid_responses == [], "the fake answered outside GitHub's OpenAPI description"

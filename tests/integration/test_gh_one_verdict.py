@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES
 from github_fake import reactor_thread
-from github_fake.server import FakeGitHub
+from github_fake.server import FakeGitHub, served
 
 from buildbot_bsdkm.commands.action.workflow import read_outputs
 from buildbot_bsdkm.config.bsdkm_yml import load_config
@@ -88,11 +88,8 @@ def recorded_runs() -> list[RunResult]:
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub().start()
-    yield fake
-    fake.stop()
-    assert fake.invalid == [], "a request did not follow GitHub's OpenAPI description"
-    assert fake.invalid_responses == [], "the fake answered outside GitHub's OpenAPI description"
+    with served() as fake:
+        yield fake
 
 
 @pytest.fixture

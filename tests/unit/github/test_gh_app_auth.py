@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github_fake import reactor_thread
-from github_fake.server import FakeApp, FakeGitHub
+from github_fake.server import FakeApp, FakeGitHub, served
 from twisted.python import log
 
 from buildbot_bsdkm.github.app_auth import AppTokens, StaticToken
@@ -31,11 +31,8 @@ PEM = KEY.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub().start()
-    yield fake
-    fake.stop()
-    assert fake.invalid == [], "a request did not follow GitHub's OpenAPI description"
-    assert fake.invalid_responses == [], "the fake answered outside GitHub's OpenAPI description"
+    with served() as fake:
+        yield fake
 
 
 @pytest.fixture

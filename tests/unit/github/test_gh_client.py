@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from github_fake import reactor_thread
-from github_fake.server import FakeGitHub, Fault
+from github_fake.server import FakeGitHub, Fault, served
 from twisted.python import log
 
 from buildbot_bsdkm.github.backoff import RetryPolicy, advise, rate_limit_wait
@@ -24,11 +24,8 @@ FAST = RetryPolicy(max_attempts=4, base_delay=0.05, max_delay=0.2, max_inline_wa
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub().start()
-    yield fake
-    fake.stop()
-    assert fake.invalid == [], "a request did not follow GitHub's OpenAPI description"
-    assert fake.invalid_responses == [], "the fake answered outside GitHub's OpenAPI description"
+    with served() as fake:
+        yield fake
 
 
 @pytest.fixture

@@ -173,17 +173,18 @@ def test_a_retest_whose_head_has_its_push_queued_leaves_the_build_to_that_push()
 
     ctl._build = build  # type: ignore[method-assign]
     comment = parse_comment_event(payloads.issue_comment("retest this please", association="COLLABORATOR"))
-    got = _run(ctl.on_comment(comment, 0.0, queued_heads=frozenset({b})))
+    got = settled(ctl.on_comment(comment, 0.0, queued_heads=frozenset({b})))
     assert got.action == "coalesced" and built == [], got
     comment = parse_comment_event(payloads.issue_comment("retest this please", association="COLLABORATOR"))
-    got = _run(ctl.on_comment(comment, 0.0, queued_heads=frozenset({a})))  # an older push: b's comes later
+    got = settled(ctl.on_comment(comment, 0.0, queued_heads=frozenset({a})))  # an older push: b's comes later
     assert got.action == "coalesced" and built == [], got
-    _run(ctl.on_comment(parse_comment_event(payloads.issue_comment(
+    settled(ctl.on_comment(parse_comment_event(payloads.issue_comment(
         "retest this please", association="COLLABORATOR")), 0.0))
     assert built == [b]  # with nothing queued, the retest builds GitHub's head
 
 
-def _run(coro: Any) -> Any:
+def settled(coro: Any) -> Any:
+    """What a coroutine that needs no reactor turn returns (or raises)."""
     got: list[Any] = []
     defer.ensureDeferred(coro).addBoth(got.append)
     assert got, "did not finish at once"
@@ -221,8 +222,8 @@ def test_a_push_that_arrives_after_a_newer_one_builds_nothing() -> None:
         (_push(a, "2026-12-02T10:00:00Z", c), _push(b, "2026-12-02T10:00:00Z", a)),  # the same second
     ]:
         ctl, built = _building_controller()
-        assert _run(ctl.on_pull_request(newer, 0.0)).action == "build"
-        late = _run(ctl.on_pull_request(older, 0.0))
+        assert settled(ctl.on_pull_request(newer, 0.0)).action == "build"
+        late = settled(ctl.on_pull_request(older, 0.0))
         assert late.action == "superseded" and built == [b], (late, built)
         assert ctl.approvals.record("Codertocat/Hello-World", newer.pull.number).head == b
         # Queued behind the newer push, the late one neither supersedes it nor builds itself.
@@ -233,13 +234,13 @@ def test_a_push_that_arrives_after_a_newer_one_builds_nothing() -> None:
 def test_a_push_order_github_does_not_tell_is_arrival_order() -> None:
     a, b = "a" * 40, "b" * 40
     ctl, built = _building_controller()
-    _run(ctl.on_pull_request(_push(b, "2026-12-02T10:00:00Z"), 0.0))
-    _run(ctl.on_pull_request(_push(a, "2026-12-02T10:00:00Z"), 0.0))
+    settled(ctl.on_pull_request(_push(b, "2026-12-02T10:00:00Z"), 0.0))
+    settled(ctl.on_pull_request(_push(a, "2026-12-02T10:00:00Z"), 0.0))
     assert built == [b, a]
     # A head pushed back again within the second: each push names the other as replaced.
     ctl, built = _building_controller()
-    _run(ctl.on_pull_request(_push(b, "2026-12-02T10:00:00Z", a), 0.0))
-    _run(ctl.on_pull_request(_push(a, "2026-12-02T10:00:00Z", b), 0.0))
+    settled(ctl.on_pull_request(_push(b, "2026-12-02T10:00:00Z", a), 0.0))
+    settled(ctl.on_pull_request(_push(a, "2026-12-02T10:00:00Z", b), 0.0))
     assert built == [b, a]
 
 

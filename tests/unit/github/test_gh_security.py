@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from github_fake import payloads, reactor_thread
-from github_fake.server import FakeGitHub, Fault
+from github_fake.server import FakeGitHub, Fault, served
 from twisted.internet import defer, task
 
 from buildbot_bsdkm.github.backoff import RetryPolicy
@@ -35,10 +35,8 @@ POLICY = TrustPolicy.build(["wolfssl-bot"])
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub().start()
-    yield fake
-    fake.stop()
-    assert fake.invalid == [], "a request did not follow GitHub's OpenAPI description"
+    with served() as fake:
+        yield fake
 
 
 def _publisher(github: FakeGitHub, path: Path, policy: RetryPolicy = FAST) -> Publisher:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github_fake import reactor_thread
-from github_fake.server import FakeApp, FakeGitHub
+from github_fake.server import FakeApp, FakeGitHub, served
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
@@ -71,10 +71,8 @@ class CountingSpacing(WriteSpacing):
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub().start()
-    yield fake
-    fake.stop()
-    assert fake.invalid == []
+    with served() as fake:
+        yield fake
 
 
 def test_the_client_spaces_its_writes_only(github: FakeGitHub) -> None:

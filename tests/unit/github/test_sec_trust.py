@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from github_fake import payloads
-from twisted.internet import defer
+from test_gh_inbox import settled
 from twisted.internet.task import Clock
 
 from buildbot_bsdkm.github.controller import PrBuilder, PullRequestBuilds
@@ -49,14 +49,6 @@ class FakePublisher:
         return True
 
 
-def _run(coro: Any) -> Any:
-    got: list[Any] = []
-    defer.ensureDeferred(coro).addBoth(got.append)
-    assert got, "did not finish at once"
-    if hasattr(got[0], "raiseException"):
-        got[0].raiseException()
-    return got[0]
-
 
 def controller() -> tuple[PullRequestBuilds, list[Any], FakePublisher]:
     settings = parse_settings({"repo": REPO}, env=ENV)
@@ -92,10 +84,10 @@ def test_a_push_by_a_stranger_arriving_after_ready_for_review_is_not_built_as_tr
     sync_h1 = _pr("synchronize", H1, "alice", "2026-12-02T10:00:00Z")
     ready_h2 = _pr("ready_for_review", H2, "alice", "2026-12-02T10:02:00Z")
     sync_h2 = _pr("synchronize", H2, "mallory", "2026-12-02T10:01:00Z", before=H1)
-    assert _run(ctl.on_pull_request(sync_h1, 0.0)).action == "build"
+    assert settled(ctl.on_pull_request(sync_h1, 0.0)).action == "build"
     assert [d.author_trusted for d in built] == [True]
-    assert _run(ctl.on_pull_request(ready_h2, 0.0)).action == Action.AWAIT_APPROVAL
-    assert _run(ctl.on_pull_request(sync_h2, 0.0)).action == Action.AWAIT_APPROVAL
+    assert settled(ctl.on_pull_request(ready_h2, 0.0)).action == Action.AWAIT_APPROVAL
+    assert settled(ctl.on_pull_request(sync_h2, 0.0)).action == Action.AWAIT_APPROVAL
     assert len(built) == 1, [d.reason for d in built]  # H2 was never built
     assert not ctl.approvals.head_vetted(REPO, 7, H2)
     # A maintainer's retest does not vouch for it either; only an approval builds it.
@@ -103,14 +95,14 @@ def test_a_push_by_a_stranger_arriving_after_ready_for_review_is_not_built_as_tr
                                                       head_sha=H2, number=7)["pull_request"]
     retest = parse_comment_event(payloads.issue_comment("retest this please", association="MEMBER",
                                                         login="maintainer", number=7))
-    assert _run(ctl.on_comment(retest, 0.0)).action == Action.REPLY
+    assert settled(ctl.on_comment(retest, 0.0)).action == Action.REPLY
     assert len(built) == 1
 
 
 def test_ready_for_review_builds_a_head_whose_trusted_push_was_seen() -> None:
     ctl, built, _ = controller()
-    _run(ctl.on_pull_request(_pr("synchronize", H2, "alice", "2026-12-02T10:01:00Z"), 0.0))
-    assert _run(ctl.on_pull_request(_pr("ready_for_review", H2, "alice", "2026-12-02T10:02:00Z"), 0.0)
+    settled(ctl.on_pull_request(_pr("synchronize", H2, "alice", "2026-12-02T10:01:00Z"), 0.0))
+    assert settled(ctl.on_pull_request(_pr("ready_for_review", H2, "alice", "2026-12-02T10:02:00Z"), 0.0)
                 ).action == "build"
     assert [d.author_trusted for d in built] == [True, True]
 
@@ -118,9 +110,9 @@ def test_ready_for_review_builds_a_head_whose_trusted_push_was_seen() -> None:
 def test_the_heads_own_push_arriving_after_ready_for_review_builds_it() -> None:
     """The events of a trusted push, out of order: the push, when it comes, vets its head."""
     ctl, built, _ = controller()
-    assert _run(ctl.on_pull_request(_pr("ready_for_review", H2, "alice", "2026-12-02T10:02:00Z"), 0.0)
+    assert settled(ctl.on_pull_request(_pr("ready_for_review", H2, "alice", "2026-12-02T10:02:00Z"), 0.0)
                 ).action == Action.AWAIT_APPROVAL
-    assert _run(ctl.on_pull_request(_pr("synchronize", H2, "alice", "2026-12-02T10:01:00Z"), 0.0)
+    assert settled(ctl.on_pull_request(_pr("synchronize", H2, "alice", "2026-12-02T10:01:00Z"), 0.0)
                 ).action == "build"
     assert [d.author_trusted for d in built] == [True]
 
@@ -152,12 +144,12 @@ def test_strangers_trigger_comments_read_no_pull_request() -> None:
     for _ in range(100):
         comment = payloads.issue_comment("retest this please", association="NONE", login="drive-by",
                                          number=7)
-        assert _run(ctl.on_comment(parse_comment_event(comment), 0.0)).action == Action.REPLY
+        assert settled(ctl.on_comment(parse_comment_event(comment), 0.0)).action == Action.REPLY
     assert publisher.client.asked == [] and built == []
     assert len(publisher.replies) == 1 and "@drive-by" in publisher.replies[0]  # rate-limited replies
     # A trusted commenter's retest still reads the PR, once.
     opened = payloads.pull_request("opened", association="MEMBER", number=7)
     publisher.client.pulls[7] = opened["pull_request"]
     member = payloads.issue_comment("retest this please", association="MEMBER", login="maintainer", number=7)
-    _run(ctl.on_comment(parse_comment_event(member), 0.0))
+    settled(ctl.on_comment(parse_comment_event(member), 0.0))
     assert publisher.client.asked == [7]
