@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from loopback_http import serving
+
 
 class _Held(http.server.SimpleHTTPRequestHandler):
     mirror: HeldMirror
@@ -51,11 +53,5 @@ class HeldMirror:
     @contextmanager
     def serving(self) -> Iterator[str]:
         handler = functools.partial(type("Handler", (_Held,), {"mirror": self}), directory=str(self.root))
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
-            server.server_close()
+        with serving(handler) as url:
+            yield url

@@ -11,30 +11,22 @@ not a timed assertion on a shared machine.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 GENEROUS_P99_S = 10.0
 
 
-def _bench():  # bench/ is not a package: load the script as a module
-    spec = importlib.util.spec_from_file_location("webhook_load", ROOT / "bench" / "webhook_load.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["webhook_load"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_fifty_events_per_second_then_a_kill_loses_none_and_builds_none_twice(tmp_path: Path) -> None:
-    bench = _bench()
+    bench = load_script(ROOT / "bench" / "webhook_load.py")  # bench/ is not a package
     github = bench.RemoteGitHub()
     master = bench.Master(tmp_path, github)
     journal = master.layout.master / "github-inbox.jsonl"

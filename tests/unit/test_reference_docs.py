@@ -9,29 +9,18 @@ syntax that GitHub would show as literal text.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 from markdown_it import MarkdownIt
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("reference_docs", ROOT / "scripts" / "reference_docs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["reference_docs"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-reference_docs = _load_script()
+reference_docs = load_script(ROOT / "scripts" / "reference_docs.py")
 import action_reference  # noqa: E402  (docs/_ext, on the path the script puts it)
 
 

@@ -6,29 +6,18 @@ the wheel test it runs, scripts/wheel_smoke.sh, runs in tests/integration/test_w
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("release_check", ROOT / "scripts" / "release_check.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["release_check"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-release_check = _script()
+release_check = load_script(ROOT / "scripts" / "release_check.py")
 
 CHANGELOG = """# Changelog
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import http.server
 import shutil
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from freebsd_sets import RELEASE, SNAPSHOT, make_kit, make_set, sets_for_tests
+from loopback_http import serving
 
 from buildbot_bsdkm.config.bsdkm_yml import Config, parse_config
 from buildbot_bsdkm.contract import TARGET_UNAVAILABLE
@@ -130,14 +130,8 @@ class _Answers(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture()
 def http_mirror() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Answers) as url:
+        yield url
 
 
 def test_the_mirror_is_asked_for_the_sets_manifest(http_mirror: str) -> None:

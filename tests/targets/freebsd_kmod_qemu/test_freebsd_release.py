@@ -13,7 +13,6 @@ import http.server
 import shutil
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from freebsd_sets import (
     txz,
     write_manifest,
 )
+from loopback_http import serving
 
 from buildbot_bsdkm.config.bsdkm_yml import ConfigError, parse_config
 from buildbot_bsdkm.contract import TARGET_UNAVAILABLE
@@ -98,17 +98,10 @@ def https_mirror(mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     def make(*args: object, **kwargs: object) -> _Mirror:
         return handler(*args, directory=str(mirror), **kwargs)  # type: ignore[arg-type]
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make)  # type: ignore[arg-type]
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
-    server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(make, tls=ctx) as url:
+        yield url, handler
 
 
 def test_a_release_and_a_snapshot_from_an_https_mirror_become_kits(https_mirror: tuple[str, type],

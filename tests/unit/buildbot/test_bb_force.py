@@ -7,13 +7,13 @@ from __future__ import annotations
 import base64
 import json
 import os
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+from loopback_http import serving
 
 from buildbot_bsdkm.cli import main
 from buildbot_bsdkm.commands.force_cmd import htpasswd_login
@@ -73,12 +73,8 @@ class FakeApi(BaseHTTPRequestHandler):
 @pytest.fixture()
 def api() -> Iterator[str]:
     FakeApi.force_status, FakeApi.result, FakeApi.forced = 200, 0, []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with serving(FakeApi) as url:
+        yield f"{url}/"
 
 
 def test_a_forced_build_prints_its_verdict(api: str, capsys: pytest.CaptureFixture[str]) -> None:

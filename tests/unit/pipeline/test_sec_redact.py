@@ -10,11 +10,11 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopback_http import serving
 from test_sec_sources import commit_tree, git
 
 from buildbot_bsdkm.model import RunResult
@@ -82,11 +82,8 @@ def private_repo(tmp_path: Path) -> Iterator[tuple[str, type[GitHttp]]]:
     commit_tree(work, "5.0.0")
     git(work, "push", "-q", str(root / "x.git"), "HEAD:refs/heads/main")
     handler = type("Handler", (GitHttp,), {"root": str(root), "authorized": []})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://bot:{TOKEN}@127.0.0.1:{server.server_address[1]}/x.git", handler
-    server.shutdown()
+    with serving(handler) as url:
+        yield f"{url.replace('http://', f'http://bot:{TOKEN}@')}/x.git", handler
 
 
 def files_holding(root: Path, secret: str) -> list[Path]:

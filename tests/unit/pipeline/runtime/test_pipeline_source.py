@@ -7,12 +7,12 @@ import hashlib
 import http.server
 import socket
 import subprocess
-import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopback_http import serving
 
 from buildbot_bsdkm.config.bsdkm_yml import DebianSource, GitSource, LocalSource, TarballSource
 from buildbot_bsdkm.model import FailureCategory
@@ -100,14 +100,8 @@ def http_dir(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     www.mkdir()
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
     handler.log_message = lambda *a: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", www
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(handler) as url:
+        yield url, www
 
 
 def test_checksum_mismatch_is_detected_and_nothing_is_kept(http_dir: tuple[str, Path],
